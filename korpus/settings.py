@@ -1,0 +1,113 @@
+"""One settings object for the whole pipeline: `KORPUS_*` environment variables over `korpus.yaml`.
+
+Precedence, highest first: arguments given in code, `KORPUS_*` environment variables, the settings file
+(`KORPUS_CONFIG`, else `./korpus.yaml` when present), defaults. A `korpus.yaml` may also be a corpus manifest
+(`defaults:`/`rules:`): those keys are the manifest's and are ignored here.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Annotated, Any
+
+import yaml
+from pydantic import Field, field_validator
+from pydantic_settings import BaseSettings, NoDecode, PydanticBaseSettingsSource, SettingsConfigDict
+
+MANIFEST_KEYS = {"defaults", "rules"}
+
+
+def _default_home() -> Path:
+    return Path(os.path.expanduser("~")) / ".cache" / "korpus"
+
+
+class YamlSettingsSource(PydanticBaseSettingsSource):
+    """Reads settings from `KORPUS_CONFIG` or `./korpus.yaml`; manifest keys are skipped."""
+
+    def __init__(self, settings_cls: type[BaseSettings]) -> None:
+        super().__init__(settings_cls)
+        path = Path(os.environ.get("KORPUS_CONFIG", "korpus.yaml"))
+        data: dict[str, Any] = {}
+        if path.is_file():
+            loaded = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+            if not isinstance(loaded, dict):
+                raise ValueError(f"{path}: expected a mapping of settings, got {type(loaded).__name__}")
+            data = {k: v for k, v in loaded.items() if k not in MANIFEST_KEYS}
+        self._data = data
+
+    def get_field_value(self, field: Any, field_name: str) -> tuple[Any, str, bool]:
+        return self._data.get(field_name), field_name, False
+
+    def __call__(self) -> dict[str, Any]:
+        return {k: v for k, v in self._data.items() if k in self.settings_cls.model_fields}
+
+
+class Settings(BaseSettings):
+    """Every knob of korpus. Each field maps to `KORPUS_<NAME>` and to a `korpus.yaml` key."""
+
+    model_config = SettingsConfigDict(env_prefix="KORPUS_", extra="ignore")
+
+    home: Path = Field(default_factory=_default_home, description="Model cache (built offline models).")
+    data: Path = Field(default=Path("korpus-data"), description="Catalog, index, caches, transcripts.")
+    embed_model: Path | None = Field(
+        default=None,
+        description="Any sentence-transformers model folder; default: e5-small rebuilt under home/models.",
+    )
+    embed_batch_size: int = Field(default=16, ge=1)
+    whisper_model: Path | None = Field(
+        default=None, description="A CTranslate2 Whisper folder; default: Whisper base under home/models."
+    )
+    whisper_device: str = Field(default="cpu", description="cpu | cuda | auto")
+    whisper_compute_type: str = Field(default="int8")
+    whisper_threads: int = Field(default=2, ge=0)
+    language: str = Field(default="ru", description="Corpus language (Whisper language code).")
+    ocr_language: str = Field(default="rus", description="Tesseract language(s), e.g. rus or rus+eng.")
+    ocr_dpi: int = Field(default=300, ge=72, le=600)
+    text_layer_min_chars: int = Field(default=20, description="Below this a page's text layer counts as absent.")
+    text_layer_min_cyrillic: float = Field(
+        default=0.5, ge=0, le=1, description="Share of Cyrillic letters a text layer needs to be trusted."
+    )
+    speech_chunk_seconds: float = Field(default=60.0, gt=0, description="Speech per chunk.")
+    dask_address: str | None = Field(default=None, description="An existing Dask scheduler, tcp://host:8786.")
+    dask_workers: int = Field(default=1, ge=1, description="LocalCluster workers (threads share one process).")
+    dask_threads_per_worker: int = Field(default=2, ge=1)
+    default_scopes: Annotated[list[str], NoDecode] = Field(
+        default_factory=lambda: ["public"], description="Scopes a search sees unless given others (a,b,c)."
+    )
+    rrf_k: int = Field(default=60, ge=1)
+    rrf_depth: int = Field(default=50, ge=1, description="Hits taken from each side before fusion.")
+
+    @field_validator("default_scopes", mode="before")
+    @classmethod
+    def _split_scopes(cls, value: Any) -> Any:
+        if isinstance(value, str):
+            return [s.strip() for s in value.split(",") if s.strip()]
+        return value
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        return (init_settings, env_settings, YamlSettingsSource(settings_cls))
+
+    @property
+    def models_dir(self) -> Path:
+        return self.home / "models"
+
+    @property
+    def index_path(self) -> Path:
+        return self.data / "korpus.db"
+
+    @property
+    def page_cache_dir(self) -> Path:
+        return self.data / "cache" / "pages"
+
+    @property
+    def transcripts_dir(self) -> Path:
+        return self.data / "transcripts"

@@ -1,0 +1,75 @@
+"""Embeddings through any sentence-transformers model folder, loaded lazily, offline only.
+
+The default is multilingual-e5-small rebuilt by `korpus models`; `KORPUS_EMBED_MODEL` selects any other local
+folder (bge-m3 and the like). Models that define `query`/`passage` prompts get them; others embed text as is.
+"""
+
+from __future__ import annotations
+
+import threading
+from functools import lru_cache
+from pathlib import Path
+
+import numpy as np
+
+from korpus.model_store import set_offline_switches
+
+
+class Embedder:
+    """Passages and queries → L2-normalised float32 vectors.
+
+    >>> embedder = Embedder(Path("~/.cache/korpus/models/e5-small").expanduser())
+    >>> embedder.embed_query("ремонт кровли").shape
+    (384,)
+    """
+
+    def __init__(self, model_path: Path, batch_size: int = 16) -> None:
+        self.model_path = Path(model_path)
+        self.batch_size = batch_size
+        self._model = None
+        self._lock = threading.Lock()
+
+    @property
+    def name(self) -> str:
+        return self.model_path.name
+
+    def warm_up(self) -> None:
+        with self._lock:
+            if self._model is None:
+                set_offline_switches()
+                from sentence_transformers import SentenceTransformer
+
+                self._model = SentenceTransformer(str(self.model_path), device="cpu", local_files_only=True)
+
+    @property
+    def dims(self) -> int:
+        self.warm_up()
+        return int(self._model.get_embedding_dimension())
+
+    def _encode(self, texts: list[str], prompt_name: str) -> np.ndarray:
+        self.warm_up()
+        prompt = prompt_name if prompt_name in (self._model.prompts or {}) else None
+        with self._lock:  # one forward pass at a time: torch already uses every core
+            vectors = self._model.encode(
+                texts,
+                prompt_name=prompt,
+                batch_size=self.batch_size,
+                normalize_embeddings=True,
+                convert_to_numpy=True,
+                show_progress_bar=False,
+            )
+        return np.asarray(vectors, dtype=np.float32)
+
+    def embed_passages(self, texts: list[str]) -> np.ndarray:
+        if not texts:
+            return np.zeros((0, self.dims), dtype=np.float32)
+        return self._encode(texts, "passage")
+
+    def embed_query(self, text: str) -> np.ndarray:
+        return self._encode([text], "query")[0]
+
+
+@lru_cache(maxsize=2)
+def shared_embedder(model_path: str, batch_size: int = 16) -> Embedder:
+    """One embedder per process and model, shared by every task thread."""
+    return Embedder(Path(model_path), batch_size=batch_size)

@@ -1,0 +1,395 @@
+"""The embedded index and catalog: one SQLite file through apsw, FTS5 for BM25, sqlite-vec for exact kNN.
+
+Access and lifecycle filters are part of every query on both sides, applied before the top-N cut, so a chunk the
+caller may not see can never take a rank. A source version's chunks are written and switched current in one
+transaction: readers see the old version or the new one, never both or neither.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import apsw
+import numpy as np
+import sqlite_vec
+
+from korpus.datamodel import Chunk, Lifecycle, QuarantineItem, Source
+from tasks.analysis import analyse, words
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS index_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS sources (
+    source_id TEXT NOT NULL, version TEXT NOT NULL, kind TEXT, size INTEGER, path TEXT,
+    owner TEXT, access TEXT, tenant TEXT, lifecycle TEXT NOT NULL, pages INTEGER, chunks INTEGER,
+    received_at TEXT NOT NULL, switched_at TEXT, PRIMARY KEY (source_id, version));
+CREATE TABLE IF NOT EXISTS chunks (
+    rowid INTEGER PRIMARY KEY, chunk_id TEXT NOT NULL UNIQUE, source_id TEXT NOT NULL,
+    source_version TEXT NOT NULL, ordinal INTEGER NOT NULL, page INTEGER, t_start REAL, t_end REAL,
+    heading TEXT, start_off INTEGER, end_off INTEGER, section_path TEXT NOT NULL, text TEXT NOT NULL,
+    body TEXT NOT NULL, previous_id TEXT, next_id TEXT, owner TEXT NOT NULL, access TEXT NOT NULL,
+    tenant TEXT NOT NULL, lifecycle TEXT NOT NULL, policy_version TEXT NOT NULL, language TEXT NOT NULL);
+CREATE INDEX IF NOT EXISTS chunks_by_source ON chunks (source_id, source_version);
+CREATE INDEX IF NOT EXISTS chunks_by_filter ON chunks (lifecycle, access);
+CREATE VIRTUAL TABLE IF NOT EXISTS chunk_terms USING fts5(
+    terms, exact, tokenize = "unicode61 remove_diacritics 0 tokenchars '.,''’:_'");
+CREATE TABLE IF NOT EXISTS chunk_vectors (rowid INTEGER PRIMARY KEY, embedding BLOB NOT NULL);
+CREATE TABLE IF NOT EXISTS quarantine (
+    item_id TEXT PRIMARY KEY, source_id TEXT NOT NULL, source_version TEXT, page INTEGER,
+    reasons TEXT NOT NULL, detail TEXT, evidence TEXT, first_seen TEXT NOT NULL, last_seen TEXT NOT NULL,
+    status TEXT NOT NULL DEFAULT 'open');
+"""
+
+HIT_FIELDS = (
+    "chunk_id",
+    "source_id",
+    "source_version",
+    "page",
+    "t_start",
+    "t_end",
+    "section_path",
+    "text",
+    "score",
+    "lifecycle",
+    "access",
+)
+
+
+class IndexMismatchError(RuntimeError):
+    """The index was built with another embedding model or dimension than the one asked to query it."""
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat(timespec="seconds")
+
+
+def _fts_query(terms: Iterable[str]) -> str | None:
+    unique = list(dict.fromkeys(t for t in terms if t))
+    if not unique:
+        return None
+    quoted = " OR ".join('"' + t.replace('"', '""') + '"' for t in unique)
+    return f"terms : ({quoted})"
+
+
+def rrf_fuse(rankings: Sequence[Sequence[int]], k: int) -> list[tuple[int, float]]:
+    """Reciprocal rank fusion: score = Σ 1/(k + rank), rank starting at 1."""
+    scores: dict[int, float] = {}
+    for ranking in rankings:
+        for rank, rowid in enumerate(ranking, start=1):
+            scores[rowid] = scores.get(rowid, 0.0) + 1.0 / (k + rank)
+    return sorted(scores.items(), key=lambda item: (-item[1], item[0]))
+
+
+class SqliteIndex:
+    """Catalog + hybrid index in one SQLite file.
+
+    >>> index = SqliteIndex(Path("korpus-data/korpus.db"))
+    >>> hits = index.search("договор поставки", query_vector, scopes=["public"], k=5)
+    """
+
+    def __init__(self, path: Path) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self.path = path
+        self.conn = apsw.Connection(str(path))
+        self.conn.enable_load_extension(True)
+        self.conn.load_extension(sqlite_vec.loadable_path())
+        self.conn.enable_load_extension(False)
+        self.conn.setbusytimeout(30_000)
+        self.conn.execute("PRAGMA journal_mode=WAL")
+        self.conn.execute("PRAGMA synchronous=NORMAL")
+        with self.conn:
+            self.conn.execute(SCHEMA)
+
+    def close(self) -> None:
+        self.conn.close()
+
+    # --- embedding model binding ------------------------------------------------------------------------
+
+    def bind_embedding(self, model_name: str, dims: int) -> None:
+        """Record the embedding model on first use; refuse a different one later."""
+        meta = dict(self.conn.execute("SELECT key, value FROM index_meta"))
+        if "embed_dims" not in meta:
+            with self.conn:
+                self.conn.execute(
+                    "INSERT INTO index_meta VALUES ('embed_model', ?), ('embed_dims', ?)",
+                    (model_name, str(dims)),
+                )
+            return
+        if int(meta["embed_dims"]) != dims or meta["embed_model"] != model_name:
+            raise IndexMismatchError(
+                f"index {self.path} holds {meta['embed_dims']}-dim vectors from {meta['embed_model']!r}; "
+                f"the configured model is {model_name!r} ({dims} dims). Use the model the index was built "
+                "with, or build a new index for the new model in another data directory."
+            )
+
+    # --- catalog ---------------------------------------------------------------------------------------
+
+    def indexed_versions(self) -> dict[str, dict[str, tuple]]:
+        """Source id → {version: (owner, access, tenant)} for every version that is current."""
+        known: dict[str, dict[str, tuple]] = {}
+        rows = self.conn.execute(
+            "SELECT source_id, version, owner, access, tenant FROM sources WHERE lifecycle = 'current'"
+        )
+        for source_id, version, owner, access, tenant in rows:
+            known.setdefault(source_id, {})[version] = (owner, access, tenant)
+        return known
+
+    def quarantined_versions(self) -> dict[str, set[str]]:
+        """Source id → versions refused as a whole (not single pages)."""
+        seen: dict[str, set[str]] = {}
+        rows = self.conn.execute("SELECT source_id, source_version FROM quarantine WHERE page IS NULL")
+        for source_id, version in rows:
+            seen.setdefault(source_id, set()).add(version)
+        return seen
+
+    def sources(self) -> list[dict[str, Any]]:
+        cursor = self.conn.execute(
+            "SELECT source_id, version, kind, owner, access, tenant, lifecycle, pages, chunks, switched_at "
+            "FROM sources ORDER BY source_id, received_at"
+        )
+        names = [d[0] for d in cursor.getdescription()]
+        return [dict(zip(names, row, strict=True)) for row in cursor]
+
+    def record_quarantine(self, items: Iterable[QuarantineItem]) -> int:
+        count = 0
+        with self.conn:
+            for item in items:
+                now = _now()
+                self.conn.execute(
+                    "INSERT INTO quarantine (item_id, source_id, source_version, page, reasons, detail, evidence, "
+                    "first_seen, last_seen) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) "
+                    "ON CONFLICT(item_id) DO UPDATE SET last_seen = excluded.last_seen, "
+                    "reasons = excluded.reasons, detail = excluded.detail",
+                    (
+                        item.item_id,
+                        item.source_id,
+                        item.source_version,
+                        item.page,
+                        json.dumps([r.value for r in item.reasons]),
+                        item.detail,
+                        item.evidence,
+                        item.first_seen.isoformat(timespec="seconds"),
+                        now,
+                    ),
+                )
+                count += 1
+        return count
+
+    def quarantine_items(self) -> list[dict[str, Any]]:
+        cursor = self.conn.execute(
+            "SELECT item_id, source_id, source_version, page, reasons, detail, first_seen, status "
+            "FROM quarantine ORDER BY first_seen, source_id, page"
+        )
+        names = [d[0] for d in cursor.getdescription()]
+        items = [dict(zip(names, row, strict=True)) for row in cursor]
+        for item in items:
+            item["reasons"] = json.loads(item["reasons"])
+        return items
+
+    # --- writes ----------------------------------------------------------------------------------------
+
+    def publish_version(self, source: Source, chunks: Sequence[Chunk], vectors: np.ndarray, pages: int) -> None:
+        """Store a source version's chunks and make it the only current version, in one transaction."""
+        if len(chunks) != len(vectors):
+            raise ValueError(f"{len(chunks)} chunks but {len(vectors)} vectors for {source.source_id}")
+        vectors = np.asarray(vectors, dtype=np.float32)
+        with self.conn:
+            self._retire(source.source_id, keep_version=source.version)
+            self.conn.execute(
+                "DELETE FROM chunk_terms WHERE rowid IN (SELECT rowid FROM chunks WHERE source_id = ? "
+                "AND source_version = ?)",
+                (source.source_id, source.version),
+            )
+            self.conn.execute(
+                "DELETE FROM chunk_vectors WHERE rowid IN (SELECT rowid FROM chunks WHERE source_id = ? "
+                "AND source_version = ?)",
+                (source.source_id, source.version),
+            )
+            self.conn.execute(
+                "DELETE FROM chunks WHERE source_id = ? AND source_version = ?",
+                (source.source_id, source.version),
+            )
+            for ordinal, (chunk, vector) in enumerate(zip(chunks, vectors, strict=True)):
+                rowid = self._insert_chunk(chunk, ordinal)
+                self.conn.execute(
+                    "INSERT INTO chunk_terms (rowid, terms, exact) VALUES (?, ?, ?)",
+                    (rowid, " ".join(analyse(chunk.text)), " ".join(words(chunk.text))),
+                )
+                self.conn.execute(
+                    "INSERT INTO chunk_vectors (rowid, embedding) VALUES (?, ?)", (rowid, vector.tobytes())
+                )
+            self.conn.execute(
+                "INSERT INTO sources (source_id, version, kind, size, path, owner, access, tenant, lifecycle, "
+                "pages, chunks, received_at, switched_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'current', ?, ?, ?, ?) "
+                "ON CONFLICT(source_id, version) DO UPDATE SET lifecycle = 'current', owner = excluded.owner, "
+                "access = excluded.access, tenant = excluded.tenant, pages = excluded.pages, "
+                "chunks = excluded.chunks, switched_at = excluded.switched_at",
+                (
+                    source.source_id,
+                    source.version,
+                    source.kind.value if source.kind else None,
+                    source.size,
+                    source.path,
+                    source.owner,
+                    source.access,
+                    source.tenant,
+                    pages,
+                    len(chunks),
+                    _now(),
+                    _now(),
+                ),
+            )
+
+    def _insert_chunk(self, chunk: Chunk, ordinal: int) -> int:
+        loc = chunk.locator
+        self.conn.execute(
+            "INSERT INTO chunks (chunk_id, source_id, source_version, ordinal, page, t_start, t_end, heading, "
+            "start_off, end_off, section_path, text, body, previous_id, next_id, owner, access, tenant, "
+            "lifecycle, policy_version, language) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, "
+            "?, ?, ?)",
+            (
+                chunk.chunk_id,
+                chunk.source_id,
+                chunk.source_version,
+                ordinal,
+                loc.page,
+                loc.t_start,
+                loc.t_end,
+                loc.heading,
+                loc.start,
+                loc.end,
+                json.dumps(chunk.section_path, ensure_ascii=False),
+                chunk.text,
+                chunk.body,
+                chunk.previous_id,
+                chunk.next_id,
+                chunk.owner,
+                chunk.access_rule,
+                chunk.tenant,
+                Lifecycle.current.value,
+                chunk.policy_version,
+                chunk.language,
+            ),
+        )
+        return self.conn.last_insert_rowid()
+
+    def _retire(self, source_id: str, keep_version: str | None = None) -> None:
+        params: tuple = (source_id,) if keep_version is None else (source_id, keep_version)
+        extra = "" if keep_version is None else " AND version != ?"
+        self.conn.execute(
+            f"UPDATE sources SET lifecycle = 'superseded' WHERE source_id = ? AND lifecycle = 'current'{extra}",
+            params,
+        )
+        extra = "" if keep_version is None else " AND source_version != ?"
+        self.conn.execute(
+            f"UPDATE chunks SET lifecycle = 'superseded' WHERE source_id = ? AND lifecycle = 'current'{extra}",
+            params,
+        )
+
+    def retire_source(self, source_id: str) -> None:
+        """A source removed from the root (or no longer admissible): its chunks stop being served."""
+        with self.conn:
+            self._retire(source_id)
+
+    def relabel_source(self, source: Source) -> None:
+        """Manifest metadata of a known version changed: update it in place, no re-parsing."""
+        with self.conn:
+            self.conn.execute(
+                "UPDATE sources SET owner = ?, access = ?, tenant = ? WHERE source_id = ? AND version = ?",
+                (source.owner, source.access, source.tenant, source.source_id, source.version),
+            )
+            self.conn.execute(
+                "UPDATE chunks SET owner = ?, access = ?, tenant = ? WHERE source_id = ? AND source_version = ?",
+                (source.owner, source.access, source.tenant, source.source_id, source.version),
+            )
+
+    # --- reads -----------------------------------------------------------------------------------------
+
+    @staticmethod
+    def _filter_sql(scopes: Sequence[str]) -> tuple[str, list[Any]]:
+        if not scopes:
+            return "0", []
+        marks = ", ".join("?" for _ in scopes)
+        return f"c.lifecycle = 'current' AND c.access IN ({marks})", list(scopes)
+
+    def lexical_ranking(self, query: str, scopes: Sequence[str], depth: int) -> list[tuple[int, float]]:
+        match = _fts_query(analyse(query))
+        if match is None:
+            return []
+        where, params = self._filter_sql(scopes)
+        rows = self.conn.execute(
+            "SELECT c.rowid, bm25(chunk_terms, 1.0, 0.0) AS s FROM chunk_terms "
+            f"JOIN chunks c ON c.rowid = chunk_terms.rowid WHERE chunk_terms MATCH ? AND {where} "
+            "ORDER BY s LIMIT ?",
+            [match, *params, depth],
+        )
+        return [(rowid, -score) for rowid, score in rows]
+
+    def vector_ranking(self, vector: np.ndarray, scopes: Sequence[str], depth: int) -> list[tuple[int, float]]:
+        where, params = self._filter_sql(scopes)
+        blob = np.asarray(vector, dtype=np.float32).tobytes()
+        rows = self.conn.execute(
+            "SELECT c.rowid, vec_distance_cosine(v.embedding, ?) AS d FROM chunks c "
+            f"JOIN chunk_vectors v ON v.rowid = c.rowid WHERE {where} ORDER BY d LIMIT ?",
+            [blob, *params, depth],
+        )
+        return [(rowid, 1.0 - distance) for rowid, distance in rows]
+
+    def search(
+        self,
+        query: str,
+        vector: np.ndarray | None,
+        scopes: Sequence[str],
+        k: int = 10,
+        depth: int = 50,
+        rrf_k: int = 60,
+        mode: str = "hybrid",
+    ) -> list[dict[str, Any]]:
+        """Hybrid (RRF over BM25 and kNN), or one side alone with mode='bm25' / 'dense'."""
+        rankings = []
+        if mode in ("hybrid", "bm25"):
+            rankings.append([rowid for rowid, _ in self.lexical_ranking(query, scopes, depth)])
+        if mode in ("hybrid", "dense"):
+            if vector is None:
+                raise ValueError("dense and hybrid search need a query vector")
+            rankings.append([rowid for rowid, _ in self.vector_ranking(vector, scopes, depth)])
+        fused = rrf_fuse(rankings, rrf_k)[:k]
+        return self._hits(fused)
+
+    def _hits(self, scored: Sequence[tuple[int, float]]) -> list[dict[str, Any]]:
+        if not scored:
+            return []
+        marks = ", ".join("?" for _ in scored)
+        cursor = self.conn.execute(
+            "SELECT rowid, chunk_id, source_id, source_version, page, t_start, t_end, section_path, text, "
+            f"lifecycle, access FROM chunks WHERE rowid IN ({marks})",
+            [rowid for rowid, _ in scored],
+        )
+        rows = {row[0]: row[1:] for row in cursor}
+        hits = []
+        for rowid, score in scored:
+            chunk_id, source_id, version, page, t0, t1, section, text, lifecycle, access = rows[rowid]
+            hits.append(
+                {
+                    "chunk_id": chunk_id,
+                    "source_id": source_id,
+                    "source_version": version,
+                    "page": page,
+                    "t_start": t0,
+                    "t_end": t1,
+                    "section_path": json.loads(section),
+                    "text": text,
+                    "score": round(score, 6),
+                    "lifecycle": lifecycle,
+                    "access": access,
+                }
+            )
+        return hits
+
+    def chunk_count(self, lifecycle: str | None = "current") -> int:
+        if lifecycle is None:
+            return self.conn.execute("SELECT count(*) FROM chunks").fetchall()[0][0]
+        return self.conn.execute("SELECT count(*) FROM chunks WHERE lifecycle = ?", (lifecycle,)).fetchall()[0][0]

@@ -1,0 +1,206 @@
+"""RECEIVE: discover files under a source root, identify and version them, attach manifest metadata, diff.
+
+A source's id is its path relative to the root with `/` separators; its version is the sha256 of its bytes.
+Owner, access and tenant come from the corpus manifest `korpus.yaml` at the root (docs/manifest.md).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+
+import yaml
+from pydantic import BaseModel, Field
+
+from korpus.datamodel import ChangeKind, QuarantineItem, ReasonCode, Source, SourceKind
+
+MANIFEST_NAME = "korpus.yaml"
+PDF_SUFFIXES = {".pdf"}
+AUDIO_SUFFIXES = {".wav", ".mp3", ".m4a", ".ogg", ".opus", ".flac", ".aac", ".wma", ".mp4", ".mkv", ".webm"}
+TEXT_SUFFIXES = {".txt", ".md"}
+METADATA_KEYS = ("owner", "access", "tenant")
+
+
+class ManifestRule(BaseModel):
+    match: str = Field(description="Glob relative to the root: * within a folder, ** across folders.")
+    owner: str | None = None
+    access: str | None = None
+    tenant: str | None = None
+
+
+class ManifestDefaults(BaseModel):
+    owner: str | None = None
+    access: str | None = None
+    tenant: str | None = None
+
+
+class Manifest(BaseModel):
+    """`defaults:` then ordered `rules:`; a later matching rule overrides an earlier one, key by key."""
+
+    defaults: ManifestDefaults = Field(default_factory=ManifestDefaults)
+    rules: list[ManifestRule] = Field(default_factory=list)
+
+    @classmethod
+    def load(cls, root: Path) -> Manifest:
+        path = root / MANIFEST_NAME
+        if not path.is_file():
+            return cls()
+        raw = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+        if not isinstance(raw, dict):
+            raise ValueError(f"{path}: the manifest must be a mapping with defaults: and rules:")
+        return cls.model_validate({k: raw[k] for k in ("defaults", "rules") if k in raw})
+
+    def metadata_for(self, source_id: str) -> dict[str, str | None]:
+        meta = self.defaults.model_dump()
+        for rule in self.rules:
+            if glob_regex(rule.match).fullmatch(source_id):
+                meta.update({k: v for k in METADATA_KEYS if (v := getattr(rule, k)) is not None})
+        return meta
+
+
+@lru_cache(maxsize=256)
+def glob_regex(pattern: str) -> re.Pattern[str]:
+    """Translate a root-relative glob: `**/` any folders (or none), `**` anything, `*` and `?` within a name."""
+    out, i = [], 0
+    while i < len(pattern):
+        if pattern.startswith("**/", i):
+            out.append("(?:.*/)?")
+            i += 3
+        elif pattern.startswith("**", i):
+            out.append(".*")
+            i += 2
+        elif pattern[i] == "*":
+            out.append("[^/]*")
+            i += 1
+        elif pattern[i] == "?":
+            out.append("[^/]")
+            i += 1
+        else:
+            out.append(re.escape(pattern[i]))
+            i += 1
+    return re.compile("".join(out))
+
+
+def source_kind(path: Path) -> SourceKind | None:
+    suffix = path.suffix.lower()
+    if suffix in PDF_SUFFIXES:
+        return SourceKind.pdf
+    if suffix in AUDIO_SUFFIXES:
+        return SourceKind.audio
+    if suffix in TEXT_SUFFIXES:
+        return SourceKind.text
+    return None
+
+
+def file_sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def discover_sources(root: Path) -> list[Source]:
+    """Every regular file under root except the manifest and hidden files, sorted by id."""
+    root = root.resolve()
+    if not root.is_dir():
+        raise FileNotFoundError(f"source root {root} is not a folder")
+    manifest = Manifest.load(root)
+    sources = []
+    for path in sorted(root.rglob("*")):
+        rel = path.relative_to(root)
+        if not path.is_file() or any(part.startswith(".") for part in rel.parts):
+            continue
+        source_id = rel.as_posix()
+        if source_id == MANIFEST_NAME:
+            continue
+        meta = manifest.metadata_for(source_id)
+        sources.append(
+            Source(
+                source_id=source_id,
+                version=file_sha256(path),
+                path=str(path),
+                kind=source_kind(path),
+                size=path.stat().st_size,
+                owner=meta["owner"],
+                access=meta["access"],
+                tenant=meta["tenant"] or "default",
+            )
+        )
+    return sources
+
+
+def admission_problems(source: Source) -> QuarantineItem | None:
+    """A source without owner or access, or of a type korpus cannot read, is quarantined — never defaulted."""
+    reasons, details = [], []
+    missing = [k for k in ("owner", "access") if not getattr(source, k)]
+    if missing:
+        reasons.append(ReasonCode.missing_metadata)
+        details.append(f"no {' and no '.join(missing)} in {MANIFEST_NAME}")
+    if source.kind is None:
+        reasons.append(ReasonCode.unsupported_type)
+        details.append(f"no reader for '{Path(source.source_id).suffix or 'no extension'}'")
+    if not reasons:
+        return None
+    return QuarantineItem(
+        source_id=source.source_id, source_version=source.version, reasons=reasons, detail="; ".join(details)
+    )
+
+
+@dataclass
+class RefreshPlan:
+    """What a refresh has to do, from comparing the files on disk with the catalog's current versions."""
+
+    to_process: list[Source] = field(default_factory=list)
+    unchanged: list[Source] = field(default_factory=list)
+    relabel: list[Source] = field(default_factory=list)
+    removed: list[str] = field(default_factory=list)
+    rejected: list[QuarantineItem] = field(default_factory=list)
+    change: dict[str, ChangeKind] = field(default_factory=dict)
+
+
+def metadata_key(source: Source) -> tuple[str | None, str | None, str | None]:
+    return (source.owner, source.access, source.tenant)
+
+
+def plan_refresh(
+    sources: list[Source],
+    indexed: dict[str, dict[str, tuple]],
+    seen: dict[str, set[str]] | None = None,
+) -> RefreshPlan:
+    """Diff the files on disk against the catalog.
+
+    `indexed` maps a source id to its current versions and the (owner, access, tenant) each was indexed with.
+    A known version whose manifest metadata changed is relabelled in place: no parsing, OCR or embedding.
+    `seen` adds versions the catalog met before without indexing them (quarantined): they count as unchanged,
+    but are checked for admission again, so fixing the manifest lets them in.
+    """
+    plan = RefreshPlan()
+    seen = seen or {}
+    for source in sources:
+        versions = indexed.get(source.source_id, {})
+        problem = admission_problems(source)
+        if problem is not None and source.version in seen.get(source.source_id, set()):
+            plan.change[source.source_id] = ChangeKind.unchanged
+            plan.rejected.append(problem)
+            continue
+        if source.version in versions and problem is None:
+            plan.change[source.source_id] = ChangeKind.unchanged
+            if tuple(versions[source.version]) == metadata_key(source):
+                plan.unchanged.append(source)
+            else:
+                plan.relabel.append(source)
+            continue
+        plan.change[source.source_id] = ChangeKind.changed if versions else ChangeKind.new
+        if problem is not None:
+            plan.rejected.append(problem)
+        else:
+            plan.to_process.append(source)
+    on_disk = {s.source_id for s in sources}
+    plan.removed = sorted(set(indexed) - on_disk)
+    for source_id in plan.removed:
+        plan.change[source_id] = ChangeKind.removed
+    return plan

@@ -1,0 +1,99 @@
+"""Integration fixtures: real models, real Tesseract/ffmpeg/faster-whisper, a real Prefect flow on Dask.
+
+The sample archive is refreshed once per session (and a second time, with every engine call counted); the
+tests then read the index it built.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from korpus.model_store import embed_model_path, ensure_models
+from korpus.sample_archive import write_sample_archive
+from korpus.settings import Settings
+from tasks.embedding import shared_embedder
+from tasks.index_sqlite import SqliteIndex
+
+SHARED_AUDIO = Path(__file__).resolve().parents[3] / "shared" / "data" / "audio" / "ru.wav"
+LECTURE_ID = "записи/лекция_ru.wav"
+
+
+def shared_audio() -> Path:
+    path = Path(os.environ.get("KORPUS_TEST_AUDIO", SHARED_AUDIO))
+    if not path.is_file():
+        if os.environ.get("CI"):
+            pytest.fail(f"test recording {path} is missing (../shared/data/audio/ru.wav beside the clone)")
+        pytest.skip(f"test recording {path} not found; set KORPUS_TEST_AUDIO")
+    return path
+
+
+@pytest.fixture(scope="session")
+def models() -> dict[str, Path]:
+    return ensure_models(Settings())
+
+
+@dataclass
+class Refreshed:
+    root: Path
+    settings: Settings
+    first: dict[str, Any]
+    second: dict[str, Any]
+    second_calls: dict[str, int] = field(default_factory=dict)
+
+    def search(self, query: str, scopes: list[str] | None = None, k: int = 5, mode: str = "hybrid") -> list[dict]:
+        embedder = shared_embedder(str(embed_model_path(self.settings)))
+        vector = embedder.embed_query(query) if mode != "bm25" else None
+        index = SqliteIndex(self.settings.index_path)
+        try:
+            return index.search(query, vector, scopes or self.settings.default_scopes, k=k, mode=mode)
+        finally:
+            index.close()
+
+
+def _counting(target: Any, name: str, calls: dict[str, int], key: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    original = getattr(target, name)
+
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        calls[key] = calls.get(key, 0) + 1
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(target, name, wrapper)
+
+
+@pytest.fixture(scope="session")
+def refreshed(models: dict[str, Path], tmp_path_factory: pytest.TempPathFactory) -> Iterator[Refreshed]:
+    import tasks.embedding
+    import tasks.parse
+    from flows.corpus_refresh import run_refresh
+
+    base = tmp_path_factory.mktemp("sample")
+    root = base / "archive"
+    write_sample_archive(root)
+    shutil.copy(shared_audio(), root / LECTURE_ID)
+    # 30-second speech chunks so the 60-second lecture yields more than one timed chunk.
+    os.environ["KORPUS_SPEECH_CHUNK_SECONDS"] = "30"
+    settings = Settings(data=base / "data")
+    try:
+        first = run_refresh(root, settings)
+        calls: dict[str, int] = {}
+        with pytest.MonkeyPatch.context() as mp:
+            _counting(tasks.parse, "ocr_image", calls, "ocr", mp)
+            _counting(tasks.parse, "transcribe", calls, "asr", mp)
+            _counting(tasks.parse, "decode_audio", calls, "decode", mp)
+            _counting(tasks.embedding.Embedder, "embed_passages", calls, "embed", mp)
+            second = run_refresh(root, settings)
+    finally:
+        os.environ.pop("KORPUS_SPEECH_CHUNK_SECONDS", None)
+    yield Refreshed(root=root, settings=settings, first=first, second=second, second_calls=calls)
+
+
+def cosine(a: np.ndarray, b: np.ndarray) -> float:
+    return float(np.dot(a, b) / (np.linalg.norm(a) * np.linalg.norm(b)))

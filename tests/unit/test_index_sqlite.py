@@ -1,0 +1,108 @@
+"""The embedded index with real SQLite/FTS5/sqlite-vec and hand-made vectors (no model needed)."""
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from korpus.datamodel import PageResult, Source, SourceKind
+from tasks.chunking import page_chunks
+from tasks.index_sqlite import IndexMismatchError, SqliteIndex, rrf_fuse
+
+pytestmark = pytest.mark.unit
+DIMS = 8
+
+
+def _vec(i: int) -> np.ndarray:
+    v = np.zeros(DIMS, dtype=np.float32)
+    v[i] = 1.0
+    return v
+
+
+def _publish(
+    index: SqliteIndex, source_id: str, version: str, texts: list[str], access: str = "public", axis: int = 0
+) -> Source:
+    source = Source(
+        source_id=source_id,
+        version=version,
+        path="/x",
+        kind=SourceKind.text,
+        owner="o",
+        access=access,
+        tenant="default",
+    )
+    pages = [
+        PageResult(source_id=source_id, source_version=version, page=i + 1, text=t, method="plain-text")
+        for i, t in enumerate(texts)
+    ]
+    chunks, _ = page_chunks(source, pages)
+    index.publish_version(source, chunks, np.stack([_vec(axis)] * len(chunks)), len(pages))
+    return source
+
+
+@pytest.fixture
+def index(tmp_path: Path) -> SqliteIndex:
+    idx = SqliteIndex(tmp_path / "k.db")
+    yield idx
+    idx.close()
+
+
+def test_rrf_sums_reciprocal_ranks() -> None:
+    fused = dict(rrf_fuse([[1, 2, 3], [3, 1]], k=60))
+    assert fused[1] == pytest.approx(1 / 61 + 1 / 62)
+    assert fused[3] == pytest.approx(1 / 63 + 1 / 61)
+    assert fused[2] == pytest.approx(1 / 62)
+
+
+def test_bm25_finds_inflected_form(index: SqliteIndex) -> None:
+    _publish(index, "a.txt", "v1", ["Стороны заключили договор поставки."])
+    _publish(index, "b.txt", "v1", ["Протокол совещания о ремонте."])
+    hits = index.search("договорами", None, ["public"], mode="bm25")
+    assert [h["source_id"] for h in hits] == ["a.txt"]
+
+
+def test_restricted_chunk_never_ranks_on_either_side(index: SqliteIndex) -> None:
+    # The restricted chunk is the best lexical AND the best vector match; it must still never appear.
+    _publish(index, "secret.txt", "v1", ["премия премия Смирновой премия"], access="hr", axis=0)
+    _publish(index, "open.txt", "v1", ["о премии в целом"], access="public", axis=1)
+    for mode in ("bm25", "dense", "hybrid"):
+        hits = index.search("премия Смирновой", _vec(0), ["public"], mode=mode)
+        assert all(h["access"] == "public" for h in hits), mode
+        assert "secret.txt" not in {h["source_id"] for h in hits}, mode
+    visible = index.search("премия Смирновой", _vec(0), ["public", "hr"])
+    assert visible[0]["source_id"] == "secret.txt"
+
+
+def test_empty_scopes_see_nothing(index: SqliteIndex) -> None:
+    _publish(index, "a.txt", "v1", ["договор"])
+    assert index.search("договор", _vec(0), []) == []
+
+
+def test_new_version_supersedes_old_in_one_step(index: SqliteIndex) -> None:
+    _publish(index, "a.txt", "v1", ["старая редакция договора"])
+    _publish(index, "a.txt", "v2", ["новая редакция договора"])
+    hits = index.search("редакция договора", _vec(0), ["public"])
+    assert [(h["source_version"], h["lifecycle"]) for h in hits] == [("v2", "current")]
+    assert index.chunk_count("superseded") == 1
+    assert index.indexed_versions() == {"a.txt": {"v2": ("o", "public", "default")}}
+
+
+def test_retired_source_disappears(index: SqliteIndex) -> None:
+    _publish(index, "a.txt", "v1", ["договор"])
+    index.retire_source("a.txt")
+    assert index.search("договор", _vec(0), ["public"]) == []
+    assert index.indexed_versions() == {}
+
+
+def test_relabel_changes_access_in_place(index: SqliteIndex) -> None:
+    source = _publish(index, "a.txt", "v1", ["договор"])
+    index.relabel_source(source.model_copy(update={"access": "hr"}))
+    assert index.search("договор", _vec(0), ["public"]) == []
+    assert index.search("договор", _vec(0), ["hr"])[0]["access"] == "hr"
+
+
+def test_other_embedding_model_or_dimension_is_refused(index: SqliteIndex) -> None:
+    index.bind_embedding("e5-small", 384)
+    index.bind_embedding("e5-small", 384)
+    with pytest.raises(IndexMismatchError, match="384-dim"):
+        index.bind_embedding("bge-m3", 1024)

@@ -1,0 +1,124 @@
+from pathlib import Path
+
+import pytest
+
+from korpus.datamodel import ChangeKind, ReasonCode, Source, SourceKind
+from tasks.receive import Manifest, discover_sources, glob_regex, plan_refresh
+
+pytestmark = pytest.mark.unit
+
+MANIFEST = """\
+defaults:
+  access: public
+rules:
+  - match: "тома/**"
+    owner: Архив
+  - match: "тома/секрет/*.pdf"
+    access: restricted
+"""
+
+
+def _source(source_id: str, version: str = "v1", owner: str | None = "o", access: str | None = "public") -> Source:
+    return Source(
+        source_id=source_id,
+        version=version,
+        path=f"/x/{source_id}",
+        kind=SourceKind.text,
+        owner=owner,
+        access=access,
+    )
+
+
+@pytest.mark.parametrize(
+    ("pattern", "path", "matches"),
+    [
+        ("тома/**", "тома/том_2.pdf", True),
+        ("тома/**", "тома/а/б/в.pdf", True),
+        ("тома/*.pdf", "тома/а/в.pdf", False),
+        ("**/*.wav", "записи/2023/допрос.wav", True),
+        ("**/*.wav", "допрос.wav", True),
+        ("том_?.pdf", "том_2.pdf", True),
+        ("том_?.pdf", "том_12.pdf", False),
+    ],
+)
+def test_glob_is_relative_to_root_and_folder_aware(pattern: str, path: str, matches: bool) -> None:
+    assert bool(glob_regex(pattern).fullmatch(path)) is matches
+
+
+def test_discover_ids_versions_and_manifest_rules(tmp_path: Path) -> None:
+    (tmp_path / "korpus.yaml").write_text(MANIFEST, encoding="utf-8")
+    (tmp_path / "тома" / "секрет").mkdir(parents=True)
+    (tmp_path / "тома" / "том_2.txt").write_text("текст", encoding="utf-8")
+    (tmp_path / "тома" / "секрет" / "дело.pdf").write_bytes(b"%PDF-1.4")
+    (tmp_path / "ничьё.txt").write_text("без владельца", encoding="utf-8")
+    (tmp_path / ".hidden").write_text("x", encoding="utf-8")
+    sources = {s.source_id: s for s in discover_sources(tmp_path)}
+    assert set(sources) == {"тома/том_2.txt", "тома/секрет/дело.pdf", "ничьё.txt"}
+    tom = sources["тома/том_2.txt"]
+    import hashlib
+
+    assert tom.version == hashlib.sha256("текст".encode()).hexdigest()
+    assert (tom.owner, tom.access, tom.kind) == ("Архив", "public", SourceKind.text)
+    secret = sources["тома/секрет/дело.pdf"]
+    assert (secret.owner, secret.access, secret.kind) == ("Архив", "restricted", SourceKind.pdf)
+    assert sources["ничьё.txt"].owner is None
+
+
+def test_missing_owner_or_access_is_quarantined_not_defaulted() -> None:
+    plan = plan_refresh([_source("a.txt", owner=None), _source("b.txt", access=None), _source("c.txt")], {})
+    assert [s.source_id for s in plan.to_process] == ["c.txt"]
+    assert {i.source_id for i in plan.rejected} == {"a.txt", "b.txt"}
+    assert all(i.reasons == [ReasonCode.missing_metadata] for i in plan.rejected)
+    assert "owner" in next(i for i in plan.rejected if i.source_id == "a.txt").detail
+
+
+def test_unsupported_type_is_quarantined() -> None:
+    odd = _source("таблица.xlsx").model_copy(update={"kind": None})
+    plan = plan_refresh([odd], {})
+    assert plan.rejected[0].reasons == [ReasonCode.unsupported_type]
+
+
+def test_plan_diffs_new_changed_unchanged_removed_relabelled() -> None:
+    indexed = {
+        "same.txt": {"v1": ("o", "public", "default")},
+        "edited.txt": {"v1": ("o", "public", "default")},
+        "gone.txt": {"v1": ("o", "public", "default")},
+        "moved_scope.txt": {"v1": ("o", "public", "default")},
+    }
+    on_disk = [
+        _source("same.txt").model_copy(update={"tenant": "default"}),
+        _source("edited.txt", version="v2").model_copy(update={"tenant": "default"}),
+        _source("fresh.txt").model_copy(update={"tenant": "default"}),
+        _source("moved_scope.txt", access="hr").model_copy(update={"tenant": "default"}),
+    ]
+    plan = plan_refresh(on_disk, indexed)
+    assert plan.change == {
+        "same.txt": ChangeKind.unchanged,
+        "edited.txt": ChangeKind.changed,
+        "fresh.txt": ChangeKind.new,
+        "moved_scope.txt": ChangeKind.unchanged,
+        "gone.txt": ChangeKind.removed,
+    }
+    assert sorted(s.source_id for s in plan.to_process) == ["edited.txt", "fresh.txt"]
+    assert [s.source_id for s in plan.relabel] == ["moved_scope.txt"]
+    assert plan.removed == ["gone.txt"]
+
+
+def test_manifest_later_rules_override_key_by_key() -> None:
+    manifest = Manifest.model_validate(
+        {
+            "defaults": {"access": "public", "tenant": "t0"},
+            "rules": [{"match": "**", "owner": "A"}, {"match": "x/**", "access": "hr"}],
+        }
+    )
+    assert manifest.metadata_for("x/y.pdf") == {"owner": "A", "access": "hr", "tenant": "t0"}
+    assert manifest.metadata_for("z.pdf") == {"owner": "A", "access": "public", "tenant": "t0"}
+
+
+def test_quarantined_version_counts_as_unchanged_but_is_checked_again() -> None:
+    unowned = _source("a.txt", owner=None)
+    plan = plan_refresh([unowned], {}, {"a.txt": {"v1"}})
+    assert plan.change == {"a.txt": ChangeKind.unchanged}
+    assert [i.source_id for i in plan.rejected] == ["a.txt"]
+    fixed = plan_refresh([_source("a.txt")], {}, {"a.txt": {"v1"}})
+    assert [s.source_id for s in fixed.to_process] == ["a.txt"]
