@@ -56,10 +56,10 @@ def dask_task_runner(settings: Settings) -> DaskTaskRunner:
 
 
 @task(name="catalog", cache_policy=NO_CACHE)
-def read_catalog(settings: Settings) -> tuple[dict[str, dict[str, tuple]], dict[str, set[str]]]:
+def read_catalog(settings: Settings) -> tuple[dict[str, dict[str, tuple]], dict[str, dict[str, set[str]]]]:
     index = SqliteIndex(settings.index_path)
     try:
-        return index.indexed_versions(), index.quarantined_versions()
+        return index.indexed_versions(), index.refused_versions()
     finally:
         index.close()
 
@@ -163,8 +163,8 @@ def corpus_refresh(root: str, data: str | None = None) -> dict[str, Any]:
     started = time.perf_counter()
     logger = get_run_logger()
     settings = Settings(data=Path(data)) if data else Settings()
-    indexed, quarantined = read_catalog(settings)
-    plan = plan_refresh(discover(root), indexed, quarantined)
+    indexed, refused = read_catalog(settings)
+    plan = plan_refresh(discover(root), indexed, refused)
     logger.info(
         "%d to process, %d unchanged, %d removed, %d refused",
         len(plan.to_process),

@@ -137,13 +137,15 @@ class SqliteIndex:
             known.setdefault(source_id, {})[version] = (owner, access, tenant)
         return known
 
-    def quarantined_versions(self) -> dict[str, set[str]]:
-        """Source id → versions refused as a whole (not single pages)."""
-        seen: dict[str, set[str]] = {}
-        rows = self.conn.execute("SELECT source_id, source_version FROM quarantine WHERE page IS NULL")
-        for source_id, version in rows:
-            seen.setdefault(source_id, set()).add(version)
-        return seen
+    def refused_versions(self) -> dict[str, dict[str, set[str]]]:
+        """Source id → {version: reason codes} for versions refused as a whole (not single pages)."""
+        refused: dict[str, dict[str, set[str]]] = {}
+        rows = self.conn.execute(
+            "SELECT source_id, source_version, reasons FROM quarantine WHERE page IS NULL AND status = 'open'"
+        )
+        for source_id, version, reasons in rows:
+            refused.setdefault(source_id, {}).setdefault(version, set()).update(json.loads(reasons))
+        return refused
 
     def sources(self) -> list[dict[str, Any]]:
         cursor = self.conn.execute(

@@ -166,26 +166,32 @@ def metadata_key(source: Source) -> tuple[str | None, str | None, str | None]:
     return (source.owner, source.access, source.tenant)
 
 
+ADMISSION_REASONS = frozenset({ReasonCode.missing_metadata, ReasonCode.unsupported_type})
+
+
 def plan_refresh(
     sources: list[Source],
     indexed: dict[str, dict[str, tuple]],
-    seen: dict[str, set[str]] | None = None,
+    refused: dict[str, dict[str, set[str]]] | None = None,
 ) -> RefreshPlan:
     """Diff the files on disk against the catalog.
 
     `indexed` maps a source id to its current versions and the (owner, access, tenant) each was indexed with.
     A known version whose manifest metadata changed is relabelled in place: no parsing, OCR or embedding.
-    `seen` adds versions the catalog met before without indexing them (quarantined): they count as unchanged,
-    but are checked for admission again, so fixing the manifest lets them in.
+    `refused` maps a source id to versions the catalog refused as a whole, with their reason codes. They count
+    as unchanged. One refused for its manifest metadata is admitted once the manifest is fixed; one refused
+    for its content (unreadable, no text) stays refused until a reviewer decides otherwise.
     """
     plan = RefreshPlan()
-    seen = seen or {}
+    refused = refused or {}
     for source in sources:
         versions = indexed.get(source.source_id, {})
         problem = admission_problems(source)
-        if problem is not None and source.version in seen.get(source.source_id, set()):
+        refusal = refused.get(source.source_id, {}).get(source.version)
+        if refusal is not None and (problem is not None or not refusal <= ADMISSION_REASONS):
             plan.change[source.source_id] = ChangeKind.unchanged
-            plan.rejected.append(problem)
+            if problem is not None:
+                plan.rejected.append(problem)
             continue
         if source.version in versions and problem is None:
             plan.change[source.source_id] = ChangeKind.unchanged

@@ -100,7 +100,7 @@ def test_file_without_owner_is_quarantined_not_indexed(refreshed: Refreshed) -> 
 
 def test_second_refresh_does_no_ocr_asr_or_embedding(refreshed: Refreshed) -> None:
     s = refreshed.second
-    assert s["changes"] == {"unchanged": 7}
+    assert s["changes"] == {"unchanged": 7}, (s["quarantine_reasons"], s["pages_by_method"], refreshed.first)
     assert s["ocr_engine_calls"] == s["asr_engine_calls"] == s["chunks_embedded"] == 0
     # counted at the engines themselves, not taken from the summary
     assert refreshed.second_calls == {}, refreshed.second_calls

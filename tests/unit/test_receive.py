@@ -115,10 +115,18 @@ def test_manifest_later_rules_override_key_by_key() -> None:
     assert manifest.metadata_for("z.pdf") == {"owner": "A", "access": "public", "tenant": "t0"}
 
 
-def test_quarantined_version_counts_as_unchanged_but_is_checked_again() -> None:
-    unowned = _source("a.txt", owner=None)
-    plan = plan_refresh([unowned], {}, {"a.txt": {"v1"}})
+def test_refused_for_metadata_counts_as_unchanged_until_the_manifest_is_fixed() -> None:
+    refused = {"a.txt": {"v1": {"missing-metadata"}}}
+    plan = plan_refresh([_source("a.txt", owner=None)], {}, refused)
     assert plan.change == {"a.txt": ChangeKind.unchanged}
     assert [i.source_id for i in plan.rejected] == ["a.txt"]
-    fixed = plan_refresh([_source("a.txt")], {}, {"a.txt": {"v1"}})
+    fixed = plan_refresh([_source("a.txt")], {}, refused)
     assert [s.source_id for s in fixed.to_process] == ["a.txt"]
+
+
+def test_refused_for_content_is_not_reprocessed() -> None:
+    plan = plan_refresh([_source("a.txt")], {}, {"a.txt": {"v1": {"empty-text"}}})
+    assert plan.change == {"a.txt": ChangeKind.unchanged}
+    assert plan.to_process == [] and plan.rejected == []
+    changed = plan_refresh([_source("a.txt", version="v2")], {}, {"a.txt": {"v1": {"empty-text"}}})
+    assert [s.version for s in changed.to_process] == ["v2"]

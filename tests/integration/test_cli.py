@@ -1,0 +1,46 @@
+"""The `korpus` command line over the index the session refresh built."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from korpus.cli import app
+
+from .conftest import Refreshed
+
+pytestmark = pytest.mark.integration
+runner = CliRunner()
+HIT_KEYS = {
+    "chunk_id", "source_id", "source_version", "page", "t_start", "t_end", "section_path", "text", "score",
+    "lifecycle", "access",
+}  # fmt: skip
+
+
+def test_search_json_prints_cited_hits(refreshed: Refreshed) -> None:
+    result = runner.invoke(app, ["search", "ремонт кровли склада", "--json", "-k", "3", "--data",
+                                 str(refreshed.settings.data)])  # fmt: skip
+    assert result.exit_code == 0, result.output
+    hits = json.loads(result.stdout)
+    assert 1 <= len(hits) <= 3
+    assert all(set(h) == HIT_KEYS for h in hits)
+    assert hits[0]["source_id"] == "сканы/протокол_1998.pdf" and hits[0]["page"] == 1
+    assert all(h["lifecycle"] == "current" and h["access"] == "public" for h in hits)
+
+
+def test_scopes_option_widens_only_what_it_names(refreshed: Refreshed) -> None:
+    args = ["search", "премия Смирновой", "--json", "--data", str(refreshed.settings.data)]
+    default = json.loads(runner.invoke(app, args).stdout)
+    assert all(h["access"] == "public" for h in default)
+    scoped = json.loads(runner.invoke(app, [*args, "--scopes", "hr"]).stdout)
+    assert scoped and all(h["access"] == "hr" for h in scoped)
+
+
+def test_bad_input_gives_a_clear_error(tmp_path: Path) -> None:
+    missing_root = runner.invoke(app, ["refresh", "--root", str(tmp_path / "nowhere"), "--data", str(tmp_path)])
+    assert missing_root.exit_code == 2 and "is not a folder" in missing_root.output
+    no_index = runner.invoke(app, ["search", "договор", "--data", str(tmp_path / "empty")])
+    assert no_index.exit_code == 2 and "no index" in no_index.output

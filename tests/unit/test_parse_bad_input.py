@@ -1,0 +1,57 @@
+"""Bad input ends as a quarantine item with a reason; nothing raises into the flow."""
+
+from pathlib import Path
+
+import pymupdf
+import pytest
+
+from korpus.datamodel import ReasonCode, Source, SourceKind
+from korpus.settings import Settings
+from tasks.parse import parse_pdf_text_layers, read_plain_text
+
+pytestmark = pytest.mark.unit
+
+
+def _source(path: Path, kind: SourceKind) -> Source:
+    return Source(source_id=path.name, version="ff" * 32, path=str(path), kind=kind, owner="o", access="public")
+
+
+@pytest.mark.parametrize(
+    ("name", "payload"),
+    [
+        ("zero.pdf", b""),
+        ("not_a_pdf.pdf", "Это обычный текст, а не PDF".encode()),
+        ("truncated.pdf", b"%PDF-1.7\n1 0 obj\n<< /Type /Catalog"),
+    ],
+)
+def test_unreadable_pdfs_are_quarantined(tmp_path: Path, name: str, payload: bytes) -> None:
+    path = tmp_path / name
+    path.write_bytes(payload)
+    outcome = parse_pdf_text_layers(_source(path, SourceKind.pdf), Settings())
+    assert outcome.pages == [] and outcome.ocr_pending == []
+    assert [p.reasons for p in outcome.problems] == [[ReasonCode.unreadable_file]]
+
+
+def test_password_protected_pdf_is_quarantined(tmp_path: Path) -> None:
+    doc = pymupdf.open()
+    doc.new_page().insert_text((72, 72), "secret")
+    path = tmp_path / "locked.pdf"
+    doc.save(path, encryption=pymupdf.PDF_ENCRYPT_AES_256, owner_pw="o", user_pw="u")
+    outcome = parse_pdf_text_layers(_source(path, SourceKind.pdf), Settings())
+    assert "password" in outcome.problems[0].detail
+
+
+def test_blank_page_goes_to_ocr_not_to_the_index(tmp_path: Path) -> None:
+    doc = pymupdf.open()
+    doc.new_page()
+    path = tmp_path / "blank.pdf"
+    doc.save(path)
+    outcome = parse_pdf_text_layers(_source(path, SourceKind.pdf), Settings())
+    assert outcome.ocr_pending == [1] and outcome.pages == []
+
+
+def test_non_utf8_text_is_quarantined(tmp_path: Path) -> None:
+    path = tmp_path / "cp1251.txt"
+    path.write_bytes("Протокол".encode("cp1251"))
+    outcome = read_plain_text(_source(path, SourceKind.text))
+    assert outcome.problems[0].reasons == [ReasonCode.unreadable_file]
