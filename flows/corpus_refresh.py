@@ -23,14 +23,15 @@ from korpus.settings import Settings
 from tasks.chunking import page_chunks
 from tasks.embedding import shared_embedder
 from tasks.index_sqlite import SqliteIndex
-from tasks.parse import (
-    ParseOutcome,
-    ocr_pdf_page,
-    parse_pdf_text_layers,
-    read_plain_text,
-    transcribe_recording,
-)
+from tasks.parse import ParseOutcome, ocr_pdf_page, parse_pdf_text_layers, read_plain_text
 from tasks.receive import RefreshPlan, discover_sources, plan_refresh
+from tasks.speech import (
+    RecordingOutcome,
+    RecordingPlan,
+    assemble_recording,
+    prepare_recording,
+    transcribe_windows,
+)
 
 
 def dask_task_runner(settings: Settings) -> DaskTaskRunner:
@@ -79,9 +80,19 @@ def ocr_page(source: Source, page: int, settings: Settings) -> ParseOutcome:
     return ocr_pdf_page(source, page, settings)
 
 
-@task(name="transcribe", cache_policy=NO_CACHE, tags=["asr"])
-def transcribe(source: Source, settings: Settings) -> ParseOutcome:
-    return transcribe_recording(source, settings)
+@task(name="speech-segments", cache_policy=NO_CACHE)
+def speech_plan(source: Source, settings: Settings) -> RecordingPlan:
+    return prepare_recording(source, settings)
+
+
+@task(name="transcribe-windows", cache_policy=NO_CACHE, retries=1, tags=["asr"])
+def transcribe(plan: RecordingPlan, indices: list[int], settings: Settings) -> list:
+    return transcribe_windows(plan, indices, settings)
+
+
+@task(name="transcript", cache_policy=NO_CACHE)
+def transcript(source: Source, plan: RecordingPlan, results: list, settings: Settings) -> RecordingOutcome:
+    return assemble_recording(source, plan, results, settings)
 
 
 @task(name="plain-text", cache_policy=NO_CACHE)
@@ -124,35 +135,85 @@ def apply_catalog_changes(plan: RefreshPlan, problems: list[QuarantineItem], set
 
 
 def _parse_all(plan: RefreshPlan, settings: Settings) -> dict[str, ParseOutcome]:
-    """Submit every source's parse, then fan PDF pages that need OCR out across all documents."""
+    """Submit every source's first stage, then fan PDF pages needing OCR and speech windows out, across all
+    documents and recordings at once."""
     first: dict[str, Any] = {}
     for source in plan.to_process:
         if source.kind is SourceKind.pdf:
             first[source.source_id] = text_layers.submit(source, settings)
         elif source.kind is SourceKind.audio:
-            first[source.source_id] = transcribe.submit(source, settings)
+            first[source.source_id] = speech_plan.submit(source, settings)
         else:
             first[source.source_id] = plain_text.submit(source)
-    outcomes = {source_id: future.result() for source_id, future in first.items()}
     by_id = {s.source_id: s for s in plan.to_process}
-    ocr_futures = [
-        ocr_page.submit(by_id[source_id], page, settings)
-        for source_id, outcome in outcomes.items()
-        for page in outcome.ocr_pending
-    ]
+    outcomes: dict[str, ParseOutcome] = {}
+    ocr_futures, recordings = [], {}
+    for source_id, future in first.items():
+        result = future.result()
+        if isinstance(result, RecordingPlan):
+            recordings[source_id] = result
+            continue
+        outcomes[source_id] = result
+        ocr_futures += [ocr_page.submit(by_id[source_id], page, settings) for page in result.ocr_pending]
+    window_futures = {
+        source_id: [
+            transcribe.submit(rec, rec_batch, settings)
+            for rec_batch in _batches(list(range(len(rec.windows))), settings.asr_windows_per_task)
+        ]
+        for source_id, rec in recordings.items()
+        if rec.problem is None
+    }
     for future in ocr_futures:
         page_outcome: ParseOutcome = future.result()
-        target = outcomes[page_outcome.pages[0].source_id] if page_outcome.pages else None
-        if target is None:
-            problem = page_outcome.problems[0]
-            target = outcomes[problem.source_id]
+        owner = (page_outcome.pages or page_outcome.problems)[0].source_id
+        target = outcomes[owner]
         target.pages.extend(page_outcome.pages)
         target.problems.extend(page_outcome.problems)
         target.engine_calls += page_outcome.engine_calls
         target.cache_hits += page_outcome.cache_hits
+    for source_id, rec in recordings.items():
+        outcomes[source_id] = _speech_outcome(by_id[source_id], rec, window_futures.get(source_id, []), settings)
     for outcome in outcomes.values():
         outcome.pages.sort(key=lambda p: (p.page or 0, p.t_start or 0.0))
     return outcomes
+
+
+def _batches(items: list[int], size: int) -> list[list[int]]:
+    return [items[i : i + size] for i in range(0, len(items), size)]
+
+
+def _speech_outcome(source: Source, rec: RecordingPlan, futures: list, settings: Settings) -> ParseOutcome:
+    """Collect a recording's windows with a progress milestone, then assemble its transcript."""
+    if rec.problem is not None:
+        return ParseOutcome(problems=[rec.problem])
+    total_min = rec.duration / 60
+    progress = create_progress_artifact(progress=0.0, description=f"{source.file_name} → 0/{total_min:.1f} мин записи")
+    results, calls, hits, done_seconds = [], 0, 0, 0.0
+    for future in futures:
+        for result, called in future.result():
+            results.append(result)
+            calls += called
+            hits += not called
+            done_seconds = max(done_seconds, rec.windows[result.index].end)
+        update_progress_artifact(
+            progress,
+            progress=100.0 * done_seconds / max(rec.duration, 1e-6),
+            description=f"{source.file_name} → {done_seconds / 60:.1f}/{total_min:.1f} мин записи",
+        )
+    assembled: RecordingOutcome = transcript(source, rec, results, settings)
+    return ParseOutcome(
+        pages=assembled.pages,
+        problems=assembled.problems,
+        page_count=len(assembled.pages),
+        engine_calls=calls,
+        cache_hits=hits,
+        stats={
+            "audio_seconds": assembled.audio_seconds,
+            "speech_seconds": assembled.speech_seconds,
+            "segments_dropped": assembled.segments_dropped,
+            "repeats_collapsed": assembled.repeats_collapsed,
+        },
+    )
 
 
 @flow(name="corpus_refresh", task_runner=dask_task_runner(Settings()), log_prints=False)
@@ -207,12 +268,22 @@ def corpus_refresh(root: str, data: str | None = None) -> dict[str, Any]:
         "ocr_engine_calls": sum(o.engine_calls for s, o in outcomes.items() if kinds[s] is SourceKind.pdf),
         "asr_engine_calls": sum(o.engine_calls for s, o in outcomes.items() if kinds[s] is SourceKind.audio),
         "page_cache_hits": sum(o.cache_hits for o in outcomes.values()),
+        "audio_seconds": round(sum(o.stats.get("audio_seconds", 0) for o in outcomes.values()), 1),
+        "speech_share": _speech_share(outcomes),
+        "asr_segments_dropped": int(sum(o.stats.get("segments_dropped", 0) for o in outcomes.values())),
+        "asr_repeats_collapsed": int(sum(o.stats.get("repeats_collapsed", 0) for o in outcomes.values())),
         "chunks_embedded": embedded,
         "chunks_indexed": indexed_chunks,
         "seconds": round(time.perf_counter() - started, 2),
     }
     create_markdown_artifact(markdown=_summary_markdown(summary), key="corpus-refresh-summary")
     return summary
+
+
+def _speech_share(outcomes: dict[str, ParseOutcome]) -> float | None:
+    audio = sum(o.stats.get("audio_seconds", 0) for o in outcomes.values())
+    speech = sum(o.stats.get("speech_seconds", 0) for o in outcomes.values())
+    return round(speech / audio, 3) if audio else None
 
 
 def _summary_markdown(summary: dict[str, Any]) -> str:

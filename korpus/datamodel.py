@@ -37,6 +37,7 @@ class ReasonCode(StrEnum):
     empty_text = "empty-text"
     ocr_failed = "ocr-failed"
     asr_failed = "asr-failed"
+    no_speech = "no-speech"
 
 
 class ChangeKind(StrEnum):

@@ -69,6 +69,19 @@ class Settings(BaseSettings):
         default=0.5, ge=0, le=1, description="Share of Cyrillic letters a text layer needs to be trusted."
     )
     speech_chunk_seconds: float = Field(default=60.0, gt=0, description="Speech per chunk.")
+    audio_filters: str = Field(
+        default="highpass=f=80,afftdn=nf=-25,dynaudnorm=f=150:g=15",
+        description="ffmpeg -af chain before VAD and ASR: hum high-pass, FFT denoise, level normalisation.",
+    )
+    vad_threshold: float = Field(default=0.5, gt=0, lt=1, description="Silero speech probability threshold.")
+    vad_min_silence_ms: int = Field(default=300, ge=0, description="Silence that separates two speech segments.")
+    vad_speech_pad_ms: int = Field(default=150, ge=0, description="Padding kept around each speech segment.")
+    asr_window_seconds: float = Field(default=30.0, gt=1, le=30, description="Most speech per Whisper window.")
+    asr_windows_per_task: int = Field(default=2, ge=1, description="Windows batched into one Dask task.")
+    asr_no_speech_threshold: float = Field(default=0.6, description="Drop a segment above this no-speech prob…")
+    asr_logprob_threshold: float = Field(default=-1.0, description="…when its average log-probability is below.")
+    asr_compression_ratio_threshold: float = Field(default=2.4, description="Drop segments more repetitive.")
+    asr_max_repeats: int = Field(default=2, ge=1, description="A phrase repeated more times in a row is collapsed.")
     dask_address: str | None = Field(default=None, description="An existing Dask scheduler, tcp://host:8786.")
     dask_workers: int = Field(default=1, ge=1, description="LocalCluster workers (threads share one process).")
     dask_threads_per_worker: int = Field(default=2, ge=1)

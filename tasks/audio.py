@@ -1,34 +1,34 @@
-"""PARSE for recordings: ffmpeg decodes to 16 kHz mono, faster-whisper transcribes, speech is grouped by time.
+"""Decode and clean recordings with ffmpeg; time codes; transcript text and WebVTT.
 
-The foundation transcribes a file in one pass; VAD segmentation, per-window fan-out, cleaning filters and the
-hallucination guard are the audio issue's work. Timecodes are kept from the start: every stretch of speech knows
-its start and end second, and the transcript heads each paragraph with `[чч:мм:сс]`.
+Decoding streams ffmpeg's output (16 kHz mono float32, after the configured filter chain) into a file under the
+data directory, in blocks: a three-hour recording never sits in memory at once. Later stages read it through a
+memory map.
 """
 
 from __future__ import annotations
 
+import os
 import shutil
+import struct
 import subprocess
-import threading
-from functools import lru_cache
 from pathlib import Path
 
 import numpy as np
 from pydantic import BaseModel
 
-from korpus.settings import Settings
-
 SAMPLE_RATE = 16_000
+_BLOCK = 1 << 20
+MIN_SECONDS = 0.1
 
 
 class AudioDecodeError(RuntimeError):
-    """ffmpeg could not read the file as audio."""
+    """ffmpeg could not read the file as audio (corrupt, truncated, not audio, empty)."""
 
 
 class SpeechSegment(BaseModel):
     start: float
     end: float
-    text: str
+    text: str = ""
 
 
 def timecode(seconds: float) -> str:
@@ -36,57 +36,85 @@ def timecode(seconds: float) -> str:
     return f"{whole // 3600:02d}:{whole % 3600 // 60:02d}:{whole % 60:02d}"
 
 
-def decode_audio(path: str) -> np.ndarray:
-    """Any format ffmpeg reads → 16 kHz mono float32 samples."""
+def _vtt_time(seconds: float) -> str:
+    ms = max(0, round(seconds * 1000))
+    return f"{ms // 3_600_000:02d}:{ms % 3_600_000 // 60_000:02d}:{ms % 60_000 // 1000:02d}.{ms % 1000:03d}"
+
+
+def declared_duration(path: str) -> float | None:
+    """Seconds a WAV header promises (its `data` chunk size); None for other containers.
+
+    ffprobe estimates a WAV's duration from the file size, so a cut-off file looks whole to it.
+    """
+    with open(path, "rb") as handle:
+        head = handle.read(4096)
+    if len(head) < 12 or head[:4] != b"RIFF" or head[8:12] != b"WAVE":
+        return None
+    pos, byte_rate = 12, 0
+    while pos + 8 <= len(head):
+        kind, size = head[pos : pos + 4], struct.unpack_from("<I", head, pos + 4)[0]
+        if kind == b"fmt " and pos + 20 <= len(head):
+            byte_rate = struct.unpack_from("<I", head, pos + 16)[0]
+        if kind == b"data":
+            return size / byte_rate if byte_rate else None
+        pos += 8 + size + (size & 1)
+    return None
+
+
+_DAMAGE = ("invalid data", "truncat", "corrupt", "error while decoding")
+
+
+def decode_to_file(path: str, out: Path, filters: str = "") -> float:
+    """Any format ffmpeg reads → `out` as raw 16 kHz mono float32; returns the duration in seconds.
+
+    Refused: no audio stream, under 0.1 s of samples, or a file that ends well before its header says (truncated).
+    """
     if shutil.which("ffmpeg") is None:
         raise AudioDecodeError("ffmpeg is not installed: apt-get install ffmpeg")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = out.with_suffix(f".{os.getpid()}.part")
     command = ["ffmpeg", "-nostdin", "-v", "error", "-i", path, "-vn", "-ac", "1", "-ar", str(SAMPLE_RATE)]
-    done = subprocess.run(
-        [*command, "-f", "f32le", "-"],
-        capture_output=True,
-        check=False,
-    )
-    if done.returncode != 0:
-        message = done.stderr.decode("utf-8", "replace").strip()
-        raise AudioDecodeError(f"ffmpeg cannot decode the file: {message[-300:] or 'no audio stream'}")
-    samples = np.frombuffer(done.stdout, dtype=np.float32)
-    if samples.size == 0:
-        raise AudioDecodeError("the file holds no audio samples")
-    return samples
+    if filters:
+        command += ["-af", filters]
+    written = 0
+    with subprocess.Popen([*command, "-f", "f32le", "-"], stdout=subprocess.PIPE, stderr=subprocess.PIPE) as proc:
+        assert proc.stdout is not None and proc.stderr is not None
+        with open(tmp, "wb") as sink:
+            while block := proc.stdout.read(_BLOCK):
+                sink.write(block)
+                written += len(block)
+        errors = proc.stderr.read().decode("utf-8", "replace").strip()
+    seconds = written / 4 / SAMPLE_RATE
+    declared = declared_duration(path)
+    problem = ""
+    if proc.returncode != 0:
+        problem = f"ffmpeg cannot decode the file: {errors[-300:] or 'no audio stream'}"
+    elif seconds < MIN_SECONDS:
+        problem = f"no audio samples ({seconds:.3f} s decodable)"
+    elif declared and seconds < declared * 0.98 - 0.5:
+        problem = f"truncated: the header promises {declared:.1f} s, only {seconds:.1f} s decode"
+    elif any(marker in errors.lower() for marker in _DAMAGE):
+        problem = f"damaged stream: {errors[-300:]}"
+    if problem:
+        tmp.unlink(missing_ok=True)
+        raise AudioDecodeError(problem)
+    tmp.replace(out)
+    return seconds
 
 
-_model_lock = threading.Lock()
+def open_samples(path: Path) -> np.ndarray:
+    """The decoded file as a read-only memory map of float32 samples."""
+    return np.memmap(path, dtype=np.float32, mode="r")
 
 
-@lru_cache(maxsize=2)
-def _whisper(model_path: str, device: str, compute_type: str, threads: int):
-    from faster_whisper import WhisperModel
-
-    return WhisperModel(model_path, device=device, compute_type=compute_type, cpu_threads=threads)
+def transcript_text(segments: list[SpeechSegment]) -> str:
+    """Paragraphs headed by `[чч:мм:сс]`, one per segment."""
+    return "\n".join(f"[{timecode(s.start)}] {s.text}" for s in segments)
 
 
-def whisper_engine_key(model_path: Path, settings: Settings) -> str:
-    return f"faster-whisper 1.2.1|{model_path.name}|{settings.whisper_compute_type}|{settings.language}"
-
-
-def transcribe(samples: np.ndarray, model_path: Path, settings: Settings) -> list[SpeechSegment]:
-    """Whisper segments with times in seconds from the start of the recording."""
-    with _model_lock:  # one load per process even when Dask threads ask at once
-        model = _whisper(
-            str(model_path), settings.whisper_device, settings.whisper_compute_type, settings.whisper_threads
-        )
-    segments, _info = model.transcribe(
-        samples,
-        language=settings.language,
-        beam_size=5,
-        condition_on_previous_text=False,
-        vad_filter=False,
-    )
-    return [
-        SpeechSegment(start=round(s.start, 2), end=round(s.end, 2), text=s.text.strip())
-        for s in segments
-        if s.text.strip()
-    ]
+def transcript_vtt(segments: list[SpeechSegment]) -> str:
+    cues = [f"{_vtt_time(s.start)} --> {_vtt_time(s.end)}\n{s.text}" for s in segments]
+    return "WEBVTT\n\n" + "\n\n".join(cues) + ("\n" if cues else "")
 
 
 def group_speech(segments: list[SpeechSegment], seconds: float) -> list[list[SpeechSegment]]:
@@ -98,8 +126,3 @@ def group_speech(segments: list[SpeechSegment], seconds: float) -> list[list[Spe
         else:
             groups.append([segment])
     return groups
-
-
-def transcript_text(segments: list[SpeechSegment]) -> str:
-    """Paragraphs headed by `[чч:мм:сс]`, one per segment."""
-    return "\n".join(f"[{timecode(s.start)}] {s.text}" for s in segments)

@@ -1,7 +1,7 @@
-"""PARSE stages with their caches: a source (or one page of it) in, PageResults out.
+"""PARSE stages for PDFs and plain text, with the page cache: a source (or one page of it) in, PageResults out.
 
-Each function reports whether it called an engine (Tesseract, Whisper) or served the page cache, so a refresh
-summary can show that a re-run did no OCR or ASR work.
+Each function reports whether it called an engine (Tesseract) or served the page cache, so a refresh summary can
+show that a re-run did no OCR work. Recordings: tasks/speech.py.
 """
 
 from __future__ import annotations
@@ -10,17 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from korpus.datamodel import PageResult, QuarantineItem, ReasonCode, Source
-from korpus.model_store import whisper_model_path
 from korpus.settings import Settings
-from tasks.audio import (
-    AudioDecodeError,
-    SpeechSegment,
-    decode_audio,
-    group_speech,
-    transcribe,
-    transcript_text,
-    whisper_engine_key,
-)
 from tasks.page_cache import PageCache
 from tasks.pdf_pages import UnreadablePdfError, read_text_layers, render_page
 from tasks.tesseract import TesseractError, ocr_image, tesseract_version
@@ -35,6 +25,7 @@ class ParseOutcome:
     problems: list[QuarantineItem] = field(default_factory=list)
     engine_calls: int = 0
     cache_hits: int = 0
+    stats: dict[str, float] = field(default_factory=dict)
 
 
 def _problem(source: Source, reason: ReasonCode, detail: str, page: int | None = None) -> QuarantineItem:
@@ -100,67 +91,6 @@ def ocr_pdf_page(source: Source, page: int, settings: Settings) -> ParseOutcome:
     cache.put(result, source.version, f"p{page:05d}", "tesseract", key)
     outcome.pages.append(result)
     return outcome
-
-
-class _Transcript(PageResult):
-    segments: list[SpeechSegment]
-
-
-def transcribe_recording(source: Source, settings: Settings) -> ParseOutcome:
-    """faster-whisper over the whole recording, cached; speech grouped into ~1-minute stretches."""
-    outcome = ParseOutcome()
-    model_path = whisper_model_path(settings)
-    cache = PageCache(settings.page_cache_dir)
-    key = whisper_engine_key(model_path, settings)
-    cached = cache.get(_Transcript, source.version, "audio", "whisper", key)
-    if cached is not None:
-        segments = cached.segments
-        outcome.cache_hits += 1
-    else:
-        try:
-            samples = decode_audio(source.path)
-        except AudioDecodeError as exc:
-            outcome.problems.append(_problem(source, ReasonCode.unreadable_file, str(exc)))
-            return outcome
-        segments = transcribe(samples, model_path, settings)
-        outcome.engine_calls += 1
-        whole = _Transcript(
-            source_id=source.source_id,
-            source_version=source.version,
-            text=transcript_text(segments),
-            method="whisper",
-            engine=key,
-            t_start=0.0,
-            t_end=len(samples) / 16_000,
-            segments=segments,
-        )
-        cache.put(whole, source.version, "audio", "whisper", key)
-    write_transcript(source, segments, settings.transcripts_dir)
-    if not segments:
-        outcome.problems.append(_problem(source, ReasonCode.empty_text, "no speech recognised"))
-    for group in group_speech(segments, settings.speech_chunk_seconds):
-        outcome.pages.append(
-            PageResult(
-                source_id=source.source_id,
-                source_version=source.version,
-                t_start=group[0].start,
-                t_end=group[-1].end,
-                text=transcript_text(group),
-                method="whisper",
-                engine=key,
-            )
-        )
-    outcome.page_count = len(outcome.pages)
-    return outcome
-
-
-def write_transcript(source: Source, segments: list[SpeechSegment], out_root: Path) -> Path:
-    """`<data>/transcripts/<source path>.txt` — never beside the source."""
-    path = out_root / f"{source.source_id}.txt"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    header = f"# {source.source_id} (sha256 {source.version[:12]}…)\n"
-    path.write_text(header + transcript_text(segments) + "\n", encoding="utf-8")
-    return path
 
 
 def read_plain_text(source: Source) -> ParseOutcome:

@@ -72,6 +72,7 @@ def _counting(target: Any, name: str, calls: dict[str, int], key: str, monkeypat
 def refreshed(models: dict[str, Path], tmp_path_factory: pytest.TempPathFactory) -> Iterator[Refreshed]:
     import tasks.embedding
     import tasks.parse
+    import tasks.speech
     from flows.corpus_refresh import run_refresh
 
     base = tmp_path_factory.mktemp("sample")
@@ -86,8 +87,9 @@ def refreshed(models: dict[str, Path], tmp_path_factory: pytest.TempPathFactory)
         calls: dict[str, int] = {}
         with pytest.MonkeyPatch.context() as mp:
             _counting(tasks.parse, "ocr_image", calls, "ocr", mp)
-            _counting(tasks.parse, "transcribe", calls, "asr", mp)
-            _counting(tasks.parse, "decode_audio", calls, "decode", mp)
+            _counting(tasks.speech, "transcribe_window", calls, "asr", mp)
+            _counting(tasks.speech, "decode_to_file", calls, "decode", mp)
+            _counting(tasks.speech, "speech_segments", calls, "vad", mp)
             _counting(tasks.embedding.Embedder, "embed_passages", calls, "embed", mp)
             second = run_refresh(root, settings)
     finally:

@@ -26,7 +26,9 @@ def test_first_refresh_takes_each_page_the_right_way(refreshed: Refreshed) -> No
     assert s["pages_by_method"]["text-layer"] == 2
     assert s["pages_by_method"]["tesseract"] == 2
     assert s["ocr_engine_calls"] == 2
-    assert s["asr_engine_calls"] == 2
+    # Whisper runs once per VAD window: the 60-second lecture needs two or more, the espeak recording one
+    assert s["asr_engine_calls"] >= 3
+    assert 0.3 < s["speech_share"] < 1.0
 
 
 def test_question_answered_from_scanned_page_via_ocr(refreshed: Refreshed) -> None:

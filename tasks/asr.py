@@ -1,0 +1,239 @@
+"""Whisper over VAD windows: window planning, per-window transcription, joining words, the hallucination guard.
+
+A window holds whole speech segments only (at most `asr_window_seconds` of speech, silences between them cut
+out), so Whisper never hears long silence — where it invents «Понятно. Понятно. Понятно.» — and a word is never
+cut at a window edge. Word times are mapped back from the window to the original recording.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from functools import lru_cache
+from pathlib import Path
+
+import numpy as np
+from pydantic import BaseModel, Field
+
+from korpus.settings import Settings
+from tasks.audio import SAMPLE_RATE, SpeechSegment
+
+GAP_SECONDS = 0.2
+"""Silence put between two speech segments inside a window, so Whisper hears a pause there."""
+
+
+class Window(BaseModel):
+    index: int
+    pieces: list[tuple[float, float]] = Field(description="Original (start, end) of each speech segment inside.")
+
+    @property
+    def start(self) -> float:
+        return self.pieces[0][0]
+
+    @property
+    def end(self) -> float:
+        return self.pieces[-1][1]
+
+    @property
+    def speech_seconds(self) -> float:
+        return sum(e - s for s, e in self.pieces)
+
+
+class Word(BaseModel):
+    text: str = Field(description="As Whisper wrote it, leading space included.")
+    start: float
+    end: float
+    probability: float = 1.0
+
+
+class WindowResult(BaseModel):
+    index: int
+    words: list[Word] = Field(default_factory=list)
+    dropped: list[str] = Field(default_factory=list, description="Segments the guard refused, with why.")
+
+
+def plan_windows(segments: list[tuple[float, float]], max_seconds: float) -> list[Window]:
+    """Consecutive speech segments packed into windows of at most `max_seconds` of audio; never split."""
+    windows: list[Window] = []
+    length = 0.0
+    for start, end in segments:
+        piece = end - start
+        if windows and length + GAP_SECONDS + piece <= max_seconds:
+            windows[-1].pieces.append((start, end))
+            length += GAP_SECONDS + piece
+        else:
+            windows.append(Window(index=len(windows), pieces=[(start, end)]))
+            length = piece
+    return windows
+
+
+def window_audio(samples: np.ndarray, window: Window) -> tuple[np.ndarray, list[tuple[float, float, float]]]:
+    """The window's speech, gaps shortened to GAP_SECONDS, and a map (offset, original start, length)."""
+    parts, time_map, offset = [], [], 0.0
+    gap = np.zeros(int(GAP_SECONDS * SAMPLE_RATE), dtype=np.float32)
+    for i, (start, end) in enumerate(window.pieces):
+        if i:
+            parts.append(gap)
+            offset += GAP_SECONDS
+        piece = np.asarray(samples[int(start * SAMPLE_RATE) : int(end * SAMPLE_RATE)], dtype=np.float32)
+        parts.append(piece)
+        time_map.append((offset, start, len(piece) / SAMPLE_RATE))
+        offset += len(piece) / SAMPLE_RATE
+    return np.concatenate(parts), time_map
+
+
+def to_original_time(t: float, time_map: list[tuple[float, float, float]]) -> float:
+    """A time inside the window audio → seconds in the original recording."""
+    for offset, original, length in reversed(time_map):
+        if t >= offset:
+            return original + min(t - offset, length)
+    return time_map[0][1]
+
+
+def to_original_span(start: float, end: float, time_map: list[tuple[float, float, float]]) -> tuple[float, float]:
+    """A word's span → the original recording, kept inside one speech segment.
+
+    Whisper's word times are approximate and a word may seem to run over the short gap between two segments;
+    it belongs to the segment holding its midpoint, and is clamped to it.
+    """
+    middle = (start + end) / 2
+    offset, original, length = next((piece for piece in reversed(time_map) if middle >= piece[0]), time_map[0])
+    clamp = lambda t: original + min(max(t - offset, 0.0), length)  # noqa: E731
+    return clamp(start), clamp(end)
+
+
+_lock = threading.Lock()
+
+
+@lru_cache(maxsize=2)
+def whisper_model(model_path: str, device: str, compute_type: str, threads: int):
+    from faster_whisper import WhisperModel
+
+    return WhisperModel(model_path, device=device, compute_type=compute_type, cpu_threads=threads)
+
+
+def whisper_engine_key(model_path: Path, settings: Settings) -> str:
+    return (
+        f"faster-whisper 1.2.1|{model_path.name}|{settings.whisper_compute_type}|{settings.language}|"
+        f"{settings.asr_no_speech_threshold}|{settings.asr_logprob_threshold}|"
+        f"{settings.asr_compression_ratio_threshold}|gap{GAP_SECONDS}"
+    )
+
+
+def guard_reason(no_speech_prob: float, avg_logprob: float, compression_ratio: float, settings: Settings) -> str:
+    """Why a Whisper segment is a likely hallucination, or '' when it is kept."""
+    if no_speech_prob > settings.asr_no_speech_threshold and avg_logprob < settings.asr_logprob_threshold:
+        return f"no-speech {no_speech_prob:.2f}"
+    if compression_ratio > settings.asr_compression_ratio_threshold:
+        return f"repetitive {compression_ratio:.1f}"
+    return ""
+
+
+def transcribe_window(samples: np.ndarray, window: Window, model_path: Path, settings: Settings) -> WindowResult:
+    """Whisper on one window, word timestamps mapped to the recording, suspect segments dropped."""
+    audio, time_map = window_audio(samples, window)
+    with _lock:  # one model per process; CTranslate2 already uses the configured threads
+        model = whisper_model(
+            str(model_path), settings.whisper_device, settings.whisper_compute_type, settings.whisper_threads
+        )
+        segments, _ = model.transcribe(
+            audio,
+            language=settings.language,
+            beam_size=5,
+            word_timestamps=True,
+            condition_on_previous_text=False,
+            vad_filter=False,
+            no_speech_threshold=settings.asr_no_speech_threshold,
+            log_prob_threshold=settings.asr_logprob_threshold,
+            compression_ratio_threshold=settings.asr_compression_ratio_threshold,
+        )
+        segments = list(segments)
+    result = WindowResult(index=window.index)
+    for segment in segments:
+        reason = guard_reason(segment.no_speech_prob, segment.avg_logprob, segment.compression_ratio, settings)
+        if reason:
+            result.dropped.append(f"{reason}: {segment.text.strip()[:80]}")
+            continue
+        for word in segment.words or []:
+            start, end = to_original_span(word.start, word.end, time_map)
+            result.words.append(
+                Word(text=word.word, start=round(start, 2), end=round(end, 2), probability=round(word.probability, 3))
+            )
+    return result
+
+
+def join_words(words: list[Word]) -> list[Word]:
+    """Whisper's own rule across window edges: a token starting with a space starts a new word; one that does
+    not is glued to the word before it («заключ» + «ение» → «заключение»)."""
+    joined: list[Word] = []
+    for word in words:
+        if joined and word.text and not word.text[0].isspace():
+            last = joined[-1]
+            joined[-1] = Word(
+                text=last.text + word.text,
+                start=last.start,
+                end=max(last.end, word.end),
+                probability=min(last.probability, word.probability),
+            )
+        else:
+            joined.append(word)
+    return joined
+
+
+_NORMALISE = re.compile(r"[^\w]+", re.UNICODE)
+
+
+def _norm(word: Word) -> str:
+    return _NORMALISE.sub("", word.text.lower())
+
+
+def collapse_repeats(words: list[Word], max_repeats: int, longest_phrase: int = 8) -> tuple[list[Word], int]:
+    """A phrase of 1..`longest_phrase` words said more than `max_repeats` times in a row is kept once.
+
+    Returns the words kept and how many repetitions were removed.
+    """
+    out: list[Word] = []
+    removed = 0
+    i = 0
+    keys = [_norm(w) for w in words]
+    while i < len(words):
+        collapsed = False
+        for n in range(1, longest_phrase + 1):
+            phrase = keys[i : i + n]
+            if len(phrase) < n or not any(phrase):
+                break
+            repeats = 1
+            while keys[i + repeats * n : i + (repeats + 1) * n] == phrase:
+                repeats += 1
+            if repeats > max_repeats:
+                out.extend(words[i : i + n])
+                removed += repeats - 1
+                i += repeats * n
+                collapsed = True
+                break
+        if not collapsed:
+            out.append(words[i])
+            i += 1
+    return out, removed
+
+
+def paragraphs(words: list[Word], pause: float = 1.5, longest: float = 20.0) -> list[SpeechSegment]:
+    """Words → paragraphs: a new one after a pause, or after a sentence end once a paragraph runs long."""
+    result: list[SpeechSegment] = []
+    current: list[Word] = []
+    for word in words:
+        if current:
+            gap = word.start - current[-1].end
+            long_enough = current[-1].end - current[0].start >= longest
+            sentence_end = current[-1].text.rstrip().endswith((".", "?", "!", "…"))
+            if gap >= pause or (long_enough and sentence_end):
+                result.append(_paragraph(current))
+                current = []
+        current.append(word)
+    if current:
+        result.append(_paragraph(current))
+    return result
+
+
+def _paragraph(words: list[Word]) -> SpeechSegment:
+    return SpeechSegment(start=words[0].start, end=words[-1].end, text="".join(w.text for w in words).strip())

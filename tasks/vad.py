@@ -1,0 +1,67 @@
+"""Speech segments with Silero VAD (the `silero-vad` package), block by block over a memory-mapped recording.
+
+Importing `silero_vad` sets `torch.set_num_threads(1)` for the whole process (FACTS.md); korpus restores the
+previous value so the embedder in the same process keeps its threads.
+"""
+
+from __future__ import annotations
+
+import threading
+from functools import lru_cache
+
+import numpy as np
+
+from korpus.settings import Settings
+from tasks.audio import SAMPLE_RATE
+
+BLOCK_SECONDS = 600
+_lock = threading.Lock()
+
+
+@lru_cache(maxsize=1)
+def _silero():
+    import torch
+
+    threads = torch.get_num_threads()
+    from silero_vad import load_silero_vad
+
+    model = load_silero_vad(onnx=False)
+    torch.set_num_threads(threads)
+    return model
+
+
+def speech_segments(
+    samples: np.ndarray, settings: Settings, block_seconds: int = BLOCK_SECONDS
+) -> list[tuple[float, float]]:
+    """(start, end) seconds of speech. Segments are capped at the ASR window length (Silero splits long speech
+    at its best pause), so a window never has to cut inside one."""
+    import torch
+    from silero_vad import get_speech_timestamps
+
+    block = block_seconds * SAMPLE_RATE
+    found: list[tuple[float, float]] = []
+    edge_slack = (settings.vad_min_silence_ms + 2 * settings.vad_speech_pad_ms) / 1000
+    with _lock:
+        model = _silero()
+        for offset in range(0, len(samples), block):
+            chunk = torch.from_numpy(np.array(samples[offset : offset + block], dtype=np.float32))
+            stamps = get_speech_timestamps(
+                chunk,
+                model,
+                threshold=settings.vad_threshold,
+                sampling_rate=SAMPLE_RATE,
+                min_silence_duration_ms=settings.vad_min_silence_ms,
+                speech_pad_ms=settings.vad_speech_pad_ms,
+                max_speech_duration_s=settings.asr_window_seconds - 1,
+            )
+            model.reset_states()
+            base = offset / SAMPLE_RATE
+            for stamp in stamps:
+                start, end = base + stamp["start"] / SAMPLE_RATE, base + stamp["end"] / SAMPLE_RATE
+                # speech running across a block edge: join the two halves again
+                joins_edge = found and abs(found[-1][1] - base) < edge_slack and start - base < edge_slack
+                if joins_edge and end - found[-1][0] <= settings.asr_window_seconds - 1:
+                    found[-1] = (found[-1][0], end)
+                else:
+                    found.append((start, end))
+    return [(round(s, 3), round(e, 3)) for s, e in found]
