@@ -17,13 +17,15 @@ from prefect.artifacts import create_markdown_artifact, create_progress_artifact
 from prefect.cache_policies import NO_CACHE
 from prefect_dask import DaskTaskRunner
 
-from korpus.datamodel import Chunk, QuarantineItem, Source, SourceKind
+from korpus.datamodel import POLICY_VERSION, Chunk, QuarantineItem, Source, SourceKind
 from korpus.model_store import embed_model_path, set_offline_switches
 from korpus.settings import Settings
 from tasks.chunking import page_chunks
 from tasks.embedding import shared_embedder
+from tasks.gate import POLICIES, route_chunks
 from tasks.index_sqlite import SqliteIndex
 from tasks.parse import ParseOutcome, ocr_pdf_page, parse_pdf_text_layers, read_plain_text
+from tasks.pdf_pages import save_page_image
 from tasks.receive import RefreshPlan, discover_sources, plan_refresh
 from tasks.speech import (
     RecordingOutcome,
@@ -60,6 +62,9 @@ def dask_task_runner(settings: Settings) -> DaskTaskRunner:
 def read_catalog(settings: Settings) -> tuple[dict[str, dict[str, tuple]], dict[str, dict[str, set[str]]]]:
     index = SqliteIndex(settings.index_path)
     try:
+        repaired = index.reconcile()
+        if repaired:
+            get_run_logger().warning("reconciled %d rows left inconsistent by an earlier crash", repaired)
         return index.indexed_versions(), index.refused_versions()
     finally:
         index.close()
@@ -100,6 +105,11 @@ def plain_text(source: Source) -> ParseOutcome:
     return read_plain_text(source)
 
 
+@task(name="gate", cache_policy=NO_CACHE)
+def gate(chunks: list[Chunk]) -> tuple[list[Chunk], list[QuarantineItem]]:
+    return route_chunks(chunks, POLICIES[POLICY_VERSION])
+
+
 @task(name="embed", cache_policy=NO_CACHE)
 def embed(chunks: list[Chunk], settings: Settings) -> np.ndarray:
     embedder = shared_embedder(str(embed_model_path(settings)), settings.embed_batch_size)
@@ -110,7 +120,8 @@ def embed(chunks: list[Chunk], settings: Settings) -> np.ndarray:
 def publish(source: Source, chunks: list[Chunk], vectors: np.ndarray, pages: int, settings: Settings) -> int:
     index = SqliteIndex(settings.index_path)
     try:
-        index.bind_embedding(embed_model_path(settings).name, int(vectors.shape[1]))
+        if chunks:
+            index.bind_embedding(embed_model_path(settings).name, int(vectors.shape[1]))
         index.publish_version(source, chunks, vectors, pages)
     finally:
         index.close()
@@ -121,6 +132,13 @@ def publish(source: Source, chunks: list[Chunk], vectors: np.ndarray, pages: int
 def apply_catalog_changes(plan: RefreshPlan, problems: list[QuarantineItem], settings: Settings) -> None:
     index = SqliteIndex(settings.index_path)
     try:
+        sources = {s.source_id: s for s in plan.to_process}
+        for item in problems:
+            source = sources.get(item.source_id)
+            if item.page and source is not None and source.kind is SourceKind.pdf and item.chunk_id is None:
+                image = settings.data / "evidence" / item.source_id / f"p{item.page:05d}.png"
+                saved = save_page_image(source.path, item.page, image)
+                item.evidence_path = str(saved) if saved else None
         index.record_quarantine(problems)
         for source in plan.relabel:
             index.relabel_source(source)
@@ -244,10 +262,12 @@ def corpus_refresh(root: str, data: str | None = None) -> dict[str, Any]:
         methods.update(p.method for p in outcome.pages)
         chunks, empty = page_chunks(source, outcome.pages, settings.language)
         problems.extend(empty)
-        if chunks:
-            vectors = embed(chunks, settings)
-            embedded += len(chunks)
-            indexed_chunks += publish(source, chunks, vectors, outcome.page_count, settings)
+        passed, refused = gate(chunks)
+        problems.extend(refused)
+        if chunks:  # parsed: the version is published, even if the gate kept every chunk out
+            vectors = embed(passed, settings) if passed else np.zeros((0, 0), dtype=np.float32)
+            embedded += len(passed)
+            indexed_chunks += publish(source, passed, vectors, outcome.page_count, settings)
         logger.info(
             "%s → %d/%d pages, %d chunks",
             source.source_id,

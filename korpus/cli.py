@@ -133,21 +133,90 @@ def sources(data: DataOption = None) -> None:
         index.close()
 
 
-@app.command()
-def quarantine(data: DataOption = None) -> None:
-    """What the pipeline refused to index, with reason codes."""
+review_app = typer.Typer(no_args_is_help=True, help="Manual quarantine review; every decision is recorded.")
+app.add_typer(review_app, name="review")
+ReviewerOption = Annotated[
+    str, typer.Option("--reviewer", envvar="KORPUS_REVIEWER", help="Who decides (default: $USER).")
+]
+NoteOption = Annotated[str, typer.Option("--note", help="Why; kept in the audit trail.")]
+
+
+def _reviewer(value: str) -> str:
+    return value or os.environ.get("USER") or "unknown"
+
+
+@review_app.command("list")
+def review_list(
+    status: Annotated[str | None, typer.Option("--status", help="open | released | rejected | resolved")] = "open",
+    data: DataOption = None,
+) -> None:
+    """Quarantine items (open ones by default), with reason codes."""
     from tasks.index_sqlite import SqliteIndex
 
     index = SqliteIndex(_settings(data).index_path)
     try:
-        items = index.quarantine_items()
+        items = index.quarantine_items(status if status != "all" else None)
     finally:
         index.close()
     if not items:
-        typer.echo("quarantine is empty")
+        typer.echo("nothing in quarantine" + (f" with status {status}" if status else ""))
     for item in items:
-        page = f" p.{item['page']}" if item["page"] else ""
-        typer.echo(f"{item['item_id']}  {item['source_id']}{page}  {','.join(item['reasons'])}  {item['detail']}")
+        where = f" лист {item['page']}" if item["page"] else (f" {item['t_start']:.0f}s" if item["t_start"] else "")
+        typer.echo(
+            f"{item['item_id']}  {item['status']:<8} {item['source_id']}{where}  {','.join(item['reasons'])}  "
+            f"{item['detail']}"
+        )
+
+
+@review_app.command("show")
+def review_show(item_id: str, data: DataOption = None) -> None:
+    """One item: reasons, evidence, decisions so far."""
+    from tasks.index_sqlite import SqliteIndex
+    from tasks.review import describe_item
+
+    index = SqliteIndex(_settings(data).index_path)
+    try:
+        item = index.quarantine_item(item_id)
+    finally:
+        index.close()
+    if item is None:
+        _fail(f"no quarantine item {item_id!r}")
+    typer.echo(describe_item(item))
+
+
+def _decide(item_id: str, action: str, reviewer: str, note: str, data: Path | None) -> None:
+    from tasks.review import Action, ReviewError, apply_decision
+
+    set_offline_switches()
+    try:
+        outcome = apply_decision(item_id, Action(action), _reviewer(reviewer), note, _settings(data))
+    except (ReviewError, ModelMissingError) as exc:
+        _fail(str(exc))
+    typer.echo(f"{item_id}: {action} → {outcome}")
+
+
+@review_app.command("release")
+def review_release(item_id: str, note: NoteOption = "", reviewer: ReviewerOption = "", data: DataOption = None) -> None:
+    """Index a refused chunk as an approved exception (length and text-quality rules lifted, nothing else)."""
+    _decide(item_id, "release", reviewer, note, data)
+
+
+@review_app.command("reject")
+def review_reject(item_id: str, note: NoteOption = "", reviewer: ReviewerOption = "", data: DataOption = None) -> None:
+    """Keep the item out of the index (a released chunk is withdrawn)."""
+    _decide(item_id, "reject", reviewer, note, data)
+
+
+@review_app.command("reocr")
+def review_reocr(item_id: str, note: NoteOption = "", reviewer: ReviewerOption = "", data: DataOption = None) -> None:
+    """OCR the item's page again (no cache) and index it if the result passes the gate."""
+    _decide(item_id, "reocr", reviewer, note, data)
+
+
+@app.command()
+def quarantine(data: DataOption = None) -> None:
+    """Everything ever refused, with status (same as `korpus review list --status all`)."""
+    review_list(status="all", data=data)
 
 
 def main() -> None:  # pragma: no cover - console entry point

@@ -38,6 +38,18 @@ class ReasonCode(StrEnum):
     ocr_failed = "ocr-failed"
     asr_failed = "asr-failed"
     no_speech = "no-speech"
+    # the contract gate (tasks/gate.py), per chunk
+    missing_source_id = "missing-source-id"
+    missing_version = "missing-version"
+    missing_owner = "missing-owner"
+    missing_access = "missing-access"
+    missing_locator = "missing-locator"
+    policy_not_approved = "policy-not-approved"
+    not_current = "not-current"
+    quarantined = "quarantined"
+    starts_inside_heading = "starts-inside-heading"
+    oversized = "oversized"
+    text_quality = "text-quality"
 
 
 class ChangeKind(StrEnum):
@@ -118,14 +130,18 @@ class QuarantineItem(BaseModel):
     source_id: str
     source_version: str | None = None
     page: int | None = None
+    chunk_id: str | None = Field(default=None, description="Set when the gate refused one chunk.")
+    t_start: float | None = None
     reasons: list[ReasonCode]
     detail: str = ""
-    evidence: str = Field(default="", description="The rejected text, or a path to it.")
+    evidence: str = Field(default="", description="The rejected text.")
+    evidence_path: str | None = Field(default=None, description="A page image of the rejected page, if any.")
+    chunk: Chunk | None = Field(default=None, description="The refused chunk, kept so a reviewer can release it.")
     first_seen: datetime = Field(default_factory=lambda: datetime.now(UTC))
 
     @property
     def item_id(self) -> str:
-        key = f"{self.source_id}\x00{self.source_version}\x00{self.page}"
+        key = f"{self.source_id}\x00{self.source_version}\x00{self.page}\x00{self.chunk_id}"
         return hashlib.sha256(key.encode()).hexdigest()[:16]
 
 

@@ -31,16 +31,20 @@ CREATE TABLE IF NOT EXISTS chunks (
     source_version TEXT NOT NULL, ordinal INTEGER NOT NULL, page INTEGER, t_start REAL, t_end REAL,
     heading TEXT, start_off INTEGER, end_off INTEGER, section_path TEXT NOT NULL, text TEXT NOT NULL,
     body TEXT NOT NULL, previous_id TEXT, next_id TEXT, owner TEXT NOT NULL, access TEXT NOT NULL,
-    tenant TEXT NOT NULL, lifecycle TEXT NOT NULL, policy_version TEXT NOT NULL, language TEXT NOT NULL);
+    tenant TEXT NOT NULL, lifecycle TEXT NOT NULL, policy_version TEXT NOT NULL, language TEXT NOT NULL,
+    exception INTEGER NOT NULL DEFAULT 0);
 CREATE INDEX IF NOT EXISTS chunks_by_source ON chunks (source_id, source_version);
 CREATE INDEX IF NOT EXISTS chunks_by_filter ON chunks (lifecycle, access);
 CREATE VIRTUAL TABLE IF NOT EXISTS chunk_terms USING fts5(
     terms, exact, tokenize = "unicode61 remove_diacritics 0 tokenchars '.,''’:_'");
 CREATE TABLE IF NOT EXISTS chunk_vectors (rowid INTEGER PRIMARY KEY, embedding BLOB NOT NULL);
 CREATE TABLE IF NOT EXISTS quarantine (
-    item_id TEXT PRIMARY KEY, source_id TEXT NOT NULL, source_version TEXT, page INTEGER,
-    reasons TEXT NOT NULL, detail TEXT, evidence TEXT, first_seen TEXT NOT NULL, last_seen TEXT NOT NULL,
-    status TEXT NOT NULL DEFAULT 'open');
+    item_id TEXT PRIMARY KEY, source_id TEXT NOT NULL, source_version TEXT, page INTEGER, t_start REAL,
+    chunk_id TEXT, reasons TEXT NOT NULL, detail TEXT, evidence TEXT, evidence_path TEXT, chunk TEXT,
+    first_seen TEXT NOT NULL, last_seen TEXT NOT NULL, status TEXT NOT NULL DEFAULT 'open');
+CREATE TABLE IF NOT EXISTS quarantine_decisions (
+    item_id TEXT NOT NULL, decided_at TEXT NOT NULL, reviewer TEXT NOT NULL, action TEXT NOT NULL,
+    note TEXT NOT NULL DEFAULT '', outcome TEXT NOT NULL DEFAULT '');
 """
 
 HIT_FIELDS = (
@@ -55,6 +59,7 @@ HIT_FIELDS = (
     "score",
     "lifecycle",
     "access",
+    "exception",
 )
 
 
@@ -141,7 +146,8 @@ class SqliteIndex:
         """Source id → {version: reason codes} for versions refused as a whole (not single pages)."""
         refused: dict[str, dict[str, set[str]]] = {}
         rows = self.conn.execute(
-            "SELECT source_id, source_version, reasons FROM quarantine WHERE page IS NULL AND status = 'open'"
+            "SELECT source_id, source_version, reasons FROM quarantine WHERE page IS NULL AND chunk_id IS NULL "
+            "AND t_start IS NULL AND status = 'open'"
         )
         for source_id, version, reasons in rows:
             refused.setdefault(source_id, {}).setdefault(version, set()).update(json.loads(reasons))
@@ -156,13 +162,14 @@ class SqliteIndex:
         return [dict(zip(names, row, strict=True)) for row in cursor]
 
     def record_quarantine(self, items: Iterable[QuarantineItem]) -> int:
+        """Add items to the queue; an item seen again keeps its first-seen time and any decision made on it."""
         count = 0
         with self.conn:
             for item in items:
-                now = _now()
                 self.conn.execute(
-                    "INSERT INTO quarantine (item_id, source_id, source_version, page, reasons, detail, evidence, "
-                    "first_seen, last_seen) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) "
+                    "INSERT INTO quarantine (item_id, source_id, source_version, page, t_start, chunk_id, reasons, "
+                    "detail, evidence, evidence_path, chunk, first_seen, last_seen) "
+                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
                     "ON CONFLICT(item_id) DO UPDATE SET last_seen = excluded.last_seen, "
                     "reasons = excluded.reasons, detail = excluded.detail",
                     (
@@ -170,26 +177,112 @@ class SqliteIndex:
                         item.source_id,
                         item.source_version,
                         item.page,
+                        item.t_start,
+                        item.chunk_id,
                         json.dumps([r.value for r in item.reasons]),
                         item.detail,
                         item.evidence,
+                        item.evidence_path,
+                        item.chunk.model_dump_json() if item.chunk else None,
                         item.first_seen.isoformat(timespec="seconds"),
-                        now,
+                        _now(),
                     ),
                 )
                 count += 1
         return count
 
-    def quarantine_items(self) -> list[dict[str, Any]]:
+    def quarantine_items(self, status: str | None = None) -> list[dict[str, Any]]:
+        where, params = ("WHERE status = ?", [status]) if status else ("", [])
         cursor = self.conn.execute(
-            "SELECT item_id, source_id, source_version, page, reasons, detail, first_seen, status "
-            "FROM quarantine ORDER BY first_seen, source_id, page"
+            "SELECT item_id, source_id, source_version, page, t_start, chunk_id, reasons, detail, first_seen, "
+            f"last_seen, status FROM quarantine {where} ORDER BY first_seen, source_id, page, t_start",
+            params,
         )
         names = [d[0] for d in cursor.getdescription()]
         items = [dict(zip(names, row, strict=True)) for row in cursor]
         for item in items:
             item["reasons"] = json.loads(item["reasons"])
         return items
+
+    def quarantine_item(self, item_id: str) -> dict[str, Any] | None:
+        """One item with its evidence, refused chunk and decision trail."""
+        cursor = self.conn.execute("SELECT * FROM quarantine WHERE item_id = ?", (item_id,))
+        names = [d[0] for d in cursor.getdescription()]
+        rows = cursor.fetchall()
+        if not rows:
+            return None
+        item = dict(zip(names, rows[0], strict=True))
+        item["reasons"] = json.loads(item["reasons"])
+        item["chunk"] = Chunk.model_validate_json(item["chunk"]) if item["chunk"] else None
+        decisions = self.conn.execute(
+            "SELECT decided_at, reviewer, action, note, outcome FROM quarantine_decisions WHERE item_id = ? "
+            "ORDER BY rowid",
+            (item_id,),
+        )
+        item["decisions"] = [
+            dict(zip(("decided_at", "reviewer", "action", "note", "outcome"), row, strict=True)) for row in decisions
+        ]
+        return item
+
+    def record_decision(self, item_id: str, reviewer: str, action: str, note: str, outcome: str, status: str) -> None:
+        """Append to the audit trail and set the item's status, in one transaction."""
+        with self.conn:
+            self.conn.execute(
+                "INSERT INTO quarantine_decisions (item_id, decided_at, reviewer, action, note, outcome) "
+                "VALUES (?, ?, ?, ?, ?, ?)",
+                (item_id, _now(), reviewer, action, note, outcome),
+            )
+            self.conn.execute("UPDATE quarantine SET status = ? WHERE item_id = ?", (status, item_id))
+
+    def is_current_version(self, source_id: str, version: str) -> bool:
+        rows = self.conn.execute(
+            "SELECT 1 FROM sources WHERE source_id = ? AND version = ? AND lifecycle = 'current'", (source_id, version)
+        ).fetchall()
+        return bool(rows)
+
+    def add_reviewed_chunk(self, chunk: Chunk, vector: np.ndarray, exception: bool) -> None:
+        """Index a chunk a reviewer let in: a released one (an approved exception) or a re-OCR'd page."""
+        with self.conn:
+            if self.conn.execute("SELECT 1 FROM chunks WHERE chunk_id = ?", (chunk.chunk_id,)).fetchall():
+                self.conn.execute(
+                    "UPDATE chunks SET lifecycle = 'current', exception = ? WHERE chunk_id = ?",
+                    (int(exception), chunk.chunk_id),
+                )
+                return
+            ordinal = self.conn.execute(
+                "SELECT coalesce(max(ordinal), -1) + 1 FROM chunks WHERE source_id = ? AND source_version = ?",
+                (chunk.source_id, chunk.source_version),
+            ).fetchall()[0][0]
+            self._add_chunk(chunk, ordinal, np.asarray(vector, dtype=np.float32), exception=exception)
+
+    def withdraw_chunk(self, chunk_id: str) -> None:
+        """Take a chunk out of service (a released chunk rejected later): it stays stored, never returned."""
+        with self.conn:
+            self.conn.execute("UPDATE chunks SET lifecycle = 'quarantined' WHERE chunk_id = ?", (chunk_id,))
+
+    def reconcile(self) -> int:
+        """Repair any state a crash could leave: exactly one current version per source, and current chunks only
+        for current versions. Returns the number of rows repaired (0 in a healthy index)."""
+        repaired = 0
+        with self.conn:
+            doubles = self.conn.execute(
+                "SELECT source_id FROM sources WHERE lifecycle = 'current' GROUP BY source_id HAVING count(*) > 1"
+            ).fetchall()
+            for (source_id,) in doubles:
+                keep = self.conn.execute(
+                    "SELECT version FROM sources WHERE source_id = ? AND lifecycle = 'current' "
+                    "ORDER BY switched_at DESC, rowid DESC LIMIT 1",
+                    (source_id,),
+                ).fetchall()[0][0]
+                self._retire(source_id, keep_version=keep)
+                repaired += 1
+            self.conn.execute(
+                "UPDATE chunks SET lifecycle = 'superseded' WHERE lifecycle = 'current' AND NOT EXISTS ("
+                "SELECT 1 FROM sources s WHERE s.source_id = chunks.source_id AND s.version = chunks.source_version "
+                "AND s.lifecycle = 'current')"
+            )
+            repaired += self.conn.changes()
+        return repaired
 
     # --- writes ----------------------------------------------------------------------------------------
 
@@ -215,14 +308,7 @@ class SqliteIndex:
                 (source.source_id, source.version),
             )
             for ordinal, (chunk, vector) in enumerate(zip(chunks, vectors, strict=True)):
-                rowid = self._insert_chunk(chunk, ordinal)
-                self.conn.execute(
-                    "INSERT INTO chunk_terms (rowid, terms, exact) VALUES (?, ?, ?)",
-                    (rowid, " ".join(analyse(chunk.text)), " ".join(words(chunk.text))),
-                )
-                self.conn.execute(
-                    "INSERT INTO chunk_vectors (rowid, embedding) VALUES (?, ?)", (rowid, vector.tobytes())
-                )
+                self._add_chunk(chunk, ordinal, vector)
             self.conn.execute(
                 "INSERT INTO sources (source_id, version, kind, size, path, owner, access, tenant, lifecycle, "
                 "pages, chunks, received_at, switched_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'current', ?, ?, ?, ?) "
@@ -245,13 +331,21 @@ class SqliteIndex:
                 ),
             )
 
-    def _insert_chunk(self, chunk: Chunk, ordinal: int) -> int:
+    def _add_chunk(self, chunk: Chunk, ordinal: int, vector: np.ndarray, exception: bool = False) -> None:
+        rowid = self._insert_chunk(chunk, ordinal, exception)
+        self.conn.execute(
+            "INSERT INTO chunk_terms (rowid, terms, exact) VALUES (?, ?, ?)",
+            (rowid, " ".join(analyse(chunk.text)), " ".join(words(chunk.text))),
+        )
+        self.conn.execute("INSERT INTO chunk_vectors (rowid, embedding) VALUES (?, ?)", (rowid, vector.tobytes()))
+
+    def _insert_chunk(self, chunk: Chunk, ordinal: int, exception: bool = False) -> int:
         loc = chunk.locator
         self.conn.execute(
             "INSERT INTO chunks (chunk_id, source_id, source_version, ordinal, page, t_start, t_end, heading, "
             "start_off, end_off, section_path, text, body, previous_id, next_id, owner, access, tenant, "
-            "lifecycle, policy_version, language) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, "
-            "?, ?, ?)",
+            "lifecycle, policy_version, language, exception) "
+            f"VALUES ({', '.join('?' * 22)})",
             (
                 chunk.chunk_id,
                 chunk.source_id,
@@ -274,6 +368,7 @@ class SqliteIndex:
                 Lifecycle.current.value,
                 chunk.policy_version,
                 chunk.language,
+                int(exception),
             ),
         )
         return self.conn.last_insert_rowid()
@@ -350,16 +445,21 @@ class SqliteIndex:
         rrf_k: int = 60,
         mode: str = "hybrid",
     ) -> list[dict[str, Any]]:
-        """Hybrid (RRF over BM25 and kNN), or one side alone with mode='bm25' / 'dense'."""
-        rankings = []
-        if mode in ("hybrid", "bm25"):
-            rankings.append([rowid for rowid, _ in self.lexical_ranking(query, scopes, depth)])
-        if mode in ("hybrid", "dense"):
-            if vector is None:
-                raise ValueError("dense and hybrid search need a query vector")
-            rankings.append([rowid for rowid, _ in self.vector_ranking(vector, scopes, depth)])
-        fused = rrf_fuse(rankings, rrf_k)[:k]
-        return self._hits(fused)
+        """Hybrid (RRF over BM25 and kNN), or one side alone with mode='bm25' / 'dense'.
+
+        Both sides and the hit lookup read one snapshot (one read transaction): a version switch committed
+        meanwhile is seen by all of them or by none.
+        """
+        if mode in ("hybrid", "dense") and vector is None:
+            raise ValueError("dense and hybrid search need a query vector")
+        with self.conn:
+            rankings = []
+            if mode in ("hybrid", "bm25"):
+                rankings.append([rowid for rowid, _ in self.lexical_ranking(query, scopes, depth)])
+            if mode in ("hybrid", "dense"):
+                rankings.append([rowid for rowid, _ in self.vector_ranking(vector, scopes, depth)])
+            fused = rrf_fuse(rankings, rrf_k)[:k]
+            return self._hits(fused)
 
     def _hits(self, scored: Sequence[tuple[int, float]]) -> list[dict[str, Any]]:
         if not scored:
@@ -367,13 +467,13 @@ class SqliteIndex:
         marks = ", ".join("?" for _ in scored)
         cursor = self.conn.execute(
             "SELECT rowid, chunk_id, source_id, source_version, page, t_start, t_end, section_path, text, "
-            f"lifecycle, access FROM chunks WHERE rowid IN ({marks})",
+            f"lifecycle, access, exception FROM chunks WHERE rowid IN ({marks})",
             [rowid for rowid, _ in scored],
         )
         rows = {row[0]: row[1:] for row in cursor}
         hits = []
         for rowid, score in scored:
-            chunk_id, source_id, version, page, t0, t1, section, text, lifecycle, access = rows[rowid]
+            chunk_id, source_id, version, page, t0, t1, section, text, lifecycle, access, exception = rows[rowid]
             hits.append(
                 {
                     "chunk_id": chunk_id,
@@ -387,6 +487,7 @@ class SqliteIndex:
                     "score": round(score, 6),
                     "lifecycle": lifecycle,
                     "access": access,
+                    "exception": bool(exception),
                 }
             )
         return hits

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import pymupdf
 
@@ -88,3 +89,14 @@ def render_page(path: str, page: int, dpi: int) -> bytes:
     with open_pdf(path) as doc:
         pix = doc[page - 1].get_pixmap(dpi=dpi, colorspace=pymupdf.csGRAY, alpha=False)
         return pix.tobytes("png")
+
+
+def save_page_image(path: str, page: int, out: Path, dpi: int = 100) -> Path | None:
+    """A preview of a quarantined page for the reviewer; None if the PDF cannot be rendered."""
+    try:
+        png = render_page(path, page, dpi)
+    except (UnreadablePdfError, IndexError):
+        return None
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_bytes(png)
+    return out

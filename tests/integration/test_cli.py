@@ -16,7 +16,7 @@ pytestmark = pytest.mark.integration
 runner = CliRunner()
 HIT_KEYS = {
     "chunk_id", "source_id", "source_version", "page", "t_start", "t_end", "section_path", "text", "score",
-    "lifecycle", "access",
+    "lifecycle", "access", "exception",
 }  # fmt: skip
 
 

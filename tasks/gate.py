@@ -1,0 +1,118 @@
+"""ROUTE: the contract gate. Pure and deterministic, outside any model; every chunk passes it before indexing.
+
+`indexable = policy approved and checks passed and not quarantined`. A failing chunk becomes a quarantine item
+with its reason codes — never a silent drop, never a silent index. Reason codes: docs/lifecycle.md.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from korpus.datamodel import Chunk, Lifecycle, QuarantineItem, ReasonCode
+
+_LETTER = re.compile(r"[^\W\d_]", re.UNICODE)
+_CYRILLIC = re.compile(r"[\u0400-\u04FF]")
+_LATIN = re.compile(r"[A-Za-z]")
+_WORD = re.compile(r"[^\W\d_]{3,}", re.UNICODE)
+
+
+@dataclass(frozen=True)
+class ChunkPolicy:
+    """What the gate demands of a chunk. The name and version are stored on every chunk."""
+
+    version: str
+    max_chars: int
+    min_cyrillic: float = 0.5
+    max_mixed_script: float = 0.1
+
+
+POLICIES = {
+    # One chunk per page or minute of speech: a page of dense print is ~4-6k characters; beyond 12k something is
+    # wrong (a table dumped as text, a layer repeated).
+    "page-v1": ChunkPolicy(version="page-v1", max_chars=12_000),
+}
+
+
+def text_quality_problems(text: str, policy: ChunkPolicy) -> list[str]:
+    """Letters mostly Cyrillic, few words mixing Cyrillic and Latin look-alikes (the corpus language is Russian)."""
+    letters = _LETTER.findall(text)
+    problems = []
+    if letters:
+        share = sum(1 for ch in letters if _CYRILLIC.match(ch)) / len(letters)
+        if share < policy.min_cyrillic:
+            problems.append(f"cyrillic share {share:.2f} < {policy.min_cyrillic}")
+    words = _WORD.findall(text)
+    if words:
+        mixed = sum(1 for w in words if _CYRILLIC.search(w) and _LATIN.search(w)) / len(words)
+        if mixed > policy.max_mixed_script:
+            problems.append(f"mixed-script words {mixed:.2f} > {policy.max_mixed_script}")
+    return problems
+
+
+def gate_chunk(
+    chunk: Chunk,
+    policy: ChunkPolicy,
+    *,
+    approved_exception: bool = False,
+    quarantined: bool = False,
+    heading_spans: Sequence[tuple[int, int]] = (),
+) -> list[tuple[ReasonCode, str]]:
+    """Every rule the chunk breaks, as (reason code, detail). Empty: the chunk may be indexed.
+
+    `approved_exception` (a reviewer's release) lifts the length and text-quality rules only; identity, access,
+    locator, lifecycle and structure rules hold for every chunk.
+    """
+    failures: list[tuple[ReasonCode, str]] = []
+    for field, code in (
+        ("source_id", ReasonCode.missing_source_id),
+        ("source_version", ReasonCode.missing_version),
+        ("owner", ReasonCode.missing_owner),
+        ("access_rule", ReasonCode.missing_access),
+    ):
+        if not getattr(chunk, field):
+            failures.append((code, f"no {field}"))
+    loc = chunk.locator
+    if not chunk.section_path and loc.page is None and loc.t_start is None:
+        failures.append((ReasonCode.missing_locator, "neither a section path nor a page or time locator"))
+    if chunk.policy_version != policy.version:
+        failures.append((ReasonCode.policy_not_approved, f"policy {chunk.policy_version!r} is not {policy.version!r}"))
+    if chunk.lifecycle is not Lifecycle.current:
+        failures.append((ReasonCode.not_current, f"lifecycle {chunk.lifecycle.value}"))
+    if quarantined:
+        failures.append((ReasonCode.quarantined, "the chunk's page or source is quarantined"))
+    for start, end in heading_spans:
+        if start < loc.start < end:
+            failures.append((ReasonCode.starts_inside_heading, f"starts at {loc.start}, inside heading {start}-{end}"))
+    if not approved_exception:
+        if len(chunk.body) > policy.max_chars:
+            failures.append((ReasonCode.oversized, f"{len(chunk.body)} chars > {policy.max_chars}"))
+        for problem in text_quality_problems(chunk.body, policy):
+            failures.append((ReasonCode.text_quality, problem))
+    return failures
+
+
+def route_chunks(chunks: list[Chunk], policy: ChunkPolicy) -> tuple[list[Chunk], list[QuarantineItem]]:
+    """Split chunks into those the gate lets through and quarantine items for the rest (with the chunk kept)."""
+    passed: list[Chunk] = []
+    refused: list[QuarantineItem] = []
+    for chunk in chunks:
+        failures = gate_chunk(chunk, policy)
+        if not failures:
+            passed.append(chunk)
+            continue
+        refused.append(
+            QuarantineItem(
+                source_id=chunk.source_id,
+                source_version=chunk.source_version,
+                page=chunk.locator.page,
+                t_start=chunk.locator.t_start,
+                chunk_id=chunk.chunk_id,
+                reasons=list(dict.fromkeys(code for code, _ in failures)),
+                detail="; ".join(detail for _, detail in failures),
+                evidence=chunk.body[:4000],
+                chunk=chunk,
+            )
+        )
+    return passed, refused

@@ -1,0 +1,151 @@
+"""Manual quarantine review: release, reject or re-OCR an item; every decision lands in the audit trail.
+
+The CLI (`korpus review …`) and the Prefect UI flow (`quarantine_review`) both call `apply_decision`, so a
+decision means the same thing whichever way it is made.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from pathlib import Path
+from typing import Any
+
+from korpus.datamodel import POLICY_VERSION, Chunk, PageResult, ReasonCode, Source, SourceKind
+from korpus.model_store import embed_model_path
+from korpus.settings import Settings
+from tasks.chunking import page_chunks
+from tasks.embedding import shared_embedder
+from tasks.gate import POLICIES, gate_chunk
+from tasks.index_sqlite import SqliteIndex
+from tasks.pdf_pages import UnreadablePdfError, render_page
+from tasks.receive import file_sha256
+from tasks.tesseract import TesseractError, ocr_image, tesseract_version
+
+
+class Action(StrEnum):
+    release = "release"
+    reject = "reject"
+    reocr = "reocr"
+
+
+class ReviewError(RuntimeError):
+    """The decision cannot be applied to this item (unknown id, wrong kind of item, stale version)."""
+
+
+def describe_item(item: dict[str, Any]) -> str:
+    """Markdown for a reviewer: what, where, why, the evidence and the decisions so far."""
+    where = f"лист {item['page']}" if item["page"] else (f"{item['t_start']:.0f} s" if item["t_start"] else "—")
+    lines = [
+        f"## Карантин: `{item['source_id']}` · {where}",
+        "",
+        f"- item: `{item['item_id']}`  status: **{item['status']}**",
+        f"- version: `{(item['source_version'] or '')[:12]}`",
+        f"- reasons: {', '.join(item['reasons'])}",
+        f"- detail: {item['detail'] or '—'}",
+        f"- first seen: {item['first_seen']}",
+    ]
+    if item.get("evidence_path"):
+        lines.append(f"- page image: `{item['evidence_path']}`")
+    if item.get("evidence"):
+        lines += ["", "```", item["evidence"][:1500], "```"]
+    for d in item.get("decisions", []):
+        lines.append(f"- {d['decided_at']} {d['reviewer']}: {d['action']} — {d['note']} ({d['outcome']})")
+    return "\n".join(lines)
+
+
+def apply_decision(item_id: str, action: Action, reviewer: str, note: str, settings: Settings) -> str:
+    """Carry out a reviewer's decision and record it. Returns what happened, in words."""
+    if not reviewer.strip():
+        raise ReviewError("a decision needs a reviewer name")
+    index = SqliteIndex(settings.index_path)
+    try:
+        item = index.quarantine_item(item_id)
+        if item is None:
+            raise ReviewError(f"no quarantine item {item_id!r}: see `korpus review list`")
+        if action is Action.reject:
+            outcome, status = _reject(index, item)
+        elif action is Action.release:
+            outcome, status = _release(index, item, settings)
+        else:
+            outcome, status = _reocr(index, item, settings)
+        index.record_decision(item_id, reviewer, action.value, note, outcome, status)
+        return outcome
+    finally:
+        index.close()
+
+
+def _reject(index: SqliteIndex, item: dict[str, Any]) -> tuple[str, str]:
+    if item["chunk"] is not None:
+        index.withdraw_chunk(item["chunk"].chunk_id)
+    return "kept out of the index", "rejected"
+
+
+def _release(index: SqliteIndex, item: dict[str, Any], settings: Settings) -> tuple[str, str]:
+    chunk: Chunk | None = item["chunk"]
+    if chunk is None:
+        if ReasonCode.missing_metadata.value in item["reasons"]:
+            raise ReviewError("owner and access come from korpus.yaml: fix the manifest, the next refresh admits it")
+        raise ReviewError("nothing to index for this item (no text was produced): use reocr or replace the file")
+    if not index.is_current_version(chunk.source_id, chunk.source_version):
+        raise ReviewError(f"{chunk.source_id} version {chunk.source_version[:12]} is no longer current")
+    failures = gate_chunk(chunk, POLICIES[chunk.policy_version], approved_exception=True)
+    if failures:
+        raise ReviewError(f"an exception cannot lift these rules: {', '.join(code.value for code, _ in failures)}")
+    embedder = shared_embedder(str(embed_model_path(settings)), settings.embed_batch_size)
+    index.add_reviewed_chunk(chunk, embedder.embed_passages([chunk.text])[0], exception=True)
+    return "indexed as an approved exception", "released"
+
+
+def _reocr(index: SqliteIndex, item: dict[str, Any], settings: Settings) -> tuple[str, str]:
+    """Re-OCR the item's page now, bypassing the page cache, with the best tier available (Tesseract until the
+    VLM tier lands), and gate the result: if it passes it is indexed and the item closes; else it stays open."""
+    source_row = next(
+        (s for s in index.sources() if s["source_id"] == item["source_id"] and s["version"] == item["source_version"]),
+        None,
+    )
+    if item["page"] is None or source_row is None or source_row["kind"] != SourceKind.pdf.value:
+        raise ReviewError("reocr applies to a page of an indexed PDF version")
+    if source_row["lifecycle"] != "current":
+        raise ReviewError(f"{item['source_id']} version {item['source_version'][:12]} is no longer current")
+    source = Source(
+        source_id=source_row["source_id"],
+        version=source_row["version"],
+        path=_source_path(index, source_row),
+        kind=SourceKind.pdf,
+        owner=source_row["owner"],
+        access=source_row["access"],
+        tenant=source_row["tenant"],
+    )
+    try:
+        text = ocr_image(
+            render_page(source.path, item["page"], settings.ocr_dpi), settings.ocr_language, settings.ocr_dpi
+        )
+    except (TesseractError, UnreadablePdfError) as exc:
+        return f"re-OCR failed: {exc}", "open"
+    page = PageResult(
+        source_id=source.source_id,
+        source_version=source.version,
+        page=item["page"],
+        text=text,
+        method="tesseract-reocr",
+        engine=tesseract_version(),
+    )
+    chunks, _empty = page_chunks(source, [page], settings.language)
+    if not chunks:
+        return "re-OCR produced no text", "open"
+    chunk = chunks[0].model_copy(update={"chunk_id": f"{chunks[0].chunk_id}-reocr-p{item['page']}"})
+    failures = gate_chunk(chunk, POLICIES[POLICY_VERSION])
+    if failures:
+        return f"re-OCR text still refused: {', '.join(code.value for code, _ in failures)}", "open"
+    embedder = shared_embedder(str(embed_model_path(settings)), settings.embed_batch_size)
+    index.add_reviewed_chunk(chunk, embedder.embed_passages([chunk.text])[0], exception=False)
+    return f"re-OCR ({tesseract_version()}) passed the gate and was indexed", "resolved"
+
+
+def _source_path(index: SqliteIndex, row: dict[str, Any]) -> str:
+    path = index.conn.execute(
+        "SELECT path FROM sources WHERE source_id = ? AND version = ?", (row["source_id"], row["version"])
+    ).fetchall()[0][0]
+    if not Path(path).is_file() or file_sha256(Path(path)) != row["version"]:
+        raise ReviewError(f"the source file {path} is gone or has changed; refresh first")
+    return path

@@ -1,0 +1,199 @@
+"""Quarantine → review → index, lifecycle across refreshes, and the Prefect UI review flow on a real server."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+from typer.testing import CliRunner
+
+from flows.corpus_refresh import run_refresh
+from korpus.cli import app
+from korpus.settings import Settings
+from tasks.index_sqlite import SqliteIndex
+
+pytestmark = pytest.mark.integration
+runner = CliRunner()
+MANIFEST = "defaults:\n  access: public\n  owner: Канцелярия\nrules:\n  - match: 'ничьё/**'\n    owner: ''\n"
+GOOD = "Протокол заседания комиссии по списанию имущества от 5 мая 2022 года."
+GARBAGE = "npoTOKon Necepa MocKBa OTPH 1031851041431 cocTaB KoMnccnn BbInoJIHeHo"
+
+
+@pytest.fixture(scope="module")
+def corpus(models: dict[str, Path], tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Settings]:
+    root = tmp_path_factory.mktemp("review") / "archive"
+    (root / "ничьё").mkdir(parents=True)
+    (root / "korpus.yaml").write_text(MANIFEST, encoding="utf-8")
+    (root / "протокол.txt").write_text(GOOD, encoding="utf-8")
+    (root / "старый_слой.txt").write_text(GARBAGE, encoding="utf-8")
+    (root / "ничьё" / "записка.txt").write_text("Служебная записка без владельца.", encoding="utf-8")
+    settings = Settings(data=root.parent / "data")
+    summary = run_refresh(root, settings)
+    assert summary["quarantine_reasons"] == {"text-quality": 1, "missing-metadata": 1}, summary
+    return root, settings
+
+
+def _cli(settings: Settings, *args: str) -> str:
+    result = runner.invoke(app, [*args, "--data", str(settings.data)])
+    assert result.exit_code == 0, result.output
+    return result.stdout
+
+
+def _item(settings: Settings, source_id: str) -> str:
+    index = SqliteIndex(settings.index_path)
+    try:
+        return next(i["item_id"] for i in index.quarantine_items() if i["source_id"] == source_id)
+    finally:
+        index.close()
+
+
+def _search(settings: Settings, query: str, mode: str = "bm25") -> list[dict]:
+    return json.loads(_cli(settings, "search", query, "--json", "--mode", mode))
+
+
+def test_gate_refusal_is_queued_not_indexed(corpus: tuple[Path, Settings]) -> None:
+    _root, settings = corpus
+    listing = _cli(settings, "review", "list")
+    assert "старый_слой.txt" in listing and "text-quality" in listing
+    assert _search(settings, "npoTOKon Necepa") == []
+    shown = _cli(settings, "review", "show", _item(settings, "старый_слой.txt"))
+    assert "npoTOKon" in shown and "cyrillic share" in shown
+
+
+def test_release_indexes_as_exception_and_reject_withdraws(corpus: tuple[Path, Settings]) -> None:
+    _root, settings = corpus
+    item = _item(settings, "старый_слой.txt")
+    out = _cli(settings, "review", "release", item, "--note", "old layer, only copy", "--reviewer", "Петрова")
+    assert "approved exception" in out
+    hits = _search(settings, "npoTOKon Necepa")
+    assert [h["source_id"] for h in hits] == ["старый_слой.txt"] and hits[0]["exception"] is True
+    _cli(settings, "review", "reject", item, "--note", "changed my mind", "--reviewer", "Иванов")
+    assert _search(settings, "npoTOKon Necepa") == []
+    shown = _cli(settings, "review", "show", item)
+    assert "Петрова: release" in shown and "Иванов: reject" in shown
+
+
+def test_release_cannot_invent_owner_or_access(corpus: tuple[Path, Settings]) -> None:
+    _root, settings = corpus
+    result = runner.invoke(
+        app,
+        ["review", "release", _item(settings, "ничьё/записка.txt"), "--reviewer", "x", "--data", str(settings.data)],
+    )
+    assert result.exit_code == 2 and "fix the manifest" in result.output
+
+
+def test_changed_source_served_only_in_new_version_and_removed_disappears(corpus: tuple[Path, Settings]) -> None:
+    root, settings = corpus
+    before = _search(settings, "списанию имущества")
+    assert len(before) == 1
+    (root / "протокол.txt").write_text(GOOD.replace("5 мая", "7 мая"), encoding="utf-8")
+    summary = run_refresh(root, settings)
+    assert summary["changes"]["changed"] == 1 and summary["chunks_embedded"] == 1
+    after = _search(settings, "списанию имущества", mode="hybrid")
+    versions = {h["source_version"] for h in after if h["source_id"] == "протокол.txt"}
+    assert len(versions) == 1 and versions != {before[0]["source_version"]}
+    assert "7 мая" in after[0]["text"]
+    (root / "протокол.txt").unlink()
+    summary = run_refresh(root, settings)
+    assert summary["changes"]["removed"] == 1
+    remaining = _search(settings, "списанию имущества", mode="hybrid")
+    assert all(h["source_id"] != "протокол.txt" for h in remaining)
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def prefect_server(tmp_path_factory: pytest.TempPathFactory) -> str:
+    """A real `prefect server start` (SQLite) on a free loopback port, for the length of this module."""
+    port = _free_port()
+    env = dict(os.environ, PREFECT_HOME=str(tmp_path_factory.mktemp("prefect-server")))
+    env.pop("PREFECT_API_URL", None)
+    log = open(tmp_path_factory.mktemp("log") / "server.log", "w")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "prefect", "server", "start", "--host", "127.0.0.1", "--port", str(port)],
+        env=env, stdout=log, stderr=subprocess.STDOUT,
+    )  # fmt: skip
+    url = f"http://127.0.0.1:{port}/api"
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        try:
+            if httpx.get(f"{url}/health", timeout=2).status_code == 200:
+                break
+        except httpx.HTTPError:
+            time.sleep(0.5)
+    else:
+        proc.kill()
+        pytest.fail("prefect server did not become healthy in 120 s")
+    yield url
+    proc.terminate()
+    proc.wait(timeout=30)
+    log.close()
+
+
+def _paused_run(client, flow_run_id_file: Path):
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        if flow_run_id_file.exists():
+            run = client.read_flow_run(flow_run_id_file.read_text().strip())
+            if run.state and run.state.is_paused():
+                return run
+        time.sleep(0.5)
+    pytest.fail("the review flow did not pause")
+
+
+REVIEW_SCRIPT = """
+import sys
+sys.path.insert(0, {root!r})
+from prefect import runtime
+from flows import quarantine_review as q
+orig = q.load_description.fn
+def load(item_id, settings):
+    open({id_file!r}, "w").write(str(runtime.flow_run.id))
+    return orig(item_id, settings)
+q.load_description.fn = load
+print(q.quarantine_review(item_id={item!r}, data={data!r}, timeout_s=300))
+"""
+
+
+def test_review_flow_in_the_prefect_ui_form(corpus: tuple[Path, Settings], prefect_server: str, tmp_path: Path) -> None:
+    from prefect.client.orchestration import get_client
+    from prefect.settings import PREFECT_API_URL, temporary_settings
+
+    _root, settings = corpus
+    item = _item(settings, "старый_слой.txt")
+    id_file = tmp_path / "flow_run_id"
+    script = REVIEW_SCRIPT.format(root=str(Path(__file__).resolve().parents[2]), id_file=str(id_file), item=item,
+                                  data=str(settings.data))  # fmt: skip
+    env = dict(os.environ, PREFECT_API_URL=prefect_server)
+    proc = subprocess.Popen([sys.executable, "-c", script], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True)  # fmt: skip
+    try:
+        with temporary_settings(updates={PREFECT_API_URL: prefect_server}), get_client(sync_client=True) as client:
+            run = _paused_run(client, id_file)
+            bad = client.resume_flow_run(run.id, run_input={"action": "delete", "reviewer": "Петрова"})
+            assert bad.status.value == "REJECT", bad
+            assert client.read_flow_run(run.id).state.is_paused()
+            good = client.resume_flow_run(
+                run.id, run_input={"action": "release", "reviewer": "Петрова", "note": "из UI"}
+            )
+            assert good.status.value == "ACCEPT", good
+        out, err = proc.communicate(timeout=120)
+    finally:
+        proc.kill()
+    assert proc.returncode == 0, err[-2000:]
+    assert "'action': 'release'" in out and "approved exception" in out
+    shown = _cli(settings, "review", "show", item)
+    assert "Петрова: release — из UI" in shown
+    hits = _search(settings, "npoTOKon Necepa")
+    assert hits and hits[0]["exception"] is True
