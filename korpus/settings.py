@@ -60,7 +60,10 @@ class Settings(BaseSettings):
     )
     whisper_device: str = Field(default="cpu", description="cpu | cuda | auto")
     whisper_compute_type: str = Field(default="int8")
-    whisper_threads: int = Field(default=2, ge=0)
+    whisper_threads: int = Field(default=1, ge=0, description="CTranslate2 threads per transcription.")
+    whisper_workers: int = Field(
+        default=2, ge=1, description="Transcriptions one process runs at once (match the Dask threads)."
+    )
     language: str = Field(default="ru", description="Corpus language (Whisper language code).")
     ocr_language: str = Field(default="rus", description="Tesseract language(s), e.g. rus or rus+eng.")
     ocr_dpi: int = Field(default=300, ge=72, le=600)
@@ -70,14 +73,14 @@ class Settings(BaseSettings):
     )
     speech_chunk_seconds: float = Field(default=60.0, gt=0, description="Speech per chunk.")
     audio_filters: str = Field(
-        default="highpass=f=80,afftdn=nf=-25,dynaudnorm=f=150:g=15",
+        default="highpass=f=80,afftdn=nf=-25,dynaudnorm=f=500:g=31:m=5",
         description="ffmpeg -af chain before VAD and ASR: hum high-pass, FFT denoise, level normalisation.",
     )
     vad_threshold: float = Field(default=0.5, gt=0, lt=1, description="Silero speech probability threshold.")
     vad_min_silence_ms: int = Field(default=300, ge=0, description="Silence that separates two speech segments.")
     vad_speech_pad_ms: int = Field(default=150, ge=0, description="Padding kept around each speech segment.")
     asr_window_seconds: float = Field(default=30.0, gt=1, le=30, description="Most speech per Whisper window.")
-    asr_windows_per_task: int = Field(default=2, ge=1, description="Windows batched into one Dask task.")
+    asr_windows_per_task: int = Field(default=1, ge=1, description="Windows batched into one Dask task.")
     asr_no_speech_threshold: float = Field(default=0.6, description="Drop a segment above this no-speech prob…")
     asr_logprob_threshold: float = Field(default=-1.0, description="…when its average log-probability is below.")
     asr_compression_ratio_threshold: float = Field(default=2.4, description="Drop segments more repetitive.")

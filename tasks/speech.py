@@ -131,7 +131,7 @@ def transcribe_windows(plan: RecordingPlan, indices: list[int], settings: Settin
             continue
         if samples is None:
             raise RuntimeError(f"{plan.source_id}: window {index} is not cached and no decoded audio is at hand")
-        result = transcribe_window(samples, window, model_path, settings)
+        result = transcribe_window(samples, window, settings)
         cache.put(result, plan.version, unit, "whisper", key)
         results.append((result, True))
     return results

@@ -25,7 +25,8 @@ def _silero():
     threads = torch.get_num_threads()
     from silero_vad import load_silero_vad
 
-    model = load_silero_vad(onnx=False)
+    # ONNX (onnxruntime, installed with faster-whisper) runs the same model ~2x faster than TorchScript here.
+    model = load_silero_vad(onnx=True)
     torch.set_num_threads(threads)
     return model
 

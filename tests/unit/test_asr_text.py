@@ -100,4 +100,4 @@ def test_a_word_seeming_to_span_the_gap_is_kept_inside_one_segment() -> None:
 
     time_map = [(0.0, 10.0, 2.0), (2.0 + GAP_SECONDS, 50.0, 1.0)]
     assert to_original_span(1.5, 2.1, time_map) == pytest.approx((11.5, 12.0))
-    assert to_original_span(1.9, 2.6, time_map) == pytest.approx((50.0, 50.4))
+    assert to_original_span(1.9 + GAP_SECONDS, 2.4 + GAP_SECONDS, time_map) == pytest.approx((50.0, 50.4))
