@@ -92,8 +92,10 @@ def whole_file(path: Path, settings: Settings) -> int:
 
 
 def _child_peak_mb(code: str) -> float:
-    """Run `code` in a fresh interpreter; it reports its own peak RSS on its last line."""
-    code += "; import resource; print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)"
+    """Run `code` in a fresh interpreter; it reports its own peak RSS (VmHWM) on its last line.
+
+    Not ru_maxrss: Linux carries it over from the forking parent (this process, models loaded) through exec."""
+    code += "; print([l.split()[1] for l in open('/proc/self/status') if l.startswith('VmHWM')][0])"
     done = subprocess.run(
         [sys.executable, "-c", code], check=True, capture_output=True, text=True, env=dict(os.environ)
     )

@@ -17,11 +17,11 @@ from prefect.artifacts import create_markdown_artifact, create_progress_artifact
 from prefect.cache_policies import NO_CACHE
 from prefect_dask import DaskTaskRunner
 
-from korpus.datamodel import POLICY_VERSION, Chunk, QuarantineItem, Source, SourceKind
+from korpus.datamodel import Chunk, PageResult, QuarantineItem, Source, SourceKind
 from korpus.model_store import embed_model_path, set_offline_switches
 from korpus.settings import Settings
-from tasks.chunking import page_chunks
-from tasks.embedding import shared_embedder
+from tasks.chunking import build_chunks
+from tasks.embedding import shared_embedder, token_counter
 from tasks.gate import POLICIES, route_chunks
 from tasks.index_sqlite import SqliteIndex
 from tasks.parse import ParseOutcome, ocr_pdf_page, parse_pdf_text_layers, read_plain_text
@@ -34,6 +34,7 @@ from tasks.speech import (
     prepare_recording,
     transcribe_windows,
 )
+from tasks.splitter import LlmSplitter
 
 
 def dask_task_runner(settings: Settings) -> DaskTaskRunner:
@@ -105,9 +106,23 @@ def plain_text(source: Source) -> ParseOutcome:
     return read_plain_text(source)
 
 
+@task(name="chunk", cache_policy=NO_CACHE)
+def chunk(
+    source: Source, pages: list[PageResult], settings: Settings, splitter: LlmSplitter | None
+) -> tuple[list[Chunk], list[QuarantineItem]]:
+    return build_chunks(
+        source,
+        pages,
+        settings.chunk_policy,
+        count=token_counter(str(embed_model_path(settings))),
+        language=settings.language,
+        spans_override=splitter.page_spans if splitter else None,
+    )
+
+
 @task(name="gate", cache_policy=NO_CACHE)
-def gate(chunks: list[Chunk]) -> tuple[list[Chunk], list[QuarantineItem]]:
-    return route_chunks(chunks, POLICIES[POLICY_VERSION])
+def gate(chunks: list[Chunk], policy: str) -> tuple[list[Chunk], list[QuarantineItem]]:
+    return route_chunks(chunks, POLICIES[policy])
 
 
 @task(name="embed", cache_policy=NO_CACHE)
@@ -117,7 +132,9 @@ def embed(chunks: list[Chunk], settings: Settings) -> np.ndarray:
 
 
 @task(name="publish", cache_policy=NO_CACHE)
-def publish(source: Source, chunks: list[Chunk], vectors: np.ndarray, pages: int, settings: Settings) -> int:
+def publish(
+    source: Source, chunks: list[Chunk], vectors: np.ndarray, pages: list[PageResult], settings: Settings
+) -> int:
     index = SqliteIndex(settings.index_path)
     try:
         if chunks:
@@ -252,6 +269,11 @@ def corpus_refresh(root: str, data: str | None = None) -> dict[str, Any]:
         len(plan.rejected),
     )
     progress = create_progress_artifact(progress=0.0, key="corpus-refresh", description="sources processed")
+    splitter = (
+        LlmSplitter(settings.splitter_url, settings.splitter_model, settings.splitter_timeout)
+        if settings.splitter_url
+        else None
+    )
     outcomes = _parse_all(plan, settings)
     problems = list(plan.rejected)
     methods: Counter[str] = Counter()
@@ -260,14 +282,14 @@ def corpus_refresh(root: str, data: str | None = None) -> dict[str, Any]:
         outcome = outcomes[source.source_id]
         problems.extend(outcome.problems)
         methods.update(p.method for p in outcome.pages)
-        chunks, empty = page_chunks(source, outcome.pages, settings.language)
+        chunks, empty = chunk(source, outcome.pages, settings, splitter)
         problems.extend(empty)
-        passed, refused = gate(chunks)
+        passed, refused = gate(chunks, settings.chunk_policy)
         problems.extend(refused)
         if chunks:  # parsed: the version is published, even if the gate kept every chunk out
             vectors = embed(passed, settings) if passed else np.zeros((0, 0), dtype=np.float32)
             embedded += len(passed)
-            indexed_chunks += publish(source, passed, vectors, outcome.page_count, settings)
+            indexed_chunks += publish(source, passed, vectors, outcome.pages, settings)
         logger.info(
             "%s → %d/%d pages, %d chunks",
             source.source_id,
@@ -292,6 +314,9 @@ def corpus_refresh(root: str, data: str | None = None) -> dict[str, Any]:
         "speech_share": _speech_share(outcomes),
         "asr_segments_dropped": int(sum(o.stats.get("segments_dropped", 0) for o in outcomes.values())),
         "asr_repeats_collapsed": int(sum(o.stats.get("repeats_collapsed", 0) for o in outcomes.values())),
+        "chunk_policy": settings.chunk_policy,
+        "splitter_used": splitter.used if splitter else None,
+        "splitter_fallbacks": dict(splitter.fallbacks) if splitter else None,
         "chunks_embedded": embedded,
         "chunks_indexed": indexed_chunks,
         "seconds": round(time.perf_counter() - started, 2),

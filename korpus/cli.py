@@ -118,6 +118,47 @@ def search(
 
 
 @app.command()
+def chunks(
+    source_id: Annotated[str, typer.Argument(help="A source id, e.g. договоры/договор.pdf.")],
+    policy: Annotated[
+        str | None, typer.Option("--policy", help="Re-chunk the stored pages with this policy (not indexed).")
+    ] = None,
+    data: DataOption = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Chunk records as JSON, with `tokens`.")] = False,
+) -> None:
+    """The chunks of one indexed source with locators and sizes; --policy previews another policy."""
+    from tasks.chunking import POLICIES, build_chunks
+    from tasks.embedding import token_counter
+    from tasks.index_sqlite import SqliteIndex
+
+    settings = _settings(data)
+    if policy is not None and policy not in POLICIES:
+        _fail(f"unknown policy {policy!r}: {', '.join(POLICIES)}")
+    index = SqliteIndex(settings.index_path)
+    try:
+        found = index.current_source(source_id)
+    finally:
+        index.close()
+    if found is None:
+        _fail(f"{source_id!r} has no current version in {settings.index_path}")
+    source, pages = found
+    try:
+        count = token_counter(str(embed_model_path(settings)))
+    except ModelMissingError as exc:
+        _fail(str(exc))
+    records, _ = build_chunks(source, pages, policy or settings.chunk_policy, count=count, language=settings.language)
+    rows = [c.model_dump(mode="json") | {"tokens": count(c.text)} for c in records]
+    if as_json:
+        typer.echo(json.dumps(rows, ensure_ascii=False, indent=2))
+        return
+    for row in rows:
+        loc = row["locator"]
+        where = f"лист {loc['page']}" if loc["page"] is not None else f"{loc['t_start']}-{loc['t_end']} s"
+        path = " › ".join(row["section_path"])
+        typer.echo(f"{row['chunk_id'][:10]}  {where:<10} [{loc['start']}:{loc['end']}]  {row['tokens']:>4} tok  {path}")
+
+
+@app.command()
 def sources(data: DataOption = None) -> None:
     """The catalog: every source version with its lifecycle."""
     from tasks.index_sqlite import SqliteIndex

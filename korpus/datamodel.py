@@ -76,6 +76,27 @@ class Source(BaseModel):
         return self.source_id.rsplit("/", 1)[-1]
 
 
+class UnitKind(StrEnum):
+    heading = "heading"
+    paragraph = "paragraph"
+    sentence = "sentence"
+    list_item = "list_item"
+    table = "table"
+    code = "code"
+
+
+class Unit(BaseModel):
+    """A structural piece of a page's text, at [start, end) character offsets of that text."""
+
+    kind: UnitKind
+    start: int
+    end: int
+    level: int = Field(default=0, description="Heading level (1 = biggest); 0 for other units.")
+    block: int = Field(default=0, description="Units of one paragraph, list or table share a block number.")
+    rows: list[tuple[int, int]] = Field(default_factory=list, description="Table rows as offsets, header first.")
+    t_start: float | None = Field(default=None, description="Speech: when this unit starts, in seconds.")
+
+
 class PageResult(BaseModel):
     """The text of one page (PDF, text file) or one stretch of speech (audio), with how it was obtained."""
 
@@ -87,6 +108,7 @@ class PageResult(BaseModel):
     text: str
     method: str = Field(description="text-layer | tesseract | whisper | plain-text")
     engine: str = Field(default="", description="Engine and version that produced the text.")
+    units: list[Unit] = Field(default_factory=list, description="Structure; empty until tasks/structure.py ran.")
 
 
 class Locator(BaseModel):

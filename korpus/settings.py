@@ -71,7 +71,13 @@ class Settings(BaseSettings):
     text_layer_min_cyrillic: float = Field(
         default=0.5, ge=0, le=1, description="Share of Cyrillic letters a text layer needs to be trusted."
     )
-    speech_chunk_seconds: float = Field(default=60.0, gt=0, description="Speech per chunk.")
+    speech_chunk_seconds: float = Field(default=60.0, gt=0, description="Speech per stretch of transcript.")
+    chunk_policy: str = Field(default="structure-v1", description="structure-v1 | page-v1 (docs/chunking.md).")
+    splitter_url: str | None = Field(
+        default=None, description="OpenAI-compatible endpoint of an LLM boundary splitter (optional)."
+    )
+    splitter_model: str = Field(default="splitter", description="Model name sent to the splitter endpoint.")
+    splitter_timeout: float = Field(default=20.0, gt=0, description="Seconds before the splitter counts as down.")
     audio_filters: str = Field(
         default="highpass=f=80,afftdn=nf=-25,dynaudnorm=f=500:g=31:m=5",
         description="ffmpeg -af chain before VAD and ASR: hum high-pass, FFT denoise, level normalisation.",

@@ -7,6 +7,7 @@ folder (bge-m3 and the like). Models that define `query`/`passage` prompts get t
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from functools import lru_cache
 from pathlib import Path
 
@@ -73,3 +74,16 @@ class Embedder:
 def shared_embedder(model_path: str, batch_size: int = 16) -> Embedder:
     """One embedder per process and model, shared by every task thread."""
     return Embedder(Path(model_path), batch_size=batch_size)
+
+
+@lru_cache(maxsize=2)
+def token_counter(model_path: str) -> Callable[[str], int]:
+    """Tokens of the embedding model (no special tokens), from its `tokenizer.json`; chunk sizes are measured in
+    what the model actually reads. Falls back to ~4 characters per token when the folder has no fast tokenizer."""
+    path = Path(model_path) / "tokenizer.json"
+    if not path.is_file():
+        return lambda text: max(1, len(text) // 4)
+    from tokenizers import Tokenizer
+
+    tokenizer = Tokenizer.from_file(str(path))
+    return lambda text: len(tokenizer.encode(text, add_special_tokens=False).ids)

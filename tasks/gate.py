@@ -32,6 +32,9 @@ POLICIES = {
     # One chunk per page or minute of speech: a page of dense print is ~4-6k characters; beyond 12k something is
     # wrong (a table dumped as text, a layer repeated).
     "page-v1": ChunkPolicy(version="page-v1", max_chars=12_000),
+    # 350 tokens of Russian is ~2 000 characters; an oversized atomic unit (a long table row, a run-on sentence)
+    # may exceed it, up to this bound.
+    "structure-v1": ChunkPolicy(version="structure-v1", max_chars=6_000),
 }
 
 

@@ -17,7 +17,7 @@ import apsw
 import numpy as np
 import sqlite_vec
 
-from korpus.datamodel import Chunk, Lifecycle, QuarantineItem, Source
+from korpus.datamodel import Chunk, Lifecycle, PageResult, QuarantineItem, Source
 from tasks.analysis import analyse, words
 
 SCHEMA = """
@@ -37,6 +37,9 @@ CREATE INDEX IF NOT EXISTS chunks_by_source ON chunks (source_id, source_version
 CREATE INDEX IF NOT EXISTS chunks_by_filter ON chunks (lifecycle, access);
 CREATE VIRTUAL TABLE IF NOT EXISTS chunk_terms USING fts5(
     terms, exact, tokenize = "unicode61 remove_diacritics 0 tokenchars '.,''’:_'");
+CREATE TABLE IF NOT EXISTS pages (
+    source_id TEXT NOT NULL, version TEXT NOT NULL, ordinal INTEGER NOT NULL, page TEXT NOT NULL,
+    PRIMARY KEY (source_id, version, ordinal));
 CREATE TABLE IF NOT EXISTS chunk_vectors (rowid INTEGER PRIMARY KEY, embedding BLOB NOT NULL);
 CREATE TABLE IF NOT EXISTS quarantine (
     item_id TEXT PRIMARY KEY, source_id TEXT NOT NULL, source_version TEXT, page INTEGER, t_start REAL,
@@ -286,8 +289,13 @@ class SqliteIndex:
 
     # --- writes ----------------------------------------------------------------------------------------
 
-    def publish_version(self, source: Source, chunks: Sequence[Chunk], vectors: np.ndarray, pages: int) -> None:
-        """Store a source version's chunks and make it the only current version, in one transaction."""
+    def publish_version(
+        self, source: Source, chunks: Sequence[Chunk], vectors: np.ndarray, pages: Sequence[PageResult] | int
+    ) -> None:
+        """Store a source version's chunks (and page texts, for re-chunking without re-parsing) and make it the
+        only current version, in one transaction."""
+        page_results = [] if isinstance(pages, int) else list(pages)
+        page_count = pages if isinstance(pages, int) else len(page_results)
         if len(chunks) != len(vectors):
             raise ValueError(f"{len(chunks)} chunks but {len(vectors)} vectors for {source.source_id}")
         vectors = np.asarray(vectors, dtype=np.float32)
@@ -310,6 +318,14 @@ class SqliteIndex:
             for ordinal, (chunk, vector) in enumerate(zip(chunks, vectors, strict=True)):
                 self._add_chunk(chunk, ordinal, vector)
             self.conn.execute(
+                "DELETE FROM pages WHERE source_id = ? AND version = ?", (source.source_id, source.version)
+            )
+            for ordinal, page in enumerate(page_results):
+                self.conn.execute(
+                    "INSERT INTO pages (source_id, version, ordinal, page) VALUES (?, ?, ?, ?)",
+                    (source.source_id, source.version, ordinal, page.model_dump_json()),
+                )
+            self.conn.execute(
                 "INSERT INTO sources (source_id, version, kind, size, path, owner, access, tenant, lifecycle, "
                 "pages, chunks, received_at, switched_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'current', ?, ?, ?, ?) "
                 "ON CONFLICT(source_id, version) DO UPDATE SET lifecycle = 'current', owner = excluded.owner, "
@@ -324,7 +340,7 @@ class SqliteIndex:
                     source.owner,
                     source.access,
                     source.tenant,
-                    pages,
+                    page_count,
                     len(chunks),
                     _now(),
                     _now(),
@@ -491,6 +507,40 @@ class SqliteIndex:
                 }
             )
         return hits
+
+    def current_source(self, source_id: str) -> tuple[Source, list[PageResult]] | None:
+        """The current version of a source with its stored page texts and units."""
+        rows = self.conn.execute(
+            "SELECT version, kind, size, path, owner, access, tenant FROM sources WHERE source_id = ? "
+            "AND lifecycle = 'current'",
+            (source_id,),
+        ).fetchall()
+        if not rows:
+            return None
+        version, kind, size, path, owner, access, tenant = rows[0]
+        source = Source(source_id=source_id, version=version, kind=kind, size=size or 0, path=path, owner=owner,
+                        access=access, tenant=tenant)  # fmt: skip
+        pages = [
+            PageResult.model_validate_json(row[0])
+            for row in self.conn.execute(
+                "SELECT page FROM pages WHERE source_id = ? AND version = ? ORDER BY ordinal", (source_id, version)
+            )
+        ]
+        return source, pages
+
+    def source_chunks(self, source_id: str) -> list[dict[str, Any]]:
+        """The current chunks of a source, in order."""
+        cursor = self.conn.execute(
+            "SELECT chunk_id, page, t_start, t_end, start_off, end_off, section_path, text, body, policy_version, "
+            "lifecycle, exception FROM chunks WHERE source_id = ? AND lifecycle = 'current' ORDER BY source_version, "
+            "ordinal",
+            (source_id,),
+        )
+        names = [d[0] for d in cursor.getdescription()]
+        out = [dict(zip(names, row, strict=True)) for row in cursor]
+        for row in out:
+            row["section_path"] = json.loads(row["section_path"])
+        return out
 
     def chunk_count(self, lifecycle: str | None = "current") -> int:
         if lifecycle is None:

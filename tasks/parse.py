@@ -13,6 +13,7 @@ from korpus.datamodel import PageResult, QuarantineItem, ReasonCode, Source
 from korpus.settings import Settings
 from tasks.page_cache import PageCache
 from tasks.pdf_pages import UnreadablePdfError, read_text_layers, render_page
+from tasks.structure import text_structure
 from tasks.tesseract import TesseractError, ocr_image, tesseract_version
 
 
@@ -55,6 +56,7 @@ def parse_pdf_text_layers(source: Source, settings: Settings) -> ParseOutcome:
                 text=layer.text,
                 method="text-layer",
                 engine="pymupdf",
+                units=layer.units,
             )
         )
     return outcome
@@ -87,6 +89,7 @@ def ocr_pdf_page(source: Source, page: int, settings: Settings) -> ParseOutcome:
         text=text,
         method="tesseract",
         engine=tesseract_version(),
+        units=text_structure(text),
     )
     cache.put(result, source.version, f"p{page:05d}", "tesseract", key)
     outcome.pages.append(result)
@@ -109,6 +112,7 @@ def read_plain_text(source: Source) -> ParseOutcome:
             text=text,
             method="plain-text",
             engine="utf-8",
+            units=text_structure(text, markdown=source.path.lower().endswith(".md")),
         )
     )
     return outcome

@@ -13,7 +13,9 @@ from pathlib import Path
 
 import pymupdf
 
+from korpus.datamodel import Unit
 from korpus.settings import Settings
+from tasks.structure import pdf_page_structure
 
 _LETTER = re.compile(r"[^\W\d_]", re.UNICODE)
 _CYRILLIC = re.compile(r"[\u0400-\u04FF]")
@@ -55,8 +57,9 @@ def text_layer_quality(text: str, settings: Settings) -> TextLayerQuality:
 class PdfPageText:
     page: int
     text: str | None
-    """The trusted text layer, or None when the page must be OCR'd."""
+    """The trusted text layer (rebuilt from its blocks), or None when the page must be OCR'd."""
     quality: TextLayerQuality
+    units: list[Unit] = field(default_factory=list)
 
 
 def open_pdf(path: str) -> pymupdf.Document:
@@ -78,9 +81,9 @@ def read_text_layers(path: str, settings: Settings) -> list[PdfPageText]:
     pages = []
     with open_pdf(path) as doc:
         for number, page in enumerate(doc, start=1):
-            text = page.get_text("text", sort=True)
+            text, units = pdf_page_structure(page)
             quality = text_layer_quality(text, settings)
-            pages.append(PdfPageText(page=number, text=text if quality.ok else None, quality=quality))
+            pages.append(PdfPageText(page=number, text=text if quality.ok else None, quality=quality, units=units))
     return pages
 
 

@@ -10,15 +10,16 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
-from korpus.datamodel import POLICY_VERSION, Chunk, PageResult, ReasonCode, Source, SourceKind
+from korpus.datamodel import Chunk, PageResult, ReasonCode, Source, SourceKind
 from korpus.model_store import embed_model_path
 from korpus.settings import Settings
-from tasks.chunking import page_chunks
-from tasks.embedding import shared_embedder
+from tasks.chunking import build_chunks
+from tasks.embedding import shared_embedder, token_counter
 from tasks.gate import POLICIES, gate_chunk
 from tasks.index_sqlite import SqliteIndex
 from tasks.pdf_pages import UnreadablePdfError, render_page
 from tasks.receive import file_sha256
+from tasks.structure import text_structure
 from tasks.tesseract import TesseractError, ocr_image, tesseract_version
 
 
@@ -129,16 +130,19 @@ def _reocr(index: SqliteIndex, item: dict[str, Any], settings: Settings) -> tupl
         text=text,
         method="tesseract-reocr",
         engine=tesseract_version(),
+        units=text_structure(text),
     )
-    chunks, _empty = page_chunks(source, [page], settings.language)
+    count = token_counter(str(embed_model_path(settings)))
+    chunks, _empty = build_chunks(source, [page], settings.chunk_policy, count=count, language=settings.language)
     if not chunks:
         return "re-OCR produced no text", "open"
-    chunk = chunks[0].model_copy(update={"chunk_id": f"{chunks[0].chunk_id}-reocr-p{item['page']}"})
-    failures = gate_chunk(chunk, POLICIES[POLICY_VERSION])
+    chunks = [c.model_copy(update={"chunk_id": f"{c.chunk_id}-reocr-p{item['page']}"}) for c in chunks]
+    failures = [code.value for c in chunks for code, _ in gate_chunk(c, POLICIES[settings.chunk_policy])]
     if failures:
-        return f"re-OCR text still refused: {', '.join(code.value for code, _ in failures)}", "open"
+        return f"re-OCR text still refused: {', '.join(sorted(set(failures)))}", "open"
     embedder = shared_embedder(str(embed_model_path(settings)), settings.embed_batch_size)
-    index.add_reviewed_chunk(chunk, embedder.embed_passages([chunk.text])[0], exception=False)
+    for c, vector in zip(chunks, embedder.embed_passages([c.text for c in chunks]), strict=True):
+        index.add_reviewed_chunk(c, vector, exception=False)
     return f"re-OCR ({tesseract_version()}) passed the gate and was indexed", "resolved"
 
 

@@ -36,6 +36,7 @@ from tasks.audio import (
     transcript_vtt,
 )
 from tasks.page_cache import PageCache
+from tasks.structure import transcript_structure
 from tasks.vad import speech_segments
 
 
@@ -158,9 +159,10 @@ def assemble_recording(
                 source_version=source.version,
                 t_start=group[0].start,
                 t_end=group[-1].end,
-                text=transcript_text(group),
+                text=(text := transcript_text(group)),
                 method="whisper",
                 engine=whisper_model_path(settings).name,
+                units=transcript_structure(text),
             )
         )
     _decoded_path(settings, source.version).unlink(missing_ok=True)

@@ -1,0 +1,264 @@
+"""Structure: a page's text as typed units (headings, sentences of paragraphs, list items, tables, code) with the
+character offsets of each unit in that text.
+
+Three readers share one block classifier:
+- `pdf_page_structure` — PyMuPDF blocks with font sizes and weights, ruled tables from `find_tables`; it also
+  writes the page text the units point into (blocks joined by blank lines, table rows as `a | b | c`);
+- `text_structure` — OCR output, `.txt` and `.md` (Markdown headings, lists, fenced code, pipe tables);
+- `transcript_structure` — `[чч:мм:сс]` paragraphs of a transcript, each one unit with its start time.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+from razdel import sentenize
+
+from korpus.datamodel import Unit, UnitKind
+
+LIST_MARKER = re.compile(r"^\s*(?:\d{1,3}[.)]|[a-zа-я][)]|[-•–—*])\s+\S", re.IGNORECASE)
+MD_HEADING = re.compile(r"^(#{1,6})\s+\S")
+TABLE_TITLE = re.compile(r"^\s*(?:Таблица|Табл\.)\s*\d*", re.IGNORECASE)
+TABLE_NOTE = re.compile(r"^\s*(?:Примечани[ея]|Прим\.|Источник)", re.IGNORECASE)
+TIMECODE = re.compile(r"^\[(\d\d):(\d\d):(\d\d)\] ")
+_BLANK = re.compile(r"\n[ \t]*\n+")
+
+
+@dataclass
+class Block:
+    start: int
+    end: int
+    hint: str | None = None  # "heading", "table", "code" when the reader knows better than the text
+    level: int = 0
+    rows: list[tuple[int, int]] = field(default_factory=list)
+
+
+def _blocks(text: str) -> Iterator[tuple[int, int]]:
+    pos = 0
+    for gap in _BLANK.finditer(text):
+        if text[pos : gap.start()].strip():
+            yield pos, gap.start()
+        pos = gap.end()
+    if text[pos:].strip():
+        yield pos, len(text)
+
+
+def _trim(text: str, start: int, end: int) -> tuple[int, int]:
+    while start < end and text[start].isspace():
+        start += 1
+    while end > start and text[end - 1].isspace():
+        end -= 1
+    return start, end
+
+
+def _lines(text: str, start: int, end: int) -> list[tuple[int, int]]:
+    out, pos = [], start
+    for line in text[start:end].split("\n"):
+        s, e = _trim(text, pos, pos + len(line))
+        if s < e:
+            out.append((s, e))
+        pos += len(line) + 1
+    return out
+
+
+def _looks_like_heading(line: str) -> bool:
+    stripped = line.strip()
+    return (
+        0 < len(stripped) <= 90
+        and not stripped.endswith((".", ",", ";", ":", "—", "-"))
+        and (stripped[0].isupper() or stripped[0].isdigit())
+        and not TABLE_TITLE.match(stripped)
+    )
+
+
+def _pipe_table(lines: list[str]) -> bool:
+    return len(lines) >= 2 and all(line.count("|") >= 1 for line in lines)
+
+
+def classify(text: str, blocks: list[Block], markdown: bool = False) -> list[Unit]:
+    """Blocks → units. Table titles and notes join their table; paragraphs split into razdel sentences."""
+    units: list[Unit] = []
+    merged = _attach_table_titles_and_notes(text, blocks)
+    for block_id, block in enumerate(merged):
+        start, end = _trim(text, block.start, block.end)
+        if start == end:
+            continue
+        lines = _lines(text, start, end)
+        line_texts = [text[s:e] for s, e in lines]
+        if block.hint == "table" or (block.hint is None and _pipe_table(line_texts)):
+            rows = block.rows or [ln for ln, t in zip(lines, line_texts, strict=True) if not _is_separator(t)]
+            units.append(Unit(kind=UnitKind.table, start=start, end=end, block=block_id, rows=rows))
+        elif block.hint == "code" or (markdown and line_texts[0].startswith("```")):
+            units.append(Unit(kind=UnitKind.code, start=start, end=end, block=block_id))
+        elif block.hint == "heading":
+            units.append(Unit(kind=UnitKind.heading, start=start, end=end, level=block.level or 2, block=block_id))
+        elif markdown and (m := MD_HEADING.match(line_texts[0])) and len(lines) == 1:
+            units.append(Unit(kind=UnitKind.heading, start=start, end=end, level=len(m.group(1)), block=block_id))
+        elif block.hint is None and len(lines) == 1 and _looks_like_heading(line_texts[0]) and not markdown:
+            units.append(Unit(kind=UnitKind.heading, start=start, end=end, level=2, block=block_id))
+        else:
+            units.extend(_prose_units(text, lines, block_id))
+    return units
+
+
+def _is_separator(line: str) -> bool:
+    return bool(re.fullmatch(r"[\s|:\-+]+", line))
+
+
+def _attach_table_titles_and_notes(text: str, blocks: list[Block]) -> list[Block]:
+    out: list[Block] = []
+    for block in blocks:
+        body = text[block.start : block.end]
+        is_table = block.hint == "table" or (block.hint is None and _pipe_table(body.strip().split("\n")))
+        if is_table and out and TABLE_TITLE.match(text[out[-1].start : out[-1].end]):
+            title = out.pop()
+            rows = block.rows or []
+            block = Block(title.start, block.end, "table", rows=rows or _table_rows(text, block))
+        elif out and out[-1].hint == "table" and TABLE_NOTE.match(body):
+            table = out.pop()
+            block = Block(table.start, block.end, "table", rows=table.rows)
+        elif is_table and block.hint is None:
+            block = Block(block.start, block.end, "table", rows=_table_rows(text, block))
+        out.append(block)
+    return out
+
+
+def _table_rows(text: str, block: Block) -> list[tuple[int, int]]:
+    return [(s, e) for s, e in _lines(text, block.start, block.end) if not _is_separator(text[s:e])]
+
+
+def _prose_units(text: str, lines: list[tuple[int, int]], block_id: int) -> list[Unit]:
+    """List items (a marker line plus its continuation lines) or a paragraph's sentences."""
+    if LIST_MARKER.match(text[lines[0][0] : lines[0][1]]):
+        items: list[list[int]] = []
+        for s, e in lines:
+            if LIST_MARKER.match(text[s:e]) or not items:
+                items.append([s, e])
+            else:
+                items[-1][1] = e
+        return [Unit(kind=UnitKind.list_item, start=s, end=e, block=block_id) for s, e in items]
+    start, end = lines[0][0], lines[-1][1]
+    return [
+        Unit(kind=UnitKind.sentence, start=start + s.start, end=start + s.stop, block=block_id)
+        for s in sentenize(text[start:end])
+    ]
+
+
+def text_structure(text: str, markdown: bool = False) -> list[Unit]:
+    """Units of plain text: OCR output, `.txt`, or `.md` with `markdown=True`."""
+    blocks = [Block(s, e) for s, e in _fenced_blocks(text)] if markdown else [Block(s, e) for s, e in _blocks(text)]
+    return classify(text, blocks, markdown=markdown)
+
+
+def _fenced_blocks(text: str) -> list[tuple[int, int]]:
+    """Blank-line blocks, except that a ``` fence keeps everything up to its closing fence in one block."""
+    out: list[tuple[int, int]] = []
+    pos = 0
+    for fence in re.finditer(r"^```[^\n]*\n.*?^```[ \t]*$", text, flags=re.M | re.S):
+        out += [(pos + s, pos + e) for s, e in _blocks(text[pos : fence.start()])]
+        out.append((fence.start(), fence.end()))
+        pos = fence.end()
+    out += [(pos + s, pos + e) for s, e in _blocks(text[pos:])]
+    return out
+
+
+def transcript_structure(text: str) -> list[Unit]:
+    """One paragraph unit per `[чч:мм:сс]` line, with its start time."""
+    units, pos = [], 0
+    for i, line in enumerate(text.split("\n")):
+        m = TIMECODE.match(line)
+        if m and line.strip():
+            seconds = int(m[1]) * 3600 + int(m[2]) * 60 + int(m[3])
+            units.append(
+                Unit(kind=UnitKind.paragraph, start=pos, end=pos + len(line.rstrip()), block=i, t_start=seconds)
+            )
+        pos += len(line) + 1
+    return units
+
+
+def pdf_page_structure(page) -> tuple[str, list[Unit]]:
+    """Page text rebuilt from PyMuPDF blocks in reading order, and its units.
+
+    Headings: a line whose largest span is ≥ 1.15× the page's body size, or bold and short. Tables: ruled tables
+    found by `find_tables`, written row by row as `cell | cell`.
+    """
+    tables = _find_tables(page)
+    data = page.get_text("dict", sort=True)
+    sizes: list[float] = []
+    for block in data["blocks"]:
+        for line in block.get("lines", []):
+            for span in line["spans"]:
+                if span["text"].strip():
+                    sizes += [span["size"]] * len(span["text"])
+    body = sorted(sizes)[len(sizes) // 2] if sizes else 11.0
+    parts: list[str] = []
+    blocks: list[Block] = []
+    pos = 0
+
+    def emit(chunk: str, hint: str | None = None, level: int = 0, rows: list | None = None) -> None:
+        nonlocal pos
+        if parts:
+            parts.append("\n\n")
+            pos += 2
+        blocks.append(Block(pos, pos + len(chunk), hint, level, rows or []))
+        parts.append(chunk)
+        pos += len(chunk)
+
+    emitted_tables: set[int] = set()
+    for block in data["blocks"]:
+        if block.get("type") != 0:
+            continue
+        table_id = next((i for i, (bbox, _) in enumerate(tables) if _inside(block["bbox"], bbox)), None)
+        if table_id is not None:
+            if table_id not in emitted_tables:
+                emitted_tables.add(table_id)
+                rows_text = tables[table_id][1]
+                text = "\n".join(rows_text)
+                rows, offset = [], pos + (2 if parts else 0)
+                for row in rows_text:
+                    rows.append((offset, offset + len(row)))
+                    offset += len(row) + 1
+                emit(text, "table", rows=rows)
+            continue
+        lines = ["".join(span["text"] for span in line["spans"]).strip() for line in block.get("lines", [])]
+        lines = [ln for ln in lines if ln]
+        if not lines:
+            continue
+        spans = [span for line in block["lines"] for span in line["spans"] if span["text"].strip()]
+        biggest = max(span["size"] for span in spans)
+        bold = all(span["flags"] & 16 for span in spans)
+        text = "\n".join(lines)
+        short = len(lines) <= 2 and len(text) <= 120 and not text.rstrip().endswith((".", ";", ","))
+        if biggest >= body * 1.15 and short:
+            emit(text, "heading", level=1 if biggest >= body * 1.4 else 2)
+        elif bold and short and not TABLE_TITLE.match(text):
+            emit(text, "heading", level=3)
+        else:
+            emit(text)
+    page_text = "".join(parts)
+    return page_text, classify(page_text, blocks)
+
+
+def _find_tables(page) -> list[tuple[tuple[float, float, float, float], list[str]]]:
+    try:
+        found = page.find_tables()
+    except Exception:  # find_tables is heuristic; a page it cannot read simply has no ruled tables
+        return []
+    tables = []
+    for table in found.tables:
+        rows = [" | ".join((cell or "").replace("\n", " ").strip() for cell in row) for row in table.extract()]
+        rows = [r for r in rows if r.strip(" |")]
+        if rows:
+            tables.append((tuple(table.bbox), rows))
+    return tables
+
+
+def _inside(inner: tuple, outer: tuple, slack: float = 2.0) -> bool:
+    return (
+        inner[0] >= outer[0] - slack
+        and inner[1] >= outer[1] - slack
+        and inner[2] <= outer[2] + slack
+        and inner[3] <= outer[3] + slack
+    )
