@@ -122,8 +122,11 @@ def page_spans(page: PageResult) -> list[tuple[int, int, list[str], str]]:
 # --- structure-v1 ------------------------------------------------------------------------------------------
 
 
-def _pieces(text: str, units: Sequence[Unit]) -> list[_Piece]:
-    """Glue what must not be separated: headings to what follows, exception sentences to what precedes."""
+def _pieces(text: str, units: Sequence[Unit], more_follows: bool = False) -> list[_Piece]:
+    """Glue what must not be separated: headings to what follows, exception sentences to what precedes.
+
+    Headings at the end of a page that has more pages after it open the next page's section: they travel in
+    the section path of its first chunk instead of ending a chunk here."""
     pieces: list[_Piece] = []
     pending_headings: list[Unit] = []
     for unit in units:
@@ -144,7 +147,7 @@ def _pieces(text: str, units: Sequence[Unit]) -> list[_Piece]:
         group = [*pending_headings, unit]
         pending_headings = []
         pieces.append(_Piece(group[0].start, unit.end, [u.kind for u in group], list(group)))
-    if pending_headings:  # headings at the very end of a page: nothing follows them here
+    if pending_headings and not more_follows:  # headings closing the document: their own chunk
         pieces.append(
             _Piece(pending_headings[0].start, pending_headings[-1].end, [u.kind for u in pending_headings],
                    list(pending_headings))
@@ -173,12 +176,12 @@ def _split_table(text: str, piece: _Piece, count: TokenCounter, limit: int) -> l
 
 
 def structure_spans(
-    page: PageResult, units: Sequence[Unit], policy: ChunkingPolicy, count: TokenCounter
+    page: PageResult, units: Sequence[Unit], policy: ChunkingPolicy, count: TokenCounter, more_follows: bool = False
 ) -> list[tuple[int, int, list[str], str]]:
     """(start, end, extra section path, context) for each chunk of one page."""
     text = page.text
     pieces: list[_Piece] = []
-    for piece in _pieces(text, units):
+    for piece in _pieces(text, units, more_follows):
         is_table = UnitKind.table in piece.kinds
         if is_table and count(text[piece.start : piece.end]) > policy.max_tokens:
             pieces += _split_table(text, piece, count, policy.max_tokens)
@@ -235,7 +238,7 @@ class HeadingTrail:
         for unit in units:
             if unit.kind is UnitKind.heading and unit.start < upto:
                 self.levels = {lv: t for lv, t in self.levels.items() if lv < unit.level}
-                self.levels[unit.level] = " ".join(text[unit.start : unit.end].split())
+                self.levels[unit.level] = " ".join(text[unit.start : unit.end].lstrip("#").split())
         return [self.levels[lv] for lv in sorted(self.levels)]
 
 
@@ -257,13 +260,16 @@ def build_chunks(
     chunks: list[Chunk] = []
     empty: list[QuarantineItem] = []
     trail = HeadingTrail()
-    for page in pages:
+    for number, page in enumerate(pages, start=1):
         if policy.name == "page-v1" or not page.units:
             spans = page_spans(page)
         else:
             spans = (spans_override(page) if spans_override else None) or structure_spans(
-                page, page.units, policy, count
+                page, page.units, policy, count, more_follows=number < len(pages)
             )
+        if not spans and page.text.strip():
+            trail.update(page.text, page.units, len(page.text) + 1)  # only headings: they open the next page
+            continue
         if not spans:
             empty.append(
                 QuarantineItem(

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 import httpx
 
-from korpus.datamodel import PageResult, Unit
+from korpus.datamodel import PageResult, Unit, UnitKind
 
 SYSTEM_PROMPT = (
     "Ты делишь документ на смысловые фрагменты для поиска. Тебе дан пронумерованный список единиц текста "
@@ -58,6 +58,17 @@ def validate_splits(content: str, unit_count: int) -> list[int]:
     return splits
 
 
+def check_structure(page: PageResult, units: list[Unit], splits: list[int]) -> None:
+    """The hard rules hold whoever proposes the cut: never right after a heading, never before an exception."""
+    from tasks.chunking import is_exception_sentence
+
+    for i in splits:
+        if units[i - 1].kind is UnitKind.heading:
+            raise SplitterRefused("breaks-structure", f"split {i} leaves a heading at the end of a chunk")
+        if units[i].kind is UnitKind.sentence and is_exception_sentence(page.text[units[i].start : units[i].end]):
+            raise SplitterRefused("breaks-structure", f"split {i} separates an exception from its rule")
+
+
 @dataclass
 class LlmSplitter:
     """Asks the endpoint for boundaries; keeps a tally of answers used and of fallbacks by reason.
@@ -98,6 +109,7 @@ class LlmSplitter:
             return None
         try:
             splits = self.ask(page, units)
+            check_structure(page, units, splits)
         except SplitterRefused as refused:
             self.fallbacks[refused.reason] += 1
             return None

@@ -14,6 +14,7 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
+import pymupdf
 from razdel import sentenize
 
 from korpus.datamodel import Unit, UnitKind
@@ -24,6 +25,7 @@ TABLE_TITLE = re.compile(r"^\s*(?:Таблица|Табл\.)\s*\d*", re.IGNORECA
 TABLE_NOTE = re.compile(r"^\s*(?:Примечани[ея]|Прим\.|Источник)", re.IGNORECASE)
 TIMECODE = re.compile(r"^\[(\d\d):(\d\d):(\d\d)\] ")
 _BLANK = re.compile(r"\n[ \t]*\n+")
+pymupdf.no_recommend_layout()  # it prints an advertisement to stdout, which korpus's --json output cannot have
 
 
 @dataclass
