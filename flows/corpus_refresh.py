@@ -17,7 +17,7 @@ from prefect.artifacts import create_markdown_artifact, create_progress_artifact
 from prefect.cache_policies import NO_CACHE
 from prefect_dask import DaskTaskRunner
 
-from korpus.datamodel import Chunk, PageResult, QuarantineItem, Source, SourceKind
+from korpus.datamodel import Chunk, PageResult, QuarantineItem, ReasonCode, Source, SourceKind
 from korpus.model_store import embed_model_path, set_offline_switches
 from korpus.settings import Settings
 from tasks.chunking import build_chunks
@@ -27,6 +27,7 @@ from tasks.index_sqlite import SqliteIndex
 from tasks.parse import ParseOutcome, ocr_pdf_page, parse_pdf_text_layers, read_plain_text
 from tasks.pdf_pages import save_page_image
 from tasks.receive import RefreshPlan, discover_sources, plan_refresh
+from tasks.searchable_pdf import write_searchable_pdf
 from tasks.speech import (
     RecordingOutcome,
     RecordingPlan,
@@ -104,6 +105,21 @@ def transcript(source: Source, plan: RecordingPlan, results: list, settings: Set
 @task(name="plain-text", cache_policy=NO_CACHE)
 def plain_text(source: Source) -> ParseOutcome:
     return read_plain_text(source)
+
+
+@task(name="searchable-pdf", cache_policy=NO_CACHE)
+def searchable(source: Source, pages: list[PageResult], settings: Settings) -> dict[str, float]:
+    return write_searchable_pdf(source.path, pages, settings.data / "searchable" / source.source_id)
+
+
+def _whole_document(source: Source, outcome: ParseOutcome) -> QuarantineItem:
+    bad = sorted(p.page for p in outcome.problems if p.page)
+    return QuarantineItem(
+        source_id=source.source_id,
+        source_version=source.version,
+        reasons=[ReasonCode.page_quality],
+        detail=f"pages {bad} failed every tier; KORPUS_QUARANTINE_WHOLE_DOCUMENT keeps the document out",
+    )
 
 
 @task(name="chunk", cache_policy=NO_CACHE)
@@ -189,7 +205,7 @@ def _parse_all(plan: RefreshPlan, settings: Settings) -> dict[str, ParseOutcome]
             recordings[source_id] = result
             continue
         outcomes[source_id] = result
-        ocr_futures += [ocr_page.submit(by_id[source_id], page, settings) for page in result.ocr_pending]
+        ocr_futures += [(source_id, ocr_page.submit(by_id[source_id], page, settings)) for page in result.ocr_pending]
     window_futures = {
         source_id: [
             transcribe.submit(rec, rec_batch, settings)
@@ -198,19 +214,36 @@ def _parse_all(plan: RefreshPlan, settings: Settings) -> dict[str, ParseOutcome]
         for source_id, rec in recordings.items()
         if rec.problem is None
     }
-    for future in ocr_futures:
+    milestones = {
+        source_id: (create_progress_artifact(progress=0.0, description=_pages_done(by_id[source_id], outcome, 0)), 0)
+        for source_id, outcome in outcomes.items()
+        if outcome.ocr_pending
+    }
+    for owner, future in ocr_futures:
         page_outcome: ParseOutcome = future.result()
-        owner = (page_outcome.pages or page_outcome.problems)[0].source_id
         target = outcomes[owner]
         target.pages.extend(page_outcome.pages)
         target.problems.extend(page_outcome.problems)
         target.engine_calls += page_outcome.engine_calls
+        target.vlm_calls += page_outcome.vlm_calls
         target.cache_hits += page_outcome.cache_hits
+        artifact, done = milestones[owner]
+        milestones[owner] = (artifact, done + 1)
+        update_progress_artifact(
+            artifact,
+            progress=100.0 * (done + 1) / len(target.ocr_pending),
+            description=_pages_done(by_id[owner], target, done + 1),
+        )
     for source_id, rec in recordings.items():
         outcomes[source_id] = _speech_outcome(by_id[source_id], rec, window_futures.get(source_id, []), settings)
     for outcome in outcomes.values():
         outcome.pages.sort(key=lambda p: (p.page or 0, p.t_start or 0.0))
     return outcomes
+
+
+def _pages_done(source: Source, outcome: ParseOutcome, ocr_done: int) -> str:
+    ready = outcome.page_count - len(outcome.ocr_pending) + ocr_done
+    return f"{source.file_name} → {ready}/{outcome.page_count} страниц"
 
 
 def _batches(items: list[int], size: int) -> list[list[int]]:
@@ -282,6 +315,11 @@ def corpus_refresh(root: str, data: str | None = None) -> dict[str, Any]:
         outcome = outcomes[source.source_id]
         problems.extend(outcome.problems)
         methods.update(p.method for p in outcome.pages)
+        if any((p.tier or 0) >= 1 for p in outcome.pages):
+            searchable(source, outcome.pages, settings)
+        if settings.quarantine_whole_document and any(p.page for p in outcome.problems):
+            problems.append(_whole_document(source, outcome))
+            continue
         chunks, empty = chunk(source, outcome.pages, settings, splitter)
         problems.extend(empty)
         passed, refused = gate(chunks, settings.chunk_policy)
@@ -307,7 +345,11 @@ def corpus_refresh(root: str, data: str | None = None) -> dict[str, Any]:
         "quarantined": len(problems),
         "quarantine_reasons": dict(Counter(r.value for item in problems for r in item.reasons)),
         "pages_by_method": dict(methods),
+        "pages_by_tier": dict(
+            Counter(f"tier {p.tier}" for o in outcomes.values() for p in o.pages if p.tier is not None)
+        ),
         "ocr_engine_calls": sum(o.engine_calls for s, o in outcomes.items() if kinds[s] is SourceKind.pdf),
+        "vlm_calls": sum(o.vlm_calls for o in outcomes.values()),
         "asr_engine_calls": sum(o.engine_calls for s, o in outcomes.items() if kinds[s] is SourceKind.audio),
         "page_cache_hits": sum(o.cache_hits for o in outcomes.values()),
         "audio_seconds": round(sum(o.stats.get("audio_seconds", 0) for o in outcomes.values()), 1),

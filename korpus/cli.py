@@ -118,6 +118,25 @@ def search(
 
 
 @app.command()
+def ocr(
+    source_pdf: Annotated[Path, typer.Argument(help="A PDF to make searchable.")],
+    out_pdf: Annotated[Path, typer.Argument(help="Where to write the searchable copy.")],
+    data: DataOption = None,
+) -> None:
+    """OCR one PDF through the cascade (page cache under --data) and write a searchable copy; the input is
+    only read."""
+    from tasks.searchable_pdf import ocr_document
+
+    if not source_pdf.is_file():
+        _fail(f"{source_pdf} does not exist")
+    try:
+        summary = ocr_document(source_pdf, out_pdf, _settings(data))
+    except (ValueError, FileNotFoundError) as exc:
+        _fail(str(exc))
+    typer.echo(json.dumps(summary, ensure_ascii=False))
+
+
+@app.command()
 def chunks(
     source_id: Annotated[str, typer.Argument(help="A source id, e.g. договоры/договор.pdf.")],
     policy: Annotated[

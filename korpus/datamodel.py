@@ -38,6 +38,7 @@ class ReasonCode(StrEnum):
     ocr_failed = "ocr-failed"
     asr_failed = "asr-failed"
     no_speech = "no-speech"
+    page_quality = "page-quality"
     # the contract gate (tasks/gate.py), per chunk
     missing_source_id = "missing-source-id"
     missing_version = "missing-version"
@@ -97,6 +98,18 @@ class Unit(BaseModel):
     t_start: float | None = Field(default=None, description="Speech: when this unit starts, in seconds.")
 
 
+class PageWord(BaseModel):
+    """A recognised word, its box in PDF points (origin top-left) and the engine's confidence (0-100)."""
+
+    text: str
+    x0: float
+    y0: float
+    x1: float
+    y1: float
+    conf: float = 100.0
+    line: int = 0
+
+
 class PageResult(BaseModel):
     """The text of one page (PDF, text file) or one stretch of speech (audio), with how it was obtained."""
 
@@ -109,6 +122,10 @@ class PageResult(BaseModel):
     method: str = Field(description="text-layer | tesseract | whisper | plain-text")
     engine: str = Field(default="", description="Engine and version that produced the text.")
     units: list[Unit] = Field(default_factory=list, description="Structure; empty until tasks/structure.py ran.")
+    tier: int | None = Field(default=None, description="PDF: 0 text layer, 1 Tesseract, 2 VLM.")
+    quality: float | None = Field(default=None, description="Detector score of the text kept (0-1).")
+    quality_reasons: list[str] = Field(default_factory=list, description="Why earlier tiers were refused.")
+    words: list[PageWord] = Field(default_factory=list, description="OCR words with boxes, for searchable PDFs.")
 
 
 class Locator(BaseModel):

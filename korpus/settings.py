@@ -71,6 +71,25 @@ class Settings(BaseSettings):
     text_layer_min_cyrillic: float = Field(
         default=0.5, ge=0, le=1, description="Share of Cyrillic letters a text layer needs to be trusted."
     )
+    text_layer_max_mixed_script: float = Field(default=0.1, description="Words mixing Cyrillic and Latin.")
+    text_layer_max_foreign_script: float = Field(default=0.05, description="Letters of other scripts (CJK, …).")
+    text_layer_max_repeated_lines: float = Field(default=0.3, description="Lines that occur 3+ times.")
+    text_layer_max_empty_table: float = Field(default=0.3, description="Lines that are empty table rows.")
+    text_layer_max_one_letter: float = Field(default=0.35, description="One-letter tokens among tokens.")
+    text_layer_max_punctuation: float = Field(default=0.3, description="Punctuation among visible characters.")
+    text_layer_image_coverage: float = Field(default=0.5, description="A page this covered by images is a scan…")
+    text_layer_min_chars_on_image: int = Field(default=200, description="…and needs this much text to be trusted.")
+    vlm_url: str | None = Field(default=None, description="OpenAI-compatible endpoint of the VLM OCR tier (2).")
+    vlm_model: str = Field(default="deepseek-ocr", description="Model name sent to the VLM endpoint.")
+    vlm_prompt: str = Field(
+        default="Распознай весь текст на изображении страницы. Выведи только текст, построчно, без комментариев.",
+        description="Instruction sent with each page image.",
+    )
+    vlm_timeout: float = Field(default=120.0, gt=0)
+    vlm_dpi: int = Field(default=200, ge=72, le=400, description="Page image resolution sent to the VLM.")
+    quarantine_whole_document: bool = Field(
+        default=False, description="A page that fails every tier quarantines its whole document."
+    )
     speech_chunk_seconds: float = Field(default=60.0, gt=0, description="Speech per stretch of transcript.")
     chunk_policy: str = Field(default="structure-v1", description="structure-v1 | page-v1 (docs/chunking.md).")
     splitter_url: str | None = Field(

@@ -12,9 +12,11 @@ from pathlib import Path
 from korpus.datamodel import PageResult, QuarantineItem, ReasonCode, Source
 from korpus.settings import Settings
 from tasks.page_cache import PageCache
-from tasks.pdf_pages import UnreadablePdfError, read_text_layers, render_page
+from tasks.pdf_pages import UnreadablePdfError, open_pdf, read_text_layers, render_page
 from tasks.structure import text_structure
-from tasks.tesseract import TesseractError, ocr_image, tesseract_version
+from tasks.tesseract import TesseractError, ocr_page_words, tesseract_version
+from tasks.text_quality import text_layer_quality
+from tasks.vlm import VlmError, place_on_lines, read_page
 
 
 @dataclass
@@ -25,6 +27,7 @@ class ParseOutcome:
     page_count: int = 0
     problems: list[QuarantineItem] = field(default_factory=list)
     engine_calls: int = 0
+    vlm_calls: int = 0
     cache_hits: int = 0
     stats: dict[str, float] = field(default_factory=dict)
 
@@ -57,42 +60,94 @@ def parse_pdf_text_layers(source: Source, settings: Settings) -> ParseOutcome:
                 method="text-layer",
                 engine="pymupdf",
                 units=layer.units,
+                tier=0,
+                quality=layer.quality.score,
             )
         )
     return outcome
 
 
 def tesseract_engine_key(settings: Settings) -> str:
-    return f"{tesseract_version()}|{settings.ocr_language}|{settings.ocr_dpi}|psm3"
+    return f"{tesseract_version()}|{settings.ocr_language}|{settings.ocr_dpi}|psm3|tsv"
 
 
-def ocr_pdf_page(source: Source, page: int, settings: Settings) -> ParseOutcome:
-    """Tesseract on one rendered page, through the page cache."""
-    outcome = ParseOutcome(page_count=1)
+def vlm_engine_key(settings: Settings) -> str:
+    return f"{settings.vlm_model}|{settings.vlm_dpi}|{settings.vlm_prompt}"
+
+
+def _tier1(source: Source, page: int, settings: Settings, outcome: ParseOutcome) -> PageResult:
     cache = PageCache(settings.page_cache_dir)
     key = tesseract_engine_key(settings)
     cached = cache.get(PageResult, source.version, f"p{page:05d}", "tesseract", key)
     if cached is not None:
-        outcome.pages.append(cached)
         outcome.cache_hits += 1
-        return outcome
-    try:
-        text = ocr_image(render_page(source.path, page, settings.ocr_dpi), settings.ocr_language, settings.ocr_dpi)
-    except (TesseractError, UnreadablePdfError) as exc:
-        outcome.problems.append(_problem(source, ReasonCode.ocr_failed, str(exc), page))
-        return outcome
+        return cached
+    png, dpi = render_page(source.path, page, settings.ocr_dpi)
+    ocr = ocr_page_words(png, settings.ocr_language, dpi)
     outcome.engine_calls += 1
     result = PageResult(
-        source_id=source.source_id,
-        source_version=source.version,
-        page=page,
-        text=text,
-        method="tesseract",
-        engine=tesseract_version(),
-        units=text_structure(text),
-    )
+        source_id=source.source_id, source_version=source.version, page=page, text=ocr.text, method="tesseract",
+        engine=tesseract_version(), tier=1, words=ocr.words, units=text_structure(ocr.text),
+    )  # fmt: skip
     cache.put(result, source.version, f"p{page:05d}", "tesseract", key)
-    outcome.pages.append(result)
+    return result
+
+
+def _tier2(source: Source, page: int, tier1: PageResult, settings: Settings, outcome: ParseOutcome) -> PageResult:
+    cache = PageCache(settings.page_cache_dir)
+    key = vlm_engine_key(settings)
+    cached = cache.get(PageResult, source.version, f"p{page:05d}", "vlm", key)
+    if cached is not None:
+        outcome.cache_hits += 1
+        return cached
+    png, _dpi = render_page(source.path, page, settings.vlm_dpi)
+    text = read_page(png, settings)
+    outcome.vlm_calls += 1
+    with open_pdf(source.path) as doc:
+        rect = doc[page - 1].rect
+    result = PageResult(
+        source_id=source.source_id, source_version=source.version, page=page, text=text, method="vlm",
+        engine=settings.vlm_model, tier=2, words=place_on_lines(text, tier1.words, rect.width, rect.height),
+        units=text_structure(text),
+    )  # fmt: skip
+    cache.put(result, source.version, f"p{page:05d}", "vlm", key)
+    return result
+
+
+def ocr_pdf_page(source: Source, page: int, settings: Settings, force_vlm: bool = False) -> ParseOutcome:
+    """The OCR cascade for one page, every tier through the page cache.
+
+    Tier 1 (Tesseract) is kept when the detector passes it; otherwise tier 2 (the VLM, when configured) is
+    asked; a page no tier can read is quarantined with every tier's reasons. `force_vlm` (a reviewer's re-OCR)
+    goes to tier 2 whatever tier 1 scored.
+    """
+    outcome = ParseOutcome(page_count=1)
+    refusals: list[str] = []
+    try:
+        tier1 = _tier1(source, page, settings, outcome)
+        q1 = text_layer_quality(tier1.text, settings)
+        if q1.ok and not force_vlm:
+            outcome.pages.append(tier1.model_copy(update={"quality": q1.score, "quality_reasons": []}))
+            return outcome
+        refusals.append(f"tier 1 ({tier1.engine}): {', '.join(q1.reasons) or 'forced to tier 2'}")
+        if settings.vlm_url:
+            tier2 = _tier2(source, page, tier1, settings, outcome)
+            q2 = text_layer_quality(tier2.text, settings)
+            if q2.ok:
+                reasons = [r for r in q1.reasons]
+                outcome.pages.append(tier2.model_copy(update={"quality": q2.score, "quality_reasons": reasons}))
+                return outcome
+            refusals.append(f"tier 2 ({tier2.engine}): {', '.join(q2.reasons)}")
+        else:
+            refusals.append("tier 2: no VLM configured (KORPUS_VLM_URL)")
+        best = tier1.text.strip()
+    except (TesseractError, UnreadablePdfError, VlmError) as exc:
+        outcome.problems.append(_problem(source, ReasonCode.ocr_failed, str(exc), page))
+        return outcome
+    reason = ReasonCode.page_quality if best else ReasonCode.empty_text
+    item = _problem(source, reason, "; ".join(refusals), page)
+    item.evidence = best[:4000]
+    outcome.problems.append(item)
     return outcome
 
 

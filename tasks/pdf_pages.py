@@ -1,13 +1,12 @@
-"""PARSE for PDFs: per page, keep a trustworthy text layer or send the page to OCR.
+"""PARSE for PDFs, tier 0: per page, keep a text layer the detector trusts, or send the page to OCR.
 
-This is the foundation's decision; the full quality-gated cascade (VLM tier, structure) is its own work. A text
-layer is trusted when it has enough characters and is mostly Cyrillic with few mixed-script words, so a scan whose
-old OCR layer reads «npoTOKon Necepa» is OCR'd again instead of indexed.
+A text layer is scored by tasks/text_quality.py with the page's facts (image coverage, invisible text), so a scan
+whose old OCR layer reads «npoTOKon Necepa» is OCR'd again instead of indexed. Structure (tasks/structure.py)
+comes with every kept page.
 """
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -16,41 +15,31 @@ import pymupdf
 from korpus.datamodel import Unit
 from korpus.settings import Settings
 from tasks.structure import pdf_page_structure
-
-_LETTER = re.compile(r"[^\W\d_]", re.UNICODE)
-_CYRILLIC = re.compile(r"[\u0400-\u04FF]")
-_LATIN = re.compile(r"[A-Za-z]")
-_WORD = re.compile(r"[^\W\d_]{3,}", re.UNICODE)
+from tasks.text_quality import PageFacts, TextLayerQuality, text_layer_quality
 
 
 class UnreadablePdfError(RuntimeError):
     """The file cannot be opened as a PDF (corrupt, encrypted, not a PDF)."""
 
 
-@dataclass
-class TextLayerQuality:
-    ok: bool
-    cyrillic_share: float
-    mixed_script_share: float
-    reasons: list[str] = field(default_factory=list)
+MAX_RENDER_PIXELS = 60_000_000
+"""A page bigger than this at the OCR resolution is rendered at a lower one (a 20000×20000 image page)."""
 
 
-def text_layer_quality(text: str, settings: Settings) -> TextLayerQuality:
-    """Score an existing text layer: too short, not Cyrillic enough, or full of mixed-script words → not ok."""
-    letters = _LETTER.findall(text)
-    cyrillic = sum(1 for ch in letters if _CYRILLIC.match(ch))
-    share = cyrillic / len(letters) if letters else 0.0
-    word_list = _WORD.findall(text)
-    mixed = sum(1 for w in word_list if _CYRILLIC.search(w) and _LATIN.search(w))
-    mixed_share = mixed / len(word_list) if word_list else 0.0
-    reasons = []
-    if len(text.strip()) < settings.text_layer_min_chars:
-        reasons.append("too-little-text")
-    elif share < settings.text_layer_min_cyrillic:
-        reasons.append("low-cyrillic-share")
-    if mixed_share > 0.1:
-        reasons.append("mixed-script-words")
-    return TextLayerQuality(not reasons, round(share, 3), round(mixed_share, 3), reasons)
+def page_facts(page: pymupdf.Page) -> PageFacts:
+    """Image coverage and the share of invisibly drawn characters (render mode 3: an earlier OCR layer)."""
+    area = abs(page.rect) or 1.0
+    covered = 0.0
+    for info in page.get_image_info():
+        box = pymupdf.Rect(info["bbox"]) & page.rect
+        covered += abs(box) if box.is_valid else 0.0
+    total = invisible = 0
+    for span in page.get_texttrace():
+        n = len(span["chars"])
+        total += n
+        if span["type"] == 3:
+            invisible += n
+    return PageFacts(image_coverage=min(1.0, covered / area), invisible_share=invisible / total if total else 0.0)
 
 
 @dataclass
@@ -82,22 +71,32 @@ def read_text_layers(path: str, settings: Settings) -> list[PdfPageText]:
     with open_pdf(path) as doc:
         for number, page in enumerate(doc, start=1):
             text, units = pdf_page_structure(page)
-            quality = text_layer_quality(text, settings)
+            quality = text_layer_quality(text, settings, page_facts(page))
             pages.append(PdfPageText(page=number, text=text if quality.ok else None, quality=quality, units=units))
     return pages
 
 
-def render_page(path: str, page: int, dpi: int) -> bytes:
-    """The page as a greyscale PNG at `dpi`, for OCR."""
+def render_dpi(page: pymupdf.Page, dpi: int) -> int:
+    """`dpi`, lowered for a page so large that its pixmap would pass MAX_RENDER_PIXELS."""
+    pixels = page.rect.width * page.rect.height * (dpi / 72) ** 2
+    if pixels <= MAX_RENDER_PIXELS:
+        return dpi
+    return max(36, int(dpi * (MAX_RENDER_PIXELS / pixels) ** 0.5))
+
+
+def render_page(path: str, page: int, dpi: int) -> tuple[bytes, int]:
+    """The page as a greyscale PNG, and the resolution it was rendered at (≤ `dpi`)."""
     with open_pdf(path) as doc:
-        pix = doc[page - 1].get_pixmap(dpi=dpi, colorspace=pymupdf.csGRAY, alpha=False)
-        return pix.tobytes("png")
+        target = doc[page - 1]
+        used = render_dpi(target, dpi)
+        pix = target.get_pixmap(dpi=used, colorspace=pymupdf.csGRAY, alpha=False)
+        return pix.tobytes("png"), used
 
 
 def save_page_image(path: str, page: int, out: Path, dpi: int = 100) -> Path | None:
     """A preview of a quarantined page for the reviewer; None if the PDF cannot be rendered."""
     try:
-        png = render_page(path, page, dpi)
+        png, _ = render_page(path, page, dpi)
     except (UnreadablePdfError, IndexError):
         return None
     out.parent.mkdir(parents=True, exist_ok=True)

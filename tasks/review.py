@@ -10,17 +10,15 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
-from korpus.datamodel import Chunk, PageResult, ReasonCode, Source, SourceKind
+from korpus.datamodel import Chunk, ReasonCode, Source, SourceKind
 from korpus.model_store import embed_model_path
 from korpus.settings import Settings
 from tasks.chunking import build_chunks
 from tasks.embedding import shared_embedder, token_counter
 from tasks.gate import POLICIES, gate_chunk
 from tasks.index_sqlite import SqliteIndex
-from tasks.pdf_pages import UnreadablePdfError, render_page
+from tasks.parse import ocr_pdf_page
 from tasks.receive import file_sha256
-from tasks.structure import text_structure
-from tasks.tesseract import TesseractError, ocr_image, tesseract_version
 
 
 class Action(StrEnum):
@@ -98,8 +96,8 @@ def _release(index: SqliteIndex, item: dict[str, Any], settings: Settings) -> tu
 
 
 def _reocr(index: SqliteIndex, item: dict[str, Any], settings: Settings) -> tuple[str, str]:
-    """Re-OCR the item's page now, bypassing the page cache, with the best tier available (Tesseract until the
-    VLM tier lands), and gate the result: if it passes it is indexed and the item closes; else it stays open."""
+    """Re-OCR the item's page with the VLM tier forced (tasks/parse.py cascade), and gate the result: if it
+    passes it is indexed and the item closes; else it stays open with the new reasons."""
     source_row = next(
         (s for s in index.sources() if s["source_id"] == item["source_id"] and s["version"] == item["source_version"]),
         None,
@@ -117,21 +115,10 @@ def _reocr(index: SqliteIndex, item: dict[str, Any], settings: Settings) -> tupl
         access=source_row["access"],
         tenant=source_row["tenant"],
     )
-    try:
-        text = ocr_image(
-            render_page(source.path, item["page"], settings.ocr_dpi), settings.ocr_language, settings.ocr_dpi
-        )
-    except (TesseractError, UnreadablePdfError) as exc:
-        return f"re-OCR failed: {exc}", "open"
-    page = PageResult(
-        source_id=source.source_id,
-        source_version=source.version,
-        page=item["page"],
-        text=text,
-        method="tesseract-reocr",
-        engine=tesseract_version(),
-        units=text_structure(text),
-    )
+    outcome = ocr_pdf_page(source, item["page"], settings, force_vlm=True)
+    if outcome.problems:
+        return f"re-OCR refused: {outcome.problems[0].detail}", "open"
+    page = outcome.pages[0]
     count = token_counter(str(embed_model_path(settings)))
     chunks, _empty = build_chunks(source, [page], settings.chunk_policy, count=count, language=settings.language)
     if not chunks:
@@ -143,7 +130,7 @@ def _reocr(index: SqliteIndex, item: dict[str, Any], settings: Settings) -> tupl
     embedder = shared_embedder(str(embed_model_path(settings)), settings.embed_batch_size)
     for c, vector in zip(chunks, embedder.embed_passages([c.text for c in chunks]), strict=True):
         index.add_reviewed_chunk(c, vector, exception=False)
-    return f"re-OCR ({tesseract_version()}) passed the gate and was indexed", "resolved"
+    return f"re-OCR ({page.engine}, tier {page.tier}) passed the gate and was indexed", "resolved"
 
 
 def _source_path(index: SqliteIndex, row: dict[str, Any]) -> str:

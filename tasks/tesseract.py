@@ -11,6 +11,10 @@ import shutil
 import subprocess
 from functools import lru_cache
 
+from pydantic import BaseModel, Field
+
+from korpus.datamodel import PageWord
+
 
 class TesseractError(RuntimeError):
     """Tesseract is missing, lacks the language, or failed on a page."""
@@ -26,13 +30,18 @@ def tesseract_version() -> str:
     return first.strip()
 
 
-def ocr_image(image: bytes, language: str = "rus", dpi: int = 300, timeout: float = 300.0) -> str:
-    """Recognise one page image (PNG/TIFF bytes) and return its text."""
+class OcrPage(BaseModel):
+    text: str
+    words: list[PageWord] = Field(default_factory=list)
+
+
+def _run(image: bytes, language: str, dpi: int, timeout: float, output: str) -> str:
     tesseract_version()
     env = dict(os.environ, OMP_THREAD_LIMIT="1")
+    command = ["tesseract", "stdin", "stdout", "-l", language, "--dpi", str(dpi), "--psm", "3"]
     try:
         done = subprocess.run(
-            ["tesseract", "stdin", "stdout", "-l", language, "--dpi", str(dpi), "--psm", "3"],
+            [*command, *([output] if output else [])],
             input=image,
             capture_output=True,
             env=env,
@@ -45,3 +54,49 @@ def ocr_image(image: bytes, language: str = "rus", dpi: int = 300, timeout: floa
         message = done.stderr.decode("utf-8", "replace").strip()
         raise TesseractError(f"tesseract failed (exit {done.returncode}): {message[-500:]}")
     return done.stdout.decode("utf-8", "replace")
+
+
+def ocr_image(image: bytes, language: str = "rus", dpi: int = 300, timeout: float = 300.0) -> str:
+    """Recognise one page image (PNG/TIFF bytes) and return its plain text."""
+    return _run(image, language, dpi, timeout, "")
+
+
+def ocr_page_words(image: bytes, language: str = "rus", dpi: int = 300, timeout: float = 300.0) -> OcrPage:
+    """One Tesseract call: words with boxes and confidences (TSV), and the page text built from them.
+
+    Lines are joined by a newline, paragraphs and blocks by a blank line, as Tesseract's own text output does.
+    """
+    scale = 72.0 / dpi
+    words: list[PageWord] = []
+    parts: list[str] = []
+    last_block = last_par = last_line = None
+    line_index = -1
+    for row in _run(image, language, dpi, timeout, "tsv").splitlines()[1:]:
+        cols = row.split("\t")
+        if len(cols) < 12 or cols[0] != "5" or not cols[11].strip():
+            continue
+        block, par, line = cols[2], cols[3], cols[4]
+        left, top, width, height, conf = (float(c) for c in cols[6:11])
+        if (block, par) != (last_block, last_par):
+            if parts:
+                parts.append("\n\n")
+            line_index += 1
+        elif line != last_line:
+            parts.append("\n")
+            line_index += 1
+        else:
+            parts.append(" ")
+        parts.append(cols[11])
+        last_block, last_par, last_line = block, par, line
+        words.append(
+            PageWord(
+                text=cols[11],
+                x0=left * scale,
+                y0=top * scale,
+                x1=(left + width) * scale,
+                y1=(top + height) * scale,
+                conf=conf,
+                line=line_index,
+            )
+        )
+    return OcrPage(text="".join(parts), words=words)

@@ -86,7 +86,8 @@ def refreshed(models: dict[str, Path], tmp_path_factory: pytest.TempPathFactory)
         first = run_refresh(root, settings)
         calls: dict[str, int] = {}
         with pytest.MonkeyPatch.context() as mp:
-            _counting(tasks.parse, "ocr_image", calls, "ocr", mp)
+            _counting(tasks.parse, "ocr_page_words", calls, "ocr", mp)
+            _counting(tasks.parse, "read_page", calls, "vlm", mp)
             _counting(tasks.speech, "transcribe_window", calls, "asr", mp)
             _counting(tasks.speech, "decode_to_file", calls, "decode", mp)
             _counting(tasks.speech, "speech_segments", calls, "vad", mp)

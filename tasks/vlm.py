@@ -1,0 +1,86 @@
+"""Tier 2 of the OCR cascade: a vision-language model behind an OpenAI-compatible chat-completions API.
+
+`KORPUS_VLM_URL` points at e.g. vLLM serving DeepSeek-OCR or Qwen2.5-VL; model, prompt and timeout are settings.
+Only pages that failed tier 1 are sent, under the Prefect global concurrency limit `korpus-vlm` when one exists
+(`prefect gcl create korpus-vlm --limit 2`), so a GPU server is not flooded. Text has no geometry: it is placed
+on tier 1's line boxes for the searchable PDF.
+"""
+
+from __future__ import annotations
+
+import base64
+
+import httpx
+
+from korpus.datamodel import PageWord
+from korpus.settings import Settings
+
+CONCURRENCY_LIMIT = "korpus-vlm"
+
+
+class VlmError(RuntimeError):
+    """The VLM endpoint failed, timed out or answered something unusable."""
+
+
+def read_page(png: bytes, settings: Settings) -> str:
+    """Send one page image, get its text."""
+    if not settings.vlm_url:
+        raise VlmError("no VLM endpoint configured (KORPUS_VLM_URL)")
+    image = base64.b64encode(png).decode("ascii")
+    body = {
+        "model": settings.vlm_model,
+        "temperature": 0,
+        "messages": [
+            {
+                "role": "user",
+                "content": [
+                    {"type": "text", "text": settings.vlm_prompt},
+                    {"type": "image_url", "image_url": {"url": f"data:image/png;base64,{image}"}},
+                ],
+            }
+        ],
+    }
+    from prefect.concurrency.sync import concurrency
+
+    try:
+        with concurrency(CONCURRENCY_LIMIT, occupy=1, strict=False):
+            response = httpx.post(
+                f"{settings.vlm_url.rstrip('/')}/chat/completions", json=body, timeout=settings.vlm_timeout
+            )
+        response.raise_for_status()
+        content = response.json()["choices"][0]["message"]["content"]
+    except httpx.TimeoutException as exc:
+        raise VlmError(f"VLM timed out after {settings.vlm_timeout:.0f} s") from exc
+    except (httpx.HTTPError, KeyError, IndexError, ValueError) as exc:
+        raise VlmError(f"VLM request failed: {exc}") from exc
+    if not isinstance(content, str):
+        raise VlmError("VLM answered no text")
+    return content.strip()
+
+
+def place_on_lines(text: str, tier1_words: list[PageWord], page_width: float, page_height: float) -> list[PageWord]:
+    """VLM lines onto tier 1's line boxes (proportionally when the counts differ); words spread by length."""
+    lines = [ln for ln in text.splitlines() if ln.strip()]
+    boxes: dict[int, list[PageWord]] = {}
+    for word in tier1_words:
+        boxes.setdefault(word.line, []).append(word)
+    line_boxes = [
+        (min(w.x0 for w in ws), min(w.y0 for w in ws), max(w.x1 for w in ws), max(w.y1 for w in ws))
+        for _, ws in sorted(boxes.items())
+    ]
+    if not line_boxes:  # nothing from tier 1: stack the lines down the page
+        step = page_height / max(1, len(lines))
+        line_boxes = [(36.0, i * step, page_width - 36.0, (i + 0.8) * step) for i in range(len(lines))]
+    placed: list[PageWord] = []
+    for i, line in enumerate(lines):
+        x0, y0, x1, y1 = line_boxes[min(len(line_boxes) - 1, i * len(line_boxes) // max(1, len(lines)))]
+        tokens = line.split()
+        total = sum(len(t) + 1 for t in tokens)
+        x = x0
+        for token in tokens:
+            width = (x1 - x0) * (len(token) + 1) / total
+            placed.append(
+                PageWord(text=token, x0=x, y0=y0, x1=x + width * len(token) / (len(token) + 1), y1=y1, line=i)
+            )
+            x += width
+    return placed
