@@ -187,15 +187,28 @@ def apply_catalog_changes(plan: RefreshPlan, problems: list[QuarantineItem], set
 
 def _parse_all(plan: RefreshPlan, settings: Settings) -> dict[str, ParseOutcome]:
     """Submit every source's first stage, then fan PDF pages needing OCR and speech windows out, across all
-    documents and recordings at once."""
+    documents and recordings at once.
+
+    The Dask cluster starts here, only when there is something to parse: an unchanged corpus costs no cluster.
+    """
+    if not plan.to_process:
+        return {}
+    with dask_task_runner(settings) as runner:
+        return _parse_on(runner, plan, settings)
+
+
+def _parse_on(runner: DaskTaskRunner, plan: RefreshPlan, settings: Settings) -> dict[str, ParseOutcome]:
+    def submit(stage: Any, **parameters: Any) -> Any:
+        return runner.submit(stage, parameters=parameters)
+
     first: dict[str, Any] = {}
     for source in plan.to_process:
         if source.kind is SourceKind.pdf:
-            first[source.source_id] = text_layers.submit(source, settings)
+            first[source.source_id] = submit(text_layers, source=source, settings=settings)
         elif source.kind is SourceKind.audio:
-            first[source.source_id] = speech_plan.submit(source, settings)
+            first[source.source_id] = submit(speech_plan, source=source, settings=settings)
         else:
-            first[source.source_id] = plain_text.submit(source)
+            first[source.source_id] = submit(plain_text, source=source)
     by_id = {s.source_id: s for s in plan.to_process}
     outcomes: dict[str, ParseOutcome] = {}
     ocr_futures, recordings = [], {}
@@ -205,10 +218,13 @@ def _parse_all(plan: RefreshPlan, settings: Settings) -> dict[str, ParseOutcome]
             recordings[source_id] = result
             continue
         outcomes[source_id] = result
-        ocr_futures += [(source_id, ocr_page.submit(by_id[source_id], page, settings)) for page in result.ocr_pending]
+        ocr_futures += [
+            (source_id, submit(ocr_page, source=by_id[source_id], page=page, settings=settings))
+            for page in result.ocr_pending
+        ]
     window_futures = {
         source_id: [
-            transcribe.submit(rec, rec_batch, settings)
+            submit(transcribe, plan=rec, indices=rec_batch, settings=settings)
             for rec_batch in _batches(list(range(len(rec.windows))), settings.asr_windows_per_task)
         ]
         for source_id, rec in recordings.items()
@@ -284,7 +300,7 @@ def _speech_outcome(source: Source, rec: RecordingPlan, futures: list, settings:
     )
 
 
-@flow(name="corpus_refresh", task_runner=dask_task_runner(Settings()), log_prints=False)
+@flow(name="corpus_refresh", log_prints=False)
 def corpus_refresh(root: str, data: str | None = None) -> dict[str, Any]:
     """Bring the index in line with the files under `root`: new and changed sources indexed, removed ones
     retired, unchanged ones left alone (no OCR, ASR or embedding)."""
@@ -301,7 +317,11 @@ def corpus_refresh(root: str, data: str | None = None) -> dict[str, Any]:
         len(plan.removed),
         len(plan.rejected),
     )
-    progress = create_progress_artifact(progress=0.0, key="corpus-refresh", description="sources processed")
+    progress = (
+        create_progress_artifact(progress=0.0, key="corpus-refresh", description="sources processed")
+        if plan.to_process
+        else None
+    )
     splitter = (
         LlmSplitter(settings.splitter_url, settings.splitter_model, settings.splitter_timeout)
         if settings.splitter_url
@@ -335,7 +355,7 @@ def corpus_refresh(root: str, data: str | None = None) -> dict[str, Any]:
             outcome.page_count,
             len(chunks),
         )
-        update_progress_artifact(progress, progress=100.0 * done / max(1, len(plan.to_process)))
+        update_progress_artifact(progress, progress=100.0 * done / len(plan.to_process))
     apply_catalog_changes(plan, problems, settings)
     kinds = {s.source_id: s.kind for s in plan.to_process}
     summary = {
@@ -380,9 +400,8 @@ def _summary_markdown(summary: dict[str, Any]) -> str:
 
 
 def run_refresh(root: Path, settings: Settings) -> dict[str, Any]:
-    """Run the flow with the task runner the settings ask for."""
-    runner = corpus_refresh.with_options(task_runner=dask_task_runner(settings))
-    return runner(root=str(root), data=str(settings.data))
+    """Run the flow; the Dask task runner it parses on comes from the settings."""
+    return corpus_refresh(root=str(root), data=str(settings.data))
 
 
 if __name__ == "__main__":
