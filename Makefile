@@ -57,6 +57,10 @@ demo: setup
 	$(BIN)/korpus search "премия Смирновой" --data $(DEMO)/data -k 2
 	@echo; echo "== search: the same with scope hr"
 	$(BIN)/korpus search "премия Смирновой" --scopes public,hr --data $(DEMO)/data -k 1
+	@echo; echo "== chunks of the contract (structure-v1: headings, table, procedure)"
+	$(BIN)/korpus chunks договоры/договор_поставки_45-17.pdf --data $(DEMO)/data
+	@echo; echo "== searchable copies of the OCR'd scans (pdftotext reads them back)"
+	@ls $(DEMO)/data/searchable/сканы/ && pdftotext "$(DEMO)/data/searchable/сканы/протокол_1998.pdf" - | head -5
 	@echo; echo "== transcript of the espeak-ng recording (robotic voice: Whisper base hears it poorly)"
 	@cat "$(DEMO)/data/transcripts/записи/совещание_2023-05-15.wav.txt"
 

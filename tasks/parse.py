@@ -82,8 +82,8 @@ def _tier1(source: Source, page: int, settings: Settings, outcome: ParseOutcome)
     if cached is not None:
         outcome.cache_hits += 1
         return cached
-    png, dpi = render_page(source.path, page, settings.ocr_dpi)
-    ocr = ocr_page_words(png, settings.ocr_language, dpi)
+    image, dpi = render_page(source.path, page, settings.ocr_dpi, fmt="pnm")
+    ocr = ocr_page_words(image, settings.ocr_language, dpi)
     outcome.engine_calls += 1
     result = PageResult(
         source_id=source.source_id, source_version=source.version, page=page, text=ocr.text, method="tesseract",
