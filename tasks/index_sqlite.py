@@ -19,6 +19,7 @@ import sqlite_vec
 
 from korpus.datamodel import Chunk, Lifecycle, PageResult, QuarantineItem, Source
 from tasks.analysis import analyse, words
+from tasks.identifiers import extract_identifiers
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS index_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -40,6 +41,8 @@ CREATE VIRTUAL TABLE IF NOT EXISTS chunk_terms USING fts5(
 CREATE TABLE IF NOT EXISTS pages (
     source_id TEXT NOT NULL, version TEXT NOT NULL, ordinal INTEGER NOT NULL, page TEXT NOT NULL,
     PRIMARY KEY (source_id, version, ordinal));
+CREATE TABLE IF NOT EXISTS chunk_identifiers (rowid INTEGER NOT NULL, identifier TEXT NOT NULL);
+CREATE INDEX IF NOT EXISTS chunk_identifiers_by_value ON chunk_identifiers (identifier);
 CREATE TABLE IF NOT EXISTS chunk_vectors (rowid INTEGER PRIMARY KEY, embedding BLOB NOT NULL);
 CREATE TABLE IF NOT EXISTS quarantine (
     item_id TEXT PRIMARY KEY, source_id TEXT NOT NULL, source_version TEXT, page INTEGER, t_start REAL,
@@ -354,6 +357,8 @@ class SqliteIndex:
             (rowid, " ".join(analyse(chunk.text)), " ".join(words(chunk.text))),
         )
         self.conn.execute("INSERT INTO chunk_vectors (rowid, embedding) VALUES (?, ?)", (rowid, vector.tobytes()))
+        for identifier in extract_identifiers(chunk.body):
+            self.conn.execute("INSERT INTO chunk_identifiers (rowid, identifier) VALUES (?, ?)", (rowid, identifier))
 
     def _insert_chunk(self, chunk: Chunk, ordinal: int, exception: bool = False) -> int:
         loc = chunk.locator
@@ -441,6 +446,20 @@ class SqliteIndex:
         )
         return [(rowid, -score) for rowid, score in rows]
 
+    def identifier_ranking(self, identifiers: Sequence[str], scopes: Sequence[str], depth: int) -> list[int]:
+        """Chunks holding the query's identifiers exactly, most identifiers matched first."""
+        if not identifiers:
+            return []
+        where, params = self._filter_sql(scopes)
+        marks = ", ".join("?" for _ in identifiers)
+        rows = self.conn.execute(
+            "SELECT c.rowid, count(DISTINCT i.identifier) AS n FROM chunk_identifiers i "
+            f"JOIN chunks c ON c.rowid = i.rowid WHERE i.identifier IN ({marks}) AND {where} "
+            "GROUP BY c.rowid ORDER BY n DESC, c.rowid LIMIT ?",
+            [*identifiers, *params, depth],
+        )
+        return [rowid for rowid, _ in rows]
+
     def vector_ranking(self, vector: np.ndarray, scopes: Sequence[str], depth: int) -> list[tuple[int, float]]:
         where, params = self._filter_sql(scopes)
         blob = np.asarray(vector, dtype=np.float32).tobytes()
@@ -474,8 +493,14 @@ class SqliteIndex:
                 rankings.append([rowid for rowid, _ in self.lexical_ranking(query, scopes, depth)])
             if mode in ("hybrid", "dense"):
                 rankings.append([rowid for rowid, _ in self.vector_ranking(vector, scopes, depth)])
-            fused = rrf_fuse(rankings, rrf_k)[:k]
-            return self._hits(fused)
+            fused = rrf_fuse(rankings, rrf_k)
+            if mode in ("hybrid", "bm25"):
+                # A query carrying an ИНН, ОГРН or document number wants that document: exact identifier
+                # matches rank first, whatever either side of the fusion thought of them.
+                exact = self.identifier_ranking(extract_identifiers(query), scopes, depth)
+                first = [(rowid, 1.0 + 1.0 / (rank + 1)) for rank, rowid in enumerate(exact)]
+                fused = first + [(rowid, score) for rowid, score in fused if rowid not in set(exact)]
+            return self._hits(fused[:k])
 
     def _hits(self, scored: Sequence[tuple[int, float]]) -> list[dict[str, Any]]:
         if not scored:

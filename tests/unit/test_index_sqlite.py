@@ -106,3 +106,24 @@ def test_other_embedding_model_or_dimension_is_refused(index: SqliteIndex) -> No
     index.bind_embedding("e5-small", 384)
     with pytest.raises(IndexMismatchError, match="384-dim"):
         index.bind_embedding("bge-m3", 1024)
+
+
+def test_identifier_in_the_query_ranks_its_exact_match_first(index: SqliteIndex) -> None:
+    # the noise chunks share every query word and the query's vector; only one holds the ИНН
+    for i in range(5):
+        _publish(index, f"noise{i}.txt", "v1", ["ИНН поставщика указан в договоре, ИНН ИНН договор"], axis=0)
+    _publish(index, "contract.txt", "v1", ["Поставщик: ООО «Северный ветер», ИНН 7708123450."], axis=1)
+    _publish(index, "secret.txt", "v1", ["ИНН 7708123450 в служебной записке"], access="hr", axis=0)
+    for mode in ("hybrid", "bm25"):
+        hits = index.search("ИНН 7708123450 договор", _vec(0), ["public"], mode=mode)
+        assert hits[0]["source_id"] == "contract.txt", mode
+        assert "secret.txt" not in {h["source_id"] for h in hits}
+    number = index.search("договор № 45-17/2023", _vec(0), ["public"])
+    assert number[0]["source_id"] != "contract.txt"  # no such number indexed: plain fusion applies
+
+
+def test_identifiers_are_extracted_with_checksums() -> None:
+    from tasks.identifiers import extract_identifiers
+
+    text = "ИНН 7708123450, ОГРН 1027700132195, ИНН 7708123451 (неверный), № 45-17/2023, дело А40-12345/2023"
+    assert extract_identifiers(text) == ["7708123450", "1027700132195", "45-17/2023", "а40-12345/2023"]
