@@ -178,6 +178,49 @@ def chunks(
 
 
 @app.command()
+def exact(
+    text: Annotated[str, typer.Argument(help="The exact phrase.")],
+    scopes: Annotated[str | None, typer.Option("--scopes", help="Access scopes, comma-separated.")] = None,
+    count_only: Annotated[bool, typer.Option("--count", help="Only counts per source (count_mentions).")] = False,
+    data: DataOption = None,
+    as_json: Annotated[bool, typer.Option("--json")] = False,
+) -> None:
+    """search_exact: every occurrence of a phrase with file, page or timecode, line and context."""
+    from tasks.index_sqlite import SqliteIndex
+
+    settings = _settings(data)
+    if not settings.index_path.is_file():
+        _fail(f"no index at {settings.index_path}: run `korpus refresh --root DIR` first")
+    scope_list = [s.strip() for s in scopes.split(",") if s.strip()] if scopes else settings.default_scopes
+    index = SqliteIndex(settings.index_path)
+    try:
+        found = index.count_mentions(text, scope_list) if count_only else index.exact_occurrences(text, scope_list)
+    finally:
+        index.close()
+    if as_json:
+        typer.echo(json.dumps(found, ensure_ascii=False, indent=2))
+        return
+    typer.echo(f"{found['total']} occurrence(s): " + ", ".join(f"{k} ×{v}" for k, v in found["by_source"].items()))
+    for o in found.get("occurrences", []):
+        where = f"лист {o['page']}" if o["page"] is not None else o["timecode"]
+        typer.echo(f"  [{o['source_id']} · {where}] {o['line']}")
+
+
+@app.command()
+def serve(
+    host: Annotated[str, typer.Option(help="Interface to listen on.")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(help="Port.")] = 8765,
+    data: DataOption = None,
+) -> None:
+    """HTTP API: /search, /exact, /count, /sources/{id}, /health, /tools, OpenAPI docs at /docs."""
+    import uvicorn
+
+    from korpus.api import create_app
+
+    uvicorn.run(create_app(_settings(data)), host=host, port=port)
+
+
+@app.command()
 def sources(data: DataOption = None) -> None:
     """The catalog: every source version with its lifecycle."""
     from tasks.index_sqlite import SqliteIndex

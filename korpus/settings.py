@@ -116,6 +116,10 @@ class Settings(BaseSettings):
     default_scopes: Annotated[list[str], NoDecode] = Field(
         default_factory=lambda: ["public"], description="Scopes a search sees unless given others (a,b,c)."
     )
+    api_keys: dict[str, list[str]] = Field(
+        default_factory=dict,
+        description='API key → scopes for `korpus serve`, as JSON: {"key": ["public", "hr"]}. Empty: anonymous.',
+    )
     rrf_k: int = Field(default=60, ge=1)
     rrf_depth: int = Field(default=50, ge=1, description="Hits taken from each side before fusion.")
 

@@ -8,6 +8,7 @@ transaction: readers see the old version or the new one, never both or neither.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
@@ -19,6 +20,7 @@ import sqlite_vec
 
 from korpus.datamodel import Chunk, Lifecycle, PageResult, QuarantineItem, Source
 from tasks.analysis import analyse, words
+from tasks.audio import timecode
 from tasks.identifiers import extract_identifiers
 
 SCHEMA = """
@@ -71,6 +73,9 @@ HIT_FIELDS = (
 
 class IndexMismatchError(RuntimeError):
     """The index was built with another embedding model or dimension than the one asked to query it."""
+
+
+_STAMP = re.compile(r"\[(\d\d:\d\d:\d\d)\]")
 
 
 def _now() -> str:
@@ -460,6 +465,48 @@ class SqliteIndex:
         )
         return [rowid for rowid, _ in rows]
 
+    def exact_occurrences(self, text: str, scopes: Sequence[str], limit: int = 500) -> dict[str, Any]:
+        """`search_exact`: every occurrence of `text` (case-insensitive, any run of whitespace between its words)
+        in current chunks the scopes may see: file, page or timecode, the line, context, and the total count."""
+        tokens = words(text)
+        if not tokens:
+            return {"query": text, "total": 0, "by_source": {}, "occurrences": []}
+        where, params = self._filter_sql(scopes)
+        phrase = '"' + " ".join(t.replace('"', '""') for t in tokens) + '"'
+        rows = self.conn.execute(
+            "SELECT c.source_id, c.page, c.t_start, c.body, c.chunk_id FROM chunk_terms "
+            f"JOIN chunks c ON c.rowid = chunk_terms.rowid WHERE chunk_terms MATCH ? AND {where} "
+            "ORDER BY c.source_id, c.page, c.t_start, c.rowid",
+            [f"exact : {phrase}", *params],
+        )
+        pattern = re.compile(r"\s+".join(re.escape(part) for part in text.split()), re.IGNORECASE)
+        occurrences: list[dict[str, Any]] = []
+        by_source: dict[str, int] = {}
+        for source_id, page, t_start, body, chunk_id in rows:
+            for match in pattern.finditer(body):
+                by_source[source_id] = by_source.get(source_id, 0) + 1
+                if len(occurrences) >= limit:
+                    continue
+                line_start = body.rfind("\n", 0, match.start()) + 1
+                line_end = body.find("\n", match.end())
+                stamp = _STAMP.findall(body[: match.start()])
+                occurrences.append(
+                    {
+                        "source_id": source_id,
+                        "page": page,
+                        "timecode": stamp[-1] if stamp else (timecode(t_start) if t_start is not None else None),
+                        "line": body[line_start : line_end if line_end >= 0 else len(body)].strip(),
+                        "context": body[max(0, match.start() - 80) : match.end() + 80].replace("\n", " "),
+                        "chunk_id": chunk_id,
+                    }
+                )
+        return {"query": text, "total": sum(by_source.values()), "by_source": by_source, "occurrences": occurrences}
+
+    def count_mentions(self, text: str, scopes: Sequence[str]) -> dict[str, Any]:
+        """`count_mentions`: how often `text` occurs, per source, in what the scopes may see."""
+        found = self.exact_occurrences(text, scopes, limit=0)
+        return {"query": text, "total": found["total"], "by_source": found["by_source"]}
+
     def vector_ranking(self, vector: np.ndarray, scopes: Sequence[str], depth: int) -> list[tuple[int, float]]:
         where, params = self._filter_sql(scopes)
         blob = np.asarray(vector, dtype=np.float32).tobytes()
@@ -566,6 +613,19 @@ class SqliteIndex:
         for row in out:
             row["section_path"] = json.loads(row["section_path"])
         return out
+
+    def stats(self) -> dict[str, Any]:
+        """Counts for a health check: current chunks and sources, open quarantine items, the embedding model."""
+        one = lambda sql: self.conn.execute(sql).fetchall()[0][0]  # noqa: E731
+        meta = dict(self.conn.execute("SELECT key, value FROM index_meta"))
+        return {
+            "chunks_current": one("SELECT count(*) FROM chunks WHERE lifecycle = 'current'"),
+            "sources_current": one("SELECT count(*) FROM sources WHERE lifecycle = 'current'"),
+            "quarantine_open": one("SELECT count(*) FROM quarantine WHERE status = 'open'"),
+            "last_switch": one("SELECT max(switched_at) FROM sources"),
+            "embed_model": meta.get("embed_model"),
+            "embed_dims": int(meta["embed_dims"]) if "embed_dims" in meta else None,
+        }
 
     def chunk_count(self, lifecycle: str | None = "current") -> int:
         if lifecycle is None:

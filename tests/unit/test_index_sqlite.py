@@ -127,3 +127,19 @@ def test_identifiers_are_extracted_with_checksums() -> None:
 
     text = "ИНН 7708123450, ОГРН 1027700132195, ИНН 7708123451 (неверный), № 45-17/2023, дело А40-12345/2023"
     assert extract_identifiers(text) == ["7708123450", "1027700132195", "45-17/2023", "а40-12345/2023"]
+
+
+def test_search_exact_finds_every_accessible_current_occurrence(index: SqliteIndex) -> None:
+    _publish(index, "a.txt", "v1", ["Договор поставки.\nСтороны: Иванов П. С. и\nПетров.", "Снова Иванов  П. С."])
+    _publish(index, "b.txt", "v1", ["иванов п. с. подписал"], access="hr")
+    _publish(index, "c.txt", "v1", ["Иванов П. С. — старая редакция"])
+    _publish(index, "c.txt", "v2", ["Новая редакция без фамилии"])
+    found = index.exact_occurrences("Иванов П. С.", ["public"])
+    assert found["total"] == 2 and found["by_source"] == {"a.txt": 2}
+    first = found["occurrences"][0]
+    assert (first["source_id"], first["page"], first["line"]) == ("a.txt", 1, "Стороны: Иванов П. С. и")
+    assert "Договор поставки" in first["context"]
+    assert found["occurrences"][1]["page"] == 2  # "Иванов  П. С." with two spaces still matches
+    widened = index.count_mentions("Иванов П. С.", ["public", "hr"])
+    assert widened == {"query": "Иванов П. С.", "total": 3, "by_source": {"a.txt": 2, "b.txt": 1}}
+    assert index.exact_occurrences("Сидоров", ["public"])["total"] == 0

@@ -1,0 +1,156 @@
+"""HTTP API (`korpus serve`): search, exact search, mention counts, sources, health, and tool definitions.
+
+Access is decided here, on the server: an API key (header `X-API-Key` or `Authorization: Bearer …`) maps to the
+scopes configured for it in `KORPUS_API_KEYS`; a request may narrow its scopes with `scopes=` but never widen
+them (403). With no keys configured the API is anonymous and sees `KORPUS_DEFAULT_SCOPES` only.
+"""
+
+import threading
+from typing import Annotated, Any
+
+from fastapi import Depends, FastAPI, Header, HTTPException, Query
+
+from korpus.model_store import embed_model_path, set_offline_switches
+from korpus.settings import Settings
+from tasks.embedding import shared_embedder
+from tasks.index_sqlite import SqliteIndex
+
+TOOLS = [
+    {
+        "type": "function",
+        "function": {
+            "name": "search",
+            "description": "Hybrid search (BM25 with Russian morphology + semantic) over the archive. Every hit "
+            "starts with its citation, e.g. [том_2.pdf · лист 147] or [допрос_03.mp3 · 00:12:34].",
+            "parameters": {
+                "type": "object",
+                "properties": {
+                    "q": {"type": "string", "description": "The question or keywords, in Russian."},
+                    "k": {"type": "integer", "minimum": 1, "maximum": 50, "default": 8},
+                },
+                "required": ["q"],
+            },
+        },
+    },
+    {
+        "type": "function",
+        "function": {
+            "name": "search_exact",
+            "description": "Every occurrence of an exact phrase (a name, number, quotation): file, page or "
+            "timecode, the line, surrounding context and the total count.",
+            "parameters": {
+                "type": "object",
+                "properties": {"text": {"type": "string", "description": "The exact phrase."}},
+                "required": ["text"],
+            },
+        },
+    },
+    {
+        "type": "function",
+        "function": {
+            "name": "count_mentions",
+            "description": "How many times an exact phrase occurs, per source file.",
+            "parameters": {
+                "type": "object",
+                "properties": {"text": {"type": "string", "description": "The exact phrase."}},
+                "required": ["text"],
+            },
+        },
+    },
+]
+
+
+def create_app(settings: Settings) -> FastAPI:
+    """The API over one data directory. Opens a SQLite connection per request (apsw connections are cheap)."""
+    set_offline_switches()
+    app = FastAPI(title="korpus", version="0.1.0", description=__doc__)
+    lock = threading.Lock()
+
+    def granted(
+        x_api_key: Annotated[str | None, Header()] = None,
+        authorization: Annotated[str | None, Header()] = None,
+    ) -> list[str]:
+        if not settings.api_keys:
+            return list(settings.default_scopes)
+        key = x_api_key or (authorization.removeprefix("Bearer ").strip() if authorization else None)
+        if not key or key not in settings.api_keys:
+            raise HTTPException(status_code=401, detail="a valid API key is required (X-API-Key)")
+        return list(settings.api_keys[key])
+
+    def scopes(
+        allowed: Annotated[list[str], Depends(granted)],
+        requested: Annotated[str | None, Query(alias="scopes", description="Narrow to these, comma-separated")] = None,
+    ) -> list[str]:
+        if requested is None:
+            return allowed
+        wanted = [s.strip() for s in requested.split(",") if s.strip()]
+        extra = sorted(set(wanted) - set(allowed))
+        if extra:
+            raise HTTPException(status_code=403, detail=f"scopes not granted to this caller: {', '.join(extra)}")
+        return wanted
+
+    def index() -> Any:
+        if not settings.index_path.is_file():
+            raise HTTPException(status_code=503, detail="no index yet: run `korpus refresh`")
+        idx = SqliteIndex(settings.index_path)
+        try:
+            yield idx
+        finally:
+            idx.close()
+
+    Scopes = Annotated[list[str], Depends(scopes)]
+    Index = Annotated[SqliteIndex, Depends(index)]
+
+    @app.get("/search", summary="Hybrid search")
+    def search(
+        q: str, idx: Index, allowed: Scopes, k: Annotated[int, Query(ge=1, le=50)] = 8, mode: str = "hybrid"
+    ) -> list[dict[str, Any]]:
+        if mode not in ("hybrid", "bm25", "dense"):
+            raise HTTPException(status_code=422, detail="mode is hybrid, bm25 or dense")
+        vector = None
+        if mode != "bm25":
+            embedder = shared_embedder(str(embed_model_path(settings)), settings.embed_batch_size)
+            with lock:
+                vector = embedder.embed_query(q)
+            idx.bind_embedding(embedder.name, int(vector.shape[0]))
+        return idx.search(q, vector, allowed, k=k, depth=settings.rrf_depth, rrf_k=settings.rrf_k, mode=mode)
+
+    @app.get("/exact", summary="search_exact: every occurrence of a phrase")
+    def exact(text: str, idx: Index, allowed: Scopes, limit: Annotated[int, Query(ge=1, le=1000)] = 200) -> dict:
+        return idx.exact_occurrences(text, allowed, limit=limit)
+
+    @app.get("/count", summary="count_mentions: occurrences per source")
+    def count(text: str, idx: Index, allowed: Scopes) -> dict:
+        return idx.count_mentions(text, allowed)
+
+    @app.get("/sources/{source_id:path}", summary="One source's current version")
+    def source(source_id: str, idx: Index, allowed: Scopes) -> dict:
+        found = idx.current_source(source_id)
+        if found is None or found[0].access not in allowed:
+            raise HTTPException(status_code=404, detail="no such source visible to this caller")
+        src, pages = found
+        return {
+            "source_id": src.source_id,
+            "version": src.version,
+            "kind": src.kind,
+            "owner": src.owner,
+            "access": src.access,
+            "pages": len(pages),
+            "chunks": len(idx.source_chunks(source_id)),
+        }
+
+    @app.get("/health", summary="Liveness and the state of the index")
+    def health() -> dict:
+        if not settings.index_path.is_file():
+            return {"status": "empty", "index": str(settings.index_path)}
+        idx = SqliteIndex(settings.index_path)
+        try:
+            return {"status": "ok", "index": str(settings.index_path)} | idx.stats()
+        finally:
+            idx.close()
+
+    @app.get("/tools", summary="OpenAI-style function definitions for search, search_exact, count_mentions")
+    def tools() -> list[dict]:
+        return TOOLS
+
+    return app
