@@ -206,6 +206,57 @@ def exact(
         typer.echo(f"  [{o['source_id']} · {where}] {o['line']}")
 
 
+@app.command("eval")
+def evaluate_cmd(
+    questions: Annotated[Path, typer.Argument(help="Eval file (JSONL), see docs/retrieval.md.")],
+    retriever: Annotated[str, typer.Option("--retriever", help="bm25-nostem | bm25 | dense | hybrid")] = "hybrid",
+    data: DataOption = None,
+    as_json: Annotated[bool, typer.Option("--json")] = False,
+) -> None:
+    """Recall@1/5/10, MRR@10, nDCG@10 overall and per question type, and leak counts (must be 0)."""
+    from tasks.embedding import Embedder
+    from tasks.evaluation import RETRIEVERS, evaluate, load_questions
+    from tasks.index_sqlite import SqliteIndex
+
+    settings = _settings(data)
+    if retriever not in RETRIEVERS:
+        _fail(f"unknown retriever {retriever!r}: {', '.join(RETRIEVERS)}")
+    if not questions.is_file() or not settings.index_path.is_file():
+        _fail(f"need an eval file ({questions}) and an index ({settings.index_path})")
+    set_offline_switches()
+    index = SqliteIndex(settings.index_path)
+    try:
+        embedder = Embedder(embed_model_path(settings), settings.embed_batch_size)
+        report = evaluate(load_questions(questions), index, embedder, retriever, settings.default_scopes,
+                          settings.no_answer_threshold, settings.rrf_k, settings.rrf_depth)  # fmt: skip
+    finally:
+        index.close()
+    if as_json:
+        typer.echo(json.dumps(report, ensure_ascii=False, indent=2))
+        return
+    typer.echo(f"{retriever}: n={report['n']}  R@1={report['recall@1']}  R@5={report['recall@5']}  "
+               f"R@10={report['recall@10']}  MRR@10={report['mrr@10']}  nDCG@10={report['ndcg@10']}  "
+               f"leaks={report['leaks']}")  # fmt: skip
+    for kind, row in report["by_type"].items():
+        typer.echo(
+            f"  {kind:<15} n={row['n']:<4} R@1={row['recall@1']}  R@10={row['recall@10']}  nDCG@10={row['ndcg@10']}"
+        )
+
+
+@app.command("import-beir")
+def import_beir_cmd(
+    folder: Annotated[Path, typer.Argument(help="BEIR folder: corpus.jsonl, queries*.jsonl, qrels*.tsv.")],
+    out: Annotated[Path, typer.Option("--out", help="Corpus folder to write (one <_id>.txt per passage).")],
+    eval_out: Annotated[Path | None, typer.Option("--eval", help="Also write an eval file here.")] = None,
+) -> None:
+    """Turn a BEIR data set into a korpus source folder (+ manifest) and an eval file."""
+    from tasks.evaluation import import_beir
+
+    if not (folder / "corpus.jsonl").is_file():
+        _fail(f"{folder} has no corpus.jsonl")
+    typer.echo(json.dumps(import_beir(folder, out, eval_out)))
+
+
 @app.command()
 def serve(
     host: Annotated[str, typer.Option(help="Interface to listen on.")] = "127.0.0.1",

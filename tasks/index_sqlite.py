@@ -82,12 +82,12 @@ def _now() -> str:
     return datetime.now(UTC).isoformat(timespec="seconds")
 
 
-def _fts_query(terms: Iterable[str]) -> str | None:
+def _fts_query(terms: Iterable[str], column: str = "terms") -> str | None:
     unique = list(dict.fromkeys(t for t in terms if t))
     if not unique:
         return None
     quoted = " OR ".join('"' + t.replace('"', '""') + '"' for t in unique)
-    return f"terms : ({quoted})"
+    return f"{column} : ({quoted})"
 
 
 def rrf_fuse(rankings: Sequence[Sequence[int]], k: int) -> list[tuple[int, float]]:
@@ -438,13 +438,17 @@ class SqliteIndex:
         marks = ", ".join("?" for _ in scopes)
         return f"c.lifecycle = 'current' AND c.access IN ({marks})", list(scopes)
 
-    def lexical_ranking(self, query: str, scopes: Sequence[str], depth: int) -> list[tuple[int, float]]:
-        match = _fts_query(analyse(query))
+    def lexical_ranking(
+        self, query: str, scopes: Sequence[str], depth: int, stemmed: bool = True
+    ) -> list[tuple[int, float]]:
+        """BM25 over the Russian-analysed `terms` field, or (stemmed=False) over the unstemmed `exact` field."""
+        match = _fts_query(analyse(query)) if stemmed else _fts_query(words(query), column="exact")
         if match is None:
             return []
         where, params = self._filter_sql(scopes)
+        weights = "1.0, 0.0" if stemmed else "0.0, 1.0"
         rows = self.conn.execute(
-            "SELECT c.rowid, bm25(chunk_terms, 1.0, 0.0) AS s FROM chunk_terms "
+            f"SELECT c.rowid, bm25(chunk_terms, {weights}) AS s FROM chunk_terms "
             f"JOIN chunks c ON c.rowid = chunk_terms.rowid WHERE chunk_terms MATCH ? AND {where} "
             "ORDER BY s LIMIT ?",
             [match, *params, depth],
@@ -536,6 +540,8 @@ class SqliteIndex:
             raise ValueError("dense and hybrid search need a query vector")
         with self.conn:
             rankings = []
+            if mode == "bm25-nostem":  # the baseline evaluations compare against: no Russian morphology
+                rankings.append([rowid for rowid, _ in self.lexical_ranking(query, scopes, depth, stemmed=False)])
             if mode in ("hybrid", "bm25"):
                 rankings.append([rowid for rowid, _ in self.lexical_ranking(query, scopes, depth)])
             if mode in ("hybrid", "dense"):

@@ -44,3 +44,19 @@ def test_bad_input_gives_a_clear_error(tmp_path: Path) -> None:
     assert missing_root.exit_code == 2 and "is not a folder" in missing_root.output
     no_index = runner.invoke(app, ["search", "договор", "--data", str(tmp_path / "empty")])
     assert no_index.exit_code == 2 and "no index" in no_index.output
+
+
+def test_eval_on_the_sample_archive_reports_no_leaks(refreshed: Refreshed) -> None:
+    questions = Path(__file__).resolve().parents[2] / "eval" / "sample-archive.jsonl"
+    reports = {}
+    for retriever in ("bm25", "hybrid"):
+        result = runner.invoke(app, ["eval", str(questions), "--retriever", retriever, "--json", "--data",
+                                     str(refreshed.settings.data)])  # fmt: skip
+        assert result.exit_code == 0, result.output
+        reports[retriever] = json.loads(result.stdout)
+    for report in reports.values():
+        assert report["n"] == 12 and report["leaks"] == {"denied_access": 0, "superseded": 0}
+        assert report["by_type"]["identifier"]["recall@1"] == 1.0
+        assert report["by_type"]["denied-access"]["recall@1"] == 1.0
+        assert 0.0 <= report["ndcg@10"] <= 1.0
+    assert reports["hybrid"]["recall@10"] >= reports["bm25"]["recall@10"]

@@ -1,0 +1,77 @@
+"""Retrieval quality side by side: BM25 without stemming, BM25 with Russian analysis, dense, hybrid — per type.
+
+    .venv/bin/python benchmarks/retrieval.py [--xquad ../shared/data/xquad-ru] [--json]
+
+Two corpora, each refreshed into a fresh data directory by the real flow:
+- XQuAD-ru (240 paragraphs, 623 dev questions), imported with `import_beir`;
+- the sample archive with its archive-style eval set (`eval/sample-archive.jsonl`: identifiers, a table,
+  paraphrases, a procedure step, denied access, no-answer questions).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import tempfile
+from pathlib import Path
+
+os.environ.setdefault("PREFECT_LOGGING_LEVEL", "WARNING")
+os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from flows.corpus_refresh import run_refresh
+from korpus.model_store import embed_model_path, ensure_models
+from korpus.sample_archive import write_sample_archive
+from korpus.settings import Settings
+from tasks.embedding import Embedder
+from tasks.evaluation import RETRIEVERS, evaluate, import_beir, load_questions
+from tasks.index_sqlite import SqliteIndex
+
+ROOT = Path(__file__).resolve().parents[1]
+DEFAULT_XQUAD = ROOT.parent / "shared" / "data" / "xquad-ru"
+
+
+def run(root: Path, questions: Path, data: Path) -> dict:
+    settings = Settings(data=data)
+    run_refresh(root, settings)
+    index = SqliteIndex(settings.index_path)
+    embedder = Embedder(embed_model_path(settings))
+    try:
+        qs = load_questions(questions)
+        return {
+            r: evaluate(qs, index, embedder, r, settings.default_scopes, settings.no_answer_threshold)
+            for r in RETRIEVERS
+        }
+    finally:
+        index.close()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--xquad", type=Path, default=DEFAULT_XQUAD)
+    parser.add_argument("--json", action="store_true")
+    args = parser.parse_args()
+    ensure_models(Settings())
+    report = {}
+    with tempfile.TemporaryDirectory(prefix="korpus-retrieval-") as tmp:
+        sample = Path(tmp) / "sample"
+        write_sample_archive(sample)
+        report["sample-archive"] = run(sample, ROOT / "eval" / "sample-archive.jsonl", Path(tmp) / "sample-data")
+        corpus, questions = Path(tmp) / "xquad", Path(tmp) / "xquad.jsonl"
+        import_beir(args.xquad, corpus, questions)
+        report["xquad-ru"] = run(corpus, questions, Path(tmp) / "xquad-data")
+    if args.json:
+        print(json.dumps(report, indent=2, ensure_ascii=False))
+        return
+    for name, by_retriever in report.items():
+        print(f"== {name}")
+        for retriever, r in by_retriever.items():
+            types = "  ".join(f"{t}={v['ndcg@10']}" for t, v in r["by_type"].items())
+            print(f"{retriever:>12}: n={r['n']} R@1={r['recall@1']} R@10={r['recall@10']} MRR@10={r['mrr@10']} "
+                  f"nDCG@10={r['ndcg@10']} leaks={r['leaks']}  by type nDCG@10: {types}")  # fmt: skip
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,152 @@
+"""EVALUATE: retrieval quality over the indexed corpus, per question type, with leak counts; BEIR import.
+
+An eval file holds one question per line:
+`{"id", "question", "type", "expected": [{"source_id", "page": int|null}], "scopes": [...]?}`.
+A hit matches an expected item when the source id matches and, if a page is given, the page. Types:
+normal, paraphrase, identifier, boundary, table, denied-access, changed-source, no-answer. A `no-answer`
+question passes when the best dense similarity stays below the threshold; a `denied-access` question is
+answered correctly when nothing it may not see is returned (leaks must be 0 everywhere).
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from tasks.embedding import Embedder
+from tasks.index_sqlite import SqliteIndex
+
+RETRIEVERS = ("bm25-nostem", "bm25", "dense", "hybrid")
+
+
+class Expected(BaseModel):
+    source_id: str
+    page: int | None = None
+
+
+class Question(BaseModel):
+    id: str
+    question: str
+    type: str = "normal"
+    expected: list[Expected] = Field(default_factory=list)
+    scopes: list[str] | None = None
+
+
+def load_questions(path: Path) -> list[Question]:
+    return [
+        Question.model_validate_json(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()
+    ]
+
+
+def _relevance_flags(hits: list[dict[str, Any]], expected: list[Expected]) -> list[bool]:
+    """A hit is relevant when it matches an expected item not matched by a better-ranked hit: several chunks of
+    one expected page count once, so nDCG stays within [0, 1]."""
+    matched: set[int] = set()
+    flags = []
+    for hit in hits:
+        index = next(
+            (
+                i
+                for i, e in enumerate(expected)
+                if i not in matched and hit["source_id"] == e.source_id and (e.page is None or hit["page"] == e.page)
+            ),
+            None,
+        )
+        flags.append(index is not None)
+        if index is not None:
+            matched.add(index)
+    return flags
+
+
+def _scores(hits: list[dict[str, Any]], expected: list[Expected]) -> dict[str, float]:
+    flags = _relevance_flags(hits[:10], expected)
+    first = next((i for i, f in enumerate(flags) if f), None)
+    dcg = sum(1 / math.log2(i + 2) for i, f in enumerate(flags) if f)
+    ideal = sum(1 / math.log2(i + 2) for i in range(min(len(expected), 10)))
+    return {
+        "recall@1": float(any(flags[:1])),
+        "recall@5": float(any(flags[:5])),
+        "recall@10": float(any(flags[:10])),
+        "mrr@10": 1 / (first + 1) if first is not None else 0.0,
+        "ndcg@10": dcg / ideal if ideal else 0.0,
+    }
+
+
+def evaluate(
+    questions: list[Question],
+    index: SqliteIndex,
+    embedder: Embedder | None,
+    retriever: str,
+    default_scopes: list[str],
+    no_answer_threshold: float,
+    rrf_k: int = 60,
+    depth: int = 50,
+) -> dict[str, Any]:
+    """Run every question through one retriever; metrics overall and by type, and leak counts."""
+    per_type: dict[str, list[dict[str, float]]] = defaultdict(list)
+    leaks = {"denied_access": 0, "superseded": 0}
+    for q in questions:
+        scopes = q.scopes or default_scopes
+        vector = embedder.embed_query(q.question) if embedder is not None and retriever != "bm25" else None
+        hits = index.search(q.question, vector, scopes, k=10, depth=depth, rrf_k=rrf_k, mode=retriever)
+        leaks["denied_access"] += sum(h["access"] not in scopes for h in hits)
+        leaks["superseded"] += sum(h["lifecycle"] != "current" for h in hits)
+        if q.type == "no-answer":
+            best = index.vector_ranking(embedder.embed_query(q.question), scopes, 1) if embedder else []
+            passed = float(not best or best[0][1] < no_answer_threshold)
+            per_type[q.type].append(dict.fromkeys(("recall@1", "recall@5", "recall@10", "mrr@10", "ndcg@10"), passed))
+        elif q.type == "denied-access" and not q.expected:
+            ok = float(all(h["access"] in scopes for h in hits))
+            per_type[q.type].append(dict.fromkeys(("recall@1", "recall@5", "recall@10", "mrr@10", "ndcg@10"), ok))
+        else:
+            per_type[q.type].append(_scores(hits, q.expected))
+    all_scores = [s for scores in per_type.values() for s in scores]
+    mean = lambda rows, key: round(sum(r[key] for r in rows) / len(rows), 4) if rows else 0.0  # noqa: E731
+    keys = ("recall@1", "recall@5", "recall@10", "mrr@10", "ndcg@10")
+    return {
+        "retriever": retriever,
+        "n": len(all_scores),
+        **{k: mean(all_scores, k) for k in keys},
+        "by_type": {t: {"n": len(rows), **{k: mean(rows, k) for k in keys}} for t, rows in sorted(per_type.items())},
+        "leaks": leaks,
+    }
+
+
+def import_beir(folder: Path, out: Path, eval_out: Path | None = None, access: str = "public") -> dict[str, int]:
+    """A BEIR folder (corpus.jsonl, queries*.jsonl, qrels*.tsv) → a corpus folder of `<_id>.txt` files with a
+    manifest, and an eval file whose expected source id is that file name."""
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "korpus.yaml").write_text(f"defaults:\n  owner: beir-import\n  access: {access}\n", encoding="utf-8")
+    passages = 0
+    for line in (folder / "corpus.jsonl").read_text(encoding="utf-8").splitlines():
+        doc = json.loads(line)
+        title = doc.get("title") or ""
+        body = f"{title}\n\n{doc['text']}" if title else doc["text"]
+        (out / f"{doc['_id']}.txt").write_text(body + "\n", encoding="utf-8")
+        passages += 1
+    questions = 0
+    if eval_out is not None:
+        queries = {}
+        for path in sorted(folder.glob("queries*.jsonl")):
+            for line in path.read_text(encoding="utf-8").splitlines():
+                q = json.loads(line)
+                queries[q["_id"]] = q["text"]
+        relevant: dict[str, list[str]] = defaultdict(list)
+        for path in sorted(folder.glob("qrels*.tsv")):
+            with open(path, encoding="utf-8") as handle:
+                for row in csv.reader(handle, delimiter="\t"):
+                    if len(row) >= 3 and row[0] in queries and row[2].strip() not in ("0", "score"):
+                        relevant[row[0]].append(row[1])
+        with open(eval_out, "w", encoding="utf-8") as sink:
+            for qid, docs in relevant.items():
+                expected = [{"source_id": f"{d}.txt", "page": None} for d in docs]
+                record = {"id": qid, "question": queries[qid], "type": "normal", "expected": expected}
+                sink.write(json.dumps(record, ensure_ascii=False) + "\n")
+                questions += 1
+    return {"passages": passages, "questions": questions}
