@@ -6,16 +6,11 @@ with its reason codes — never a silent drop, never a silent index. Reason code
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 from korpus.datamodel import Chunk, Lifecycle, QuarantineItem, ReasonCode
-
-_LETTER = re.compile(r"[^\W\d_]", re.UNICODE)
-_CYRILLIC = re.compile(r"[\u0400-\u04FF]")
-_LATIN = re.compile(r"[A-Za-z]")
-_WORD = re.compile(r"[^\W\d_]{3,}", re.UNICODE)
+from tasks.text_quality import PageFacts, measure
 
 
 @dataclass(frozen=True)
@@ -39,19 +34,20 @@ POLICIES = {
 
 
 def text_quality_problems(text: str, policy: ChunkPolicy) -> list[str]:
-    """Letters mostly Cyrillic, few words mixing Cyrillic and Latin look-alikes (the corpus language is Russian)."""
-    letters = _LETTER.findall(text)
+    """Letters mostly Cyrillic, few words mixing Cyrillic and Latin look-alikes (the corpus language is Russian).
+
+    The same signals as the page detector (tasks/text_quality.py), with the chunk policy's thresholds."""
+    signals = measure(text, PageFacts())
     problems = []
-    if letters:
-        share = sum(1 for ch in letters if _CYRILLIC.match(ch)) / len(letters)
-        if share < policy.min_cyrillic:
-            problems.append(f"cyrillic share {share:.2f} < {policy.min_cyrillic}")
-    words = _WORD.findall(text)
-    if words:
-        mixed = sum(1 for w in words if _CYRILLIC.search(w) and _LATIN.search(w)) / len(words)
-        if mixed > policy.max_mixed_script:
-            problems.append(f"mixed-script words {mixed:.2f} > {policy.max_mixed_script}")
+    if signals["cyrillic_share"] < policy.min_cyrillic and _has_letters(text):
+        problems.append(f"cyrillic share {signals['cyrillic_share']:.2f} < {policy.min_cyrillic}")
+    if signals["mixed_script_share"] > policy.max_mixed_script:
+        problems.append(f"mixed-script words {signals['mixed_script_share']:.2f} > {policy.max_mixed_script}")
     return problems
+
+
+def _has_letters(text: str) -> bool:
+    return any(ch.isalpha() for ch in text)
 
 
 def gate_chunk(

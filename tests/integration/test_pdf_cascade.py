@@ -4,16 +4,12 @@ searchable PDFs checked with pdftotext, and a refresh killed with SIGKILL mid-do
 from __future__ import annotations
 
 import base64
-import json
 import os
 import signal
 import subprocess
 import sys
-import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import ClassVar
 
 import numpy as np
 import pymupdf
@@ -28,33 +24,20 @@ from tasks.pdf_pages import MAX_RENDER_PIXELS, render_dpi
 from tasks.receive import file_sha256
 from tasks.searchable_pdf import ocr_document
 
+from .chat_stand_in import Script, chat_stand_in
+
 pytestmark = pytest.mark.integration
 VLM_TEXT = "АКТ ПРИЁМКИ\nОборудование принято комиссией без замечаний.\nПредседатель комиссии Орлов Д. С."
 LINES = ["АКТ № 12", "приёмки оборудования на склад", "Насосы приняты без замечаний.", "Комиссия: Орлов Д. С."]
 
 
-class VlmStandIn(BaseHTTPRequestHandler):
-    requests: ClassVar[list] = []
-
-    def do_POST(self) -> None:
-        VlmStandIn.requests.append(json.loads(self.rfile.read(int(self.headers["Content-Length"]))))
-        data = json.dumps({"choices": [{"message": {"role": "assistant", "content": VLM_TEXT}}]}).encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
-
-    def log_message(self, *_args: object) -> None:
-        pass
+VLM = Script(content=VLM_TEXT)
 
 
 @pytest.fixture(scope="module")
 def vlm_url() -> str:
-    server = ThreadingHTTPServer(("127.0.0.1", 0), VlmStandIn)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    yield f"http://127.0.0.1:{server.server_address[1]}/v1"
-    server.shutdown()
+    with chat_stand_in(VLM) as url:
+        yield url
 
 
 def _source(path: Path) -> Source:
@@ -88,18 +71,18 @@ def test_tier1_keeps_a_good_scan_with_word_boxes(tmp_path: Path) -> None:
 def test_page_failing_tier1_goes_to_the_vlm_once(tmp_path: Path, vlm_url: str) -> None:
     path = _noise_page_pdf(tmp_path / "noise.pdf")
     settings = Settings(data=tmp_path / "data", vlm_url=vlm_url, vlm_model="stand-in-ocr")
-    before = len(VlmStandIn.requests)
+    before = len(VLM.requests)
     outcome = ocr_pdf_page(_source(path), 1, settings)
     page = outcome.pages[0]
     assert (page.tier, page.method, page.engine) == (2, "vlm", "stand-in-ocr")
     assert page.text == VLM_TEXT.strip() and page.quality_reasons  # tier 1's refusal is recorded
-    request = VlmStandIn.requests[before]
+    request = VLM.requests[before]
     image = request["messages"][0]["content"][1]["image_url"]["url"]
     assert request["model"] == "stand-in-ocr" and image.startswith("data:image/png;base64,")
     assert base64.b64decode(image.split(",", 1)[1])[:4] == b"\x89PNG"
     assert {w.text for w in page.words} >= {"АКТ", "ПРИЁМКИ", "Орлов"}
     again = ocr_pdf_page(_source(path), 1, settings)
-    assert again.vlm_calls == 0 and again.engine_calls == 0 and len(VlmStandIn.requests) == before + 1
+    assert again.vlm_calls == 0 and again.engine_calls == 0 and len(VLM.requests) == before + 1
 
 
 def test_page_no_tier_can_read_is_quarantined_with_reasons(tmp_path: Path) -> None:

@@ -7,10 +7,6 @@ a valid split, invalid JSON, indices out of order or out of range, an HTTP error
 from __future__ import annotations
 
 import json
-import threading
-import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import ClassVar
 
 import pytest
 
@@ -19,40 +15,23 @@ from tasks.chunking import build_chunks, chars_as_tokens
 from tasks.splitter import LlmSplitter
 from tasks.structure import text_structure
 
+from .chat_stand_in import Script, chat_stand_in
+
 pytestmark = pytest.mark.integration
 TEXT = "# Заголовок\n\nПервое предложение. Второе предложение.\n\n## Раздел\n\nТретье предложение. Четвёртое."
 
 
-class StandIn(BaseHTTPRequestHandler):
-    script: ClassVar[dict] = {}
-    requests: ClassVar[list] = []
-
-    def do_POST(self) -> None:
-        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-        StandIn.requests.append(body)
-        answer = StandIn.script
-        if answer.get("sleep"):
-            time.sleep(answer["sleep"])
-        status = answer.get("status", 200)
-        payload = {"choices": [{"message": {"role": "assistant", "content": answer.get("content", "")}}]}
-        data = json.dumps(payload).encode()
-        self.send_response(status)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
-
-    def log_message(self, *_args: object) -> None:
-        pass
+SCRIPT = Script()
 
 
 @pytest.fixture(scope="module")
 def stand_in() -> str:
-    server = ThreadingHTTPServer(("127.0.0.1", 0), StandIn)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{server.server_address[1]}/v1"
-    server.shutdown()
+    with chat_stand_in(SCRIPT) as url:
+        yield url
+
+
+def _answer(content: str = "", status: int = 200, sleep: float = 0.0) -> None:
+    SCRIPT.content, SCRIPT.status, SCRIPT.sleep = content, status, sleep
 
 
 def _run(url: str, timeout: float = 5.0) -> tuple[list, LlmSplitter]:
@@ -68,7 +47,7 @@ def _run(url: str, timeout: float = 5.0) -> tuple[list, LlmSplitter]:
 
 def test_valid_answer_is_used_and_the_host_cuts(stand_in: str) -> None:
     # units: 0 heading, 1-2 sentences, 3 heading, 4-5 sentences → split before the second heading and before 5
-    StandIn.script = {"content": json.dumps({"splits": [3, 5], "topic": "проверка"})}
+    _answer(json.dumps({"splits": [3, 5], "topic": "проверка"}))
     chunks, splitter = _run(stand_in)
     assert [c.body for c in chunks] == [
         "# Заголовок\n\nПервое предложение. Второе предложение.",
@@ -76,7 +55,7 @@ def test_valid_answer_is_used_and_the_host_cuts(stand_in: str) -> None:
         "Четвёртое.",
     ]
     assert splitter.used == 1 and not splitter.fallbacks
-    request = StandIn.requests[-1]
+    request = SCRIPT.requests[-1]
     assert request["model"] == "splitter-test" and request["response_format"]["type"] == "json_schema"
     assert "0. [heading] # Заголовок" in request["messages"][1]["content"]
 
@@ -97,7 +76,7 @@ def test_valid_answer_is_used_and_the_host_cuts(stand_in: str) -> None:
     ],
 )
 def test_bad_answers_fall_back_to_the_policy_and_are_counted(stand_in: str, script: dict, reason: str) -> None:
-    StandIn.script = script
+    _answer(**script)
     deterministic, _ = build_chunks(
         Source(source_id="a.pdf", version="ee" * 32, path="/a", kind=SourceKind.pdf, owner="o", access="public"),
         [PageResult(source_id="a.pdf", source_version="ee" * 32, page=1, text=TEXT, method="text-layer",

@@ -1,0 +1,52 @@
+"""A local stand-in for an OpenAI-compatible chat-completions server (vLLM and the like), for tests only.
+
+It is not a model: it records each request and answers what the test scripts. Used to exercise korpus's real
+HTTP clients (the LLM boundary splitter, the VLM OCR tier) where no model can run.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+
+@dataclass
+class Script:
+    """What the stand-in answers next: message content, HTTP status, and a delay before answering."""
+
+    content: str = ""
+    status: int = 200
+    sleep: float = 0.0
+    requests: list[dict] = field(default_factory=list)
+
+
+@contextmanager
+def chat_stand_in(script: Script) -> Iterator[str]:
+    """Serve `/v1/chat/completions` on a free loopback port; yields the base URL (…/v1)."""
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            script.requests.append(json.loads(self.rfile.read(int(self.headers["Content-Length"]))))
+            if script.sleep:
+                time.sleep(script.sleep)
+            data = json.dumps({"choices": [{"message": {"role": "assistant", "content": script.content}}]}).encode()
+            self.send_response(script.status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        def log_message(self, *_args: object) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}/v1"
+    finally:
+        server.shutdown()
