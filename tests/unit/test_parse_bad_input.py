@@ -55,3 +55,27 @@ def test_non_utf8_text_is_quarantined(tmp_path: Path) -> None:
     path.write_bytes("Протокол".encode("cp1251"))
     outcome = read_plain_text(_source(path, SourceKind.text))
     assert outcome.problems[0].reasons == [ReasonCode.unreadable_file]
+
+
+def test_zero_page_pdf_is_quarantined(tmp_path: Path) -> None:
+    path = tmp_path / "empty.pdf"
+    path.write_bytes(
+        b"%PDF-1.4\n1 0 obj << /Type /Catalog /Pages 2 0 R >> endobj\n"
+        b"2 0 obj << /Type /Pages /Kids [] /Count 0 >> endobj\n"
+        b"trailer << /Root 1 0 R >>\n%%EOF\n"
+    )
+    outcome = parse_pdf_text_layers(_source(path, SourceKind.pdf), Settings())
+    assert [p.reasons for p in outcome.problems] == [[ReasonCode.unreadable_file]]
+    assert "no pages" in outcome.problems[0].detail
+
+
+def test_broken_xref_is_repaired_or_quarantined_never_raised(tmp_path: Path) -> None:
+    doc = pymupdf.open()
+    doc.new_page().insert_text((72, 72), "Protocol")
+    good = doc.tobytes()
+    start = good.rfind(b"startxref")
+    broken = good[:start] + b"startxref\n999999\n%%EOF\n"  # the xref offset points nowhere
+    path = tmp_path / "broken_xref.pdf"
+    path.write_bytes(broken)
+    outcome = parse_pdf_text_layers(_source(path, SourceKind.pdf), Settings())
+    assert outcome.page_count == 1 or [p.reasons for p in outcome.problems] == [[ReasonCode.unreadable_file]]
