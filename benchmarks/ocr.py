@@ -333,6 +333,67 @@ def part_detector() -> dict:
     }
 
 
+def _ocrmypdf_layer(words: list[PageWord], out: Path) -> None:
+    """ocrmypdf's own renderer (fpdf2, its glyphless font) fed with korpus's words: a text-only page."""
+    import ocrmypdf
+    from ocrmypdf.fpdf_renderer import Fpdf2PdfRenderer
+    from ocrmypdf.fpdf_renderer.renderer import MultiFontManager
+    from ocrmypdf.hocrtransform import BoundingBox, OcrClass, OcrElement
+
+    lines: dict[int, list[PageWord]] = {}
+    for word in words:
+        lines.setdefault(word.line, []).append(word)
+
+    def box(ws: list[PageWord]) -> BoundingBox:
+        return BoundingBox(left=min(w.x0 for w in ws), top=min(w.y0 for w in ws), right=max(w.x1 for w in ws),
+                           bottom=max(w.y1 for w in ws))  # fmt: skip
+
+    children = [
+        OcrElement(ocr_class=OcrClass.LINE, bbox=box(ws), children=[
+            OcrElement(ocr_class=OcrClass.WORD, bbox=box([w]), text=w.text) for w in ws])
+        for ws in lines.values()
+    ]  # fmt: skip
+    page = OcrElement(ocr_class=OcrClass.PAGE, bbox=BoundingBox(left=0, top=0, right=595, bottom=842), dpi=72,
+                      children=children)  # fmt: skip
+    fonts = MultiFontManager(Path(ocrmypdf.__file__).parent / "data")
+    Fpdf2PdfRenderer(page=page, dpi=72, multi_font_manager=fonts, invisible_text=True).render(out)
+
+
+def part_renderer(tmp: Path, pages: int = 20) -> dict:
+    """The same OCR words written as a text layer by korpus (PyMuPDF) and by ocrmypdf's renderer grafted on."""
+    texts = paragraphs(pages)
+    volume = scan_pdf(texts, tmp / "render-volume.pdf")
+    settings = Settings(data=tmp / "render-data")
+    results = [ocr_pdf_page(_source(volume), p, settings).pages[0] for p in range(1, pages + 1)]
+    started = time.perf_counter()
+    write_searchable_pdf(str(volume), results, tmp / "render-korpus.pdf")
+    t_korpus = time.perf_counter() - started
+    started = time.perf_counter()
+    with pymupdf.open(volume) as doc:
+        for number, result in enumerate(results):
+            layer = tmp / f"layer-{number}.pdf"
+            _ocrmypdf_layer(result.words, layer)
+            with pymupdf.open(layer) as text_page:
+                doc[number].show_pdf_page(doc[number].rect, text_page, 0, overlay=False)
+        doc.save(tmp / "render-ocrmypdf.pdf", garbage=3, deflate=True)
+    t_ocrmypdf = time.perf_counter() - started
+    out = {}
+    for name, path, seconds in (("pymupdf", tmp / "render-korpus.pdf", t_korpus),
+                                ("ocrmypdf_fpdf2", tmp / "render-ocrmypdf.pdf", t_ocrmypdf)):  # fmt: skip
+        text = subprocess.run(["pdftotext", str(path), "-"], capture_output=True, text=True, check=True).stdout
+        flat = " ".join(text.split())
+        hits = sum(" ".join(t.split()[3:5]) in flat for t in texts)
+        with pymupdf.open(path) as doc:
+            found = sum(bool(doc[i].search_for(" ".join(t.split()[3:5]))) for i, t in enumerate(texts))
+        out[name] = {
+            "ms_per_page": round(1000 * seconds / pages, 1),
+            "size_growth": round(path.stat().st_size / volume.stat().st_size - 1, 4),
+            "pdftotext_phrases_found": f"{hits}/{pages}",
+            "viewer_search_found": f"{found}/{pages}",
+        }
+    return out
+
+
 PARTS = {
     "detector": lambda tmp: part_detector(),
     "throughput": part_throughput,
@@ -340,6 +401,7 @@ PARTS = {
     "rerun": part_rerun,
     "cer": part_cer,
     "writer": part_writer,
+    "renderer": part_renderer,
 }
 
 
