@@ -62,14 +62,11 @@ def dask_task_runner(settings: Settings) -> DaskTaskRunner:
 
 @task(name="catalog", cache_policy=NO_CACHE)
 def read_catalog(settings: Settings) -> tuple[dict[str, dict[str, tuple]], dict[str, dict[str, set[str]]]]:
-    index = SqliteIndex(settings.index_path)
-    try:
+    with SqliteIndex(settings.index_path) as index:
         repaired = index.reconcile()
         if repaired:
             get_run_logger().warning("reconciled %d rows left inconsistent by an earlier crash", repaired)
         return index.indexed_versions(), index.refused_versions()
-    finally:
-        index.close()
 
 
 @task(name="discover", cache_policy=NO_CACHE)
@@ -151,20 +148,16 @@ def embed(chunks: list[Chunk], settings: Settings) -> np.ndarray:
 def publish(
     source: Source, chunks: list[Chunk], vectors: np.ndarray, pages: list[PageResult], settings: Settings
 ) -> int:
-    index = SqliteIndex(settings.index_path)
-    try:
+    with SqliteIndex(settings.index_path) as index:
         if chunks:
             index.bind_embedding(embed_model_path(settings).name, int(vectors.shape[1]))
         index.publish_version(source, chunks, vectors, pages)
-    finally:
-        index.close()
     return len(chunks)
 
 
 @task(name="catalog-changes", cache_policy=NO_CACHE)
 def apply_catalog_changes(plan: RefreshPlan, problems: list[QuarantineItem], settings: Settings) -> None:
-    index = SqliteIndex(settings.index_path)
-    try:
+    with SqliteIndex(settings.index_path) as index:
         sources = {s.source_id: s for s in plan.to_process}
         for item in problems:
             source = sources.get(item.source_id)
@@ -178,8 +171,6 @@ def apply_catalog_changes(plan: RefreshPlan, problems: list[QuarantineItem], set
         inadmissible = {item.source_id for item in plan.rejected}
         for source_id in [*plan.removed, *sorted(inadmissible)]:
             index.retire_source(source_id)
-    finally:
-        index.close()
 
 
 # --- the flow ------------------------------------------------------------------------------------------------

@@ -34,11 +34,8 @@ class ReviewDecision(RunInput):
 
 @task(name="describe-item", cache_policy=NO_CACHE)
 def load_description(item_id: str, settings: Settings) -> str:
-    index = SqliteIndex(settings.index_path)
-    try:
+    with SqliteIndex(settings.index_path) as index:
         item = index.quarantine_item(item_id)
-    finally:
-        index.close()
     if item is None:
         raise ReviewError(f"no quarantine item {item_id!r}")
     return describe_item(item)

@@ -11,7 +11,7 @@ from typing import Annotated, Any
 from fastapi import Depends, FastAPI, Header, HTTPException, Query
 
 from korpus.model_store import embed_model_path, set_offline_switches
-from korpus.settings import Settings
+from korpus.settings import Settings, parse_scopes
 from tasks.embedding import shared_embedder
 from tasks.index_sqlite import SqliteIndex
 
@@ -83,7 +83,7 @@ def create_app(settings: Settings) -> FastAPI:
     ) -> list[str]:
         if requested is None:
             return allowed
-        wanted = [s.strip() for s in requested.split(",") if s.strip()]
+        wanted = parse_scopes(requested)
         extra = sorted(set(wanted) - set(allowed))
         if extra:
             raise HTTPException(status_code=403, detail=f"scopes not granted to this caller: {', '.join(extra)}")
@@ -92,11 +92,8 @@ def create_app(settings: Settings) -> FastAPI:
     def index() -> Any:
         if not settings.index_path.is_file():
             raise HTTPException(status_code=503, detail="no index yet: run `korpus refresh`")
-        idx = SqliteIndex(settings.index_path)
-        try:
+        with SqliteIndex(settings.index_path) as idx:
             yield idx
-        finally:
-            idx.close()
 
     Scopes = Annotated[list[str], Depends(scopes)]
     Index = Annotated[SqliteIndex, Depends(index)]
@@ -143,11 +140,8 @@ def create_app(settings: Settings) -> FastAPI:
     def health() -> dict:
         if not settings.index_path.is_file():
             return {"status": "empty", "index": str(settings.index_path)}
-        idx = SqliteIndex(settings.index_path)
-        try:
+        with SqliteIndex(settings.index_path) as idx:
             return {"status": "ok", "index": str(settings.index_path)} | idx.stats()
-        finally:
-            idx.close()
 
     @app.get("/tools", summary="OpenAI-style function definitions for search, search_exact, count_mentions")
     def tools() -> list[dict]:

@@ -14,7 +14,7 @@ os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
 import typer
 
 from korpus.model_store import ModelMissingError, embed_model_path, ensure_models, set_offline_switches
-from korpus.settings import Settings
+from korpus.settings import Settings, parse_scopes
 
 app = typer.Typer(no_args_is_help=True, add_completion=False, help="Russian archives → citable RAG evidence.")
 
@@ -92,7 +92,7 @@ def search(
         _fail(f"unknown mode {mode!r}: use hybrid, bm25 or dense")
     if not settings.index_path.is_file():
         _fail(f"no index at {settings.index_path}: run `korpus refresh --root DIR` first")
-    scope_list = [s.strip() for s in scopes.split(",") if s.strip()] if scopes else settings.default_scopes
+    scope_list = parse_scopes(scopes) if scopes else settings.default_scopes
     set_offline_switches()
     index = SqliteIndex(settings.index_path)
     try:
@@ -153,11 +153,8 @@ def chunks(
     settings = _settings(data)
     if policy is not None and policy not in POLICIES:
         _fail(f"unknown policy {policy!r}: {', '.join(POLICIES)}")
-    index = SqliteIndex(settings.index_path)
-    try:
+    with SqliteIndex(settings.index_path) as index:
         found = index.current_source(source_id)
-    finally:
-        index.close()
     if found is None:
         _fail(f"{source_id!r} has no current version in {settings.index_path}")
     source, pages = found
@@ -191,12 +188,9 @@ def exact(
     settings = _settings(data)
     if not settings.index_path.is_file():
         _fail(f"no index at {settings.index_path}: run `korpus refresh --root DIR` first")
-    scope_list = [s.strip() for s in scopes.split(",") if s.strip()] if scopes else settings.default_scopes
-    index = SqliteIndex(settings.index_path)
-    try:
+    scope_list = parse_scopes(scopes) if scopes else settings.default_scopes
+    with SqliteIndex(settings.index_path) as index:
         found = index.count_mentions(text, scope_list) if count_only else index.exact_occurrences(text, scope_list)
-    finally:
-        index.close()
     if as_json:
         typer.echo(json.dumps(found, ensure_ascii=False, indent=2))
         return
@@ -224,13 +218,10 @@ def evaluate_cmd(
     if not questions.is_file() or not settings.index_path.is_file():
         _fail(f"need an eval file ({questions}) and an index ({settings.index_path})")
     set_offline_switches()
-    index = SqliteIndex(settings.index_path)
-    try:
+    with SqliteIndex(settings.index_path) as index:
         embedder = Embedder(embed_model_path(settings), settings.embed_batch_size)
         report = evaluate(load_questions(questions), index, embedder, retriever, settings.default_scopes,
                           settings.no_answer_threshold, settings.rrf_k, settings.rrf_depth)  # fmt: skip
-    finally:
-        index.close()
     if as_json:
         typer.echo(json.dumps(report, ensure_ascii=False, indent=2))
         return
@@ -276,15 +267,12 @@ def sources(data: DataOption = None) -> None:
     """The catalog: every source version with its lifecycle."""
     from tasks.index_sqlite import SqliteIndex
 
-    index = SqliteIndex(_settings(data).index_path)
-    try:
+    with SqliteIndex(_settings(data).index_path) as index:
         for row in index.sources():
             typer.echo(
                 f"{row['lifecycle']:<11} {row['source_id']}  v={row['version'][:12]}  owner={row['owner']}  "
                 f"access={row['access']}  pages={row['pages']}  chunks={row['chunks']}"
             )
-    finally:
-        index.close()
 
 
 review_app = typer.Typer(no_args_is_help=True, help="Manual quarantine review; every decision is recorded.")
@@ -307,11 +295,8 @@ def review_list(
     """Quarantine items (open ones by default), with reason codes."""
     from tasks.index_sqlite import SqliteIndex
 
-    index = SqliteIndex(_settings(data).index_path)
-    try:
+    with SqliteIndex(_settings(data).index_path) as index:
         items = index.quarantine_items(status if status != "all" else None)
-    finally:
-        index.close()
     if not items:
         typer.echo("nothing in quarantine" + (f" with status {status}" if status else ""))
     for item in items:
@@ -328,11 +313,8 @@ def review_show(item_id: str, data: DataOption = None) -> None:
     from tasks.index_sqlite import SqliteIndex
     from tasks.review import describe_item
 
-    index = SqliteIndex(_settings(data).index_path)
-    try:
+    with SqliteIndex(_settings(data).index_path) as index:
         item = index.quarantine_item(item_id)
-    finally:
-        index.close()
     if item is None:
         _fail(f"no quarantine item {item_id!r}")
     typer.echo(describe_item(item))

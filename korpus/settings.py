@@ -22,6 +22,11 @@ def _default_home() -> Path:
     return Path(os.path.expanduser("~")) / ".cache" / "korpus"
 
 
+def parse_scopes(value: str) -> list[str]:
+    """`"public, hr"` → `["public", "hr"]`."""
+    return [s.strip() for s in value.split(",") if s.strip()]
+
+
 class YamlSettingsSource(PydanticBaseSettingsSource):
     """Reads settings from `KORPUS_CONFIG` or `./korpus.yaml`; manifest keys are skipped."""
 
@@ -130,7 +135,7 @@ class Settings(BaseSettings):
     @classmethod
     def _split_scopes(cls, value: Any) -> Any:
         if isinstance(value, str):
-            return [s.strip() for s in value.split(",") if s.strip()]
+            return parse_scopes(value)
         return value
 
     @classmethod

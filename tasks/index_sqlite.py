@@ -122,6 +122,12 @@ class SqliteIndex:
     def close(self) -> None:
         self.conn.close()
 
+    def __enter__(self) -> SqliteIndex:
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self.close()
+
     # --- embedding model binding ------------------------------------------------------------------------
 
     def bind_embedding(self, model_name: str, dims: int) -> None:

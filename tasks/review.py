@@ -56,8 +56,7 @@ def apply_decision(item_id: str, action: Action, reviewer: str, note: str, setti
     """Carry out a reviewer's decision and record it. Returns what happened, in words."""
     if not reviewer.strip():
         raise ReviewError("a decision needs a reviewer name")
-    index = SqliteIndex(settings.index_path)
-    try:
+    with SqliteIndex(settings.index_path) as index:
         item = index.quarantine_item(item_id)
         if item is None:
             raise ReviewError(f"no quarantine item {item_id!r}: see `korpus review list`")
@@ -69,8 +68,6 @@ def apply_decision(item_id: str, action: Action, reviewer: str, note: str, setti
             outcome, status = _reocr(index, item, settings)
         index.record_decision(item_id, reviewer, action.value, note, outcome, status)
         return outcome
-    finally:
-        index.close()
 
 
 def _reject(index: SqliteIndex, item: dict[str, Any]) -> tuple[str, str]:

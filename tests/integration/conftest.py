@@ -51,11 +51,8 @@ class Refreshed:
     def search(self, query: str, scopes: list[str] | None = None, k: int = 5, mode: str = "hybrid") -> list[dict]:
         embedder = shared_embedder(str(embed_model_path(self.settings)))
         vector = embedder.embed_query(query) if mode != "bm25" else None
-        index = SqliteIndex(self.settings.index_path)
-        try:
+        with SqliteIndex(self.settings.index_path) as index:
             return index.search(query, vector, scopes or self.settings.default_scopes, k=k, mode=mode)
-        finally:
-            index.close()
 
 
 def _counting(target: Any, name: str, calls: dict[str, int], key: str, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -89,12 +89,9 @@ def test_restricted_document_needs_its_scope(refreshed: Refreshed) -> None:
 
 
 def test_file_without_owner_is_quarantined_not_indexed(refreshed: Refreshed) -> None:
-    index = SqliteIndex(refreshed.settings.index_path)
-    try:
+    with SqliteIndex(refreshed.settings.index_path) as index:
         items = index.quarantine_items()
         indexed = {row["source_id"] for row in index.sources()}
-    finally:
-        index.close()
     unowned = [i for i in items if i["source_id"] == UNOWNED]
     assert unowned and unowned[0]["reasons"] == ["missing-metadata"]
     assert UNOWNED not in indexed

@@ -47,11 +47,8 @@ def _cli(settings: Settings, *args: str) -> str:
 
 
 def _item(settings: Settings, source_id: str) -> str:
-    index = SqliteIndex(settings.index_path)
-    try:
+    with SqliteIndex(settings.index_path) as index:
         return next(i["item_id"] for i in index.quarantine_items() if i["source_id"] == source_id)
-    finally:
-        index.close()
 
 
 def _search(settings: Settings, query: str, mode: str = "bm25") -> list[dict]:
