@@ -12,9 +12,6 @@ from enum import StrEnum
 
 from pydantic import BaseModel, Field, model_validator
 
-POLICY_VERSION = "page-v1"
-"""Chunk-policy version stored on every chunk: one chunk per page or per ~1 minute of speech."""
-
 
 class SourceKind(StrEnum):
     pdf = "pdf"
@@ -159,7 +156,7 @@ class Chunk(BaseModel):
     access_rule: str
     tenant: str = "default"
     lifecycle: Lifecycle = Lifecycle.current
-    policy_version: str = POLICY_VERSION
+    policy_version: str = Field(description="The chunking policy that cut it (tasks/chunking.py POLICIES).")
     language: str = "ru"
 
 

@@ -55,21 +55,6 @@ CREATE TABLE IF NOT EXISTS quarantine_decisions (
     note TEXT NOT NULL DEFAULT '', outcome TEXT NOT NULL DEFAULT '');
 """
 
-HIT_FIELDS = (
-    "chunk_id",
-    "source_id",
-    "source_version",
-    "page",
-    "t_start",
-    "t_end",
-    "section_path",
-    "text",
-    "score",
-    "lifecycle",
-    "access",
-    "exception",
-)
-
 
 class IndexMismatchError(RuntimeError):
     """The index was built with another embedding model or dimension than the one asked to query it."""

@@ -35,13 +35,13 @@ class OcrPage(BaseModel):
     words: list[PageWord] = Field(default_factory=list)
 
 
-def _run(image: bytes, language: str, dpi: int, timeout: float, output: str) -> str:
+def _run_tsv(image: bytes, language: str, dpi: int, timeout: float) -> str:
     tesseract_version()
     env = dict(os.environ, OMP_THREAD_LIMIT="1")
     command = ["tesseract", "stdin", "stdout", "-l", language, "--dpi", str(dpi), "--psm", "3"]
     try:
         done = subprocess.run(
-            [*command, *([output] if output else [])],
+            [*command, "tsv"],
             input=image,
             capture_output=True,
             env=env,
@@ -56,11 +56,6 @@ def _run(image: bytes, language: str, dpi: int, timeout: float, output: str) -> 
     return done.stdout.decode("utf-8", "replace")
 
 
-def ocr_image(image: bytes, language: str = "rus", dpi: int = 300, timeout: float = 300.0) -> str:
-    """Recognise one page image (PNG/TIFF bytes) and return its plain text."""
-    return _run(image, language, dpi, timeout, "")
-
-
 def ocr_page_words(image: bytes, language: str = "rus", dpi: int = 300, timeout: float = 300.0) -> OcrPage:
     """One Tesseract call: words with boxes and confidences (TSV), and the page text built from them.
 
@@ -71,7 +66,7 @@ def ocr_page_words(image: bytes, language: str = "rus", dpi: int = 300, timeout:
     parts: list[str] = []
     last_block = last_par = last_line = None
     line_index = -1
-    for row in _run(image, language, dpi, timeout, "tsv").splitlines()[1:]:
+    for row in _run_tsv(image, language, dpi, timeout).splitlines()[1:]:
         cols = row.split("\t")
         if len(cols) < 12 or cols[0] != "5" or not cols[11].strip():
             continue

@@ -14,7 +14,7 @@ def _chunk(**update: object) -> Chunk:
     base = Chunk(
         chunk_id="c1", source_id="сканы/протокол.pdf", source_version="ab" * 32, section_path=["протокол.pdf"],
         locator=Locator(page=1, start=0, end=len(BODY)), text=f"[протокол.pdf · лист 1]\n{BODY}", body=BODY,
-        owner="Архив", access_rule="public",
+        owner="Архив", access_rule="public", policy_version="page-v1",
     )  # fmt: skip
     return base.model_copy(update=update)
 
