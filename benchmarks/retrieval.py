@@ -2,10 +2,13 @@
 
     .venv/bin/python benchmarks/retrieval.py [--xquad ../shared/data/xquad-ru] [--json]
 
-Two corpora, each refreshed into a fresh data directory by the real flow:
-- XQuAD-ru (240 paragraphs, 623 dev questions), imported with `import_beir`;
-- the sample archive with its archive-style eval set (`eval/sample-archive.jsonl`: identifiers, a table,
-  paraphrases, a procedure step, denied access, no-answer questions).
+Corpora, each refreshed into a fresh data directory by the real flow:
+- the archive-style set (`korpus.archive_eval`: 45 documents — near-identical contracts told apart by ИНН, ОГРН
+  and numbers, memos/minutes/orders asked about in other words, restricted HR orders, court notes; refreshed,
+  changed, refreshed again; 92 questions), with the default chunk policy and again with structure-v1;
+- the sample archive with its eval set (`eval/sample-archive.jsonl`);
+- XQuAD-ru (240 paragraphs, 623 dev questions), imported with `import_beir`.
+Retrievers: bm25-nostem, bm25, dense, hybrid-rrf (plain equal-weight RRF), hybrid (routed by lexical coverage).
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from flows.corpus_refresh import run_refresh
+from korpus import archive_eval
 from korpus.model_store import embed_model_path, ensure_models
 from korpus.sample_archive import write_sample_archive
 from korpus.settings import Settings
@@ -33,19 +37,31 @@ ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_XQUAD = ROOT.parent / "shared" / "data" / "xquad-ru"
 
 
-def run(root: Path, questions: Path, data: Path) -> dict:
-    settings = Settings(data=data)
+def run(root: Path, questions: Path, data: Path, changes=None, policy: str | None = None) -> dict:
+    settings = Settings(data=data, **({"chunk_policy": policy} if policy else {}))
     run_refresh(root, settings)
-    index = SqliteIndex(settings.index_path)
+    if changes is not None:
+        changes(root)
+        run_refresh(root, settings)
     embedder = Embedder(embed_model_path(settings))
-    try:
-        qs = load_questions(questions)
+    qs = load_questions(questions)
+    options = settings.search_options()
+    with SqliteIndex(settings.index_path) as index:
         return {
-            r: evaluate(qs, index, embedder, r, settings.default_scopes, settings.no_answer_threshold)
+            r: evaluate(
+                qs,
+                index,
+                embedder,
+                r,
+                settings.default_scopes,
+                settings.no_answer_threshold,
+                options["rrf_k"],
+                options["depth"],
+                options["min_coverage"],
+            )
             for r in RETRIEVERS
+            if r != "hybrid+rerank"  # no offline cross-encoder weights exist here
         }
-    finally:
-        index.close()
 
 
 def main() -> None:
@@ -56,6 +72,13 @@ def main() -> None:
     ensure_models(Settings())
     report = {}
     with tempfile.TemporaryDirectory(prefix="korpus-retrieval-") as tmp:
+        questions = Path(tmp) / "archive-style.jsonl"
+        archive_eval.write_questions(questions)
+        for name, policy in (("archive-style", None), ("archive-style, structure-v1 chunks", "structure-v1")):
+            root = Path(tmp) / f"archive-{policy}"
+            archive_eval.write_archive(root)
+            report[name] = run(root, questions, Path(tmp) / f"archive-data-{policy}", archive_eval.apply_changes,
+                               policy)  # fmt: skip
         sample = Path(tmp) / "sample"
         write_sample_archive(sample)
         report["sample-archive"] = run(sample, ROOT / "eval" / "sample-archive.jsonl", Path(tmp) / "sample-data")

@@ -149,9 +149,7 @@ def publish(
     source: Source, chunks: list[Chunk], vectors: np.ndarray, pages: list[PageResult], settings: Settings
 ) -> int:
     with SqliteIndex(settings.index_path) as index:
-        if chunks:
-            index.bind_embedding(embed_model_path(settings).name, int(vectors.shape[1]))
-        index.publish_version(source, chunks, vectors, pages)
+        index.publish_version(source, chunks, vectors, pages, embed_model=embed_model_path(settings).name)
     return len(chunks)
 
 

@@ -13,7 +13,7 @@ from fastapi import Depends, FastAPI, Header, HTTPException, Query
 from korpus.model_store import embed_model_path, set_offline_switches
 from korpus.settings import Settings, parse_scopes
 from tasks.embedding import shared_embedder
-from tasks.index_sqlite import SqliteIndex
+from tasks.index_sqlite import SEARCH_MODES, SqliteIndex
 
 TOOLS = [
     {
@@ -102,15 +102,17 @@ def create_app(settings: Settings) -> FastAPI:
     def search(
         q: str, idx: Index, allowed: Scopes, k: Annotated[int, Query(ge=1, le=50)] = 8, mode: str = "hybrid"
     ) -> list[dict[str, Any]]:
-        if mode not in ("hybrid", "bm25", "dense"):
-            raise HTTPException(status_code=422, detail="mode is hybrid, bm25 or dense")
+        if mode not in SEARCH_MODES:
+            raise HTTPException(status_code=422, detail=f"mode is one of {', '.join(SEARCH_MODES)}")
+        if mode == "hybrid+rerank" and settings.rerank_model is None:
+            raise HTTPException(status_code=422, detail="hybrid+rerank needs KORPUS_RERANK_MODEL on the server")
         vector = None
-        if mode != "bm25":
+        if mode not in ("bm25", "bm25-nostem"):
             embedder = shared_embedder(str(embed_model_path(settings)), settings.embed_batch_size)
             with lock:
                 vector = embedder.embed_query(q)
             idx.bind_embedding(embedder.name, int(vector.shape[0]))
-        return idx.search(q, vector, allowed, k=k, depth=settings.rrf_depth, rrf_k=settings.rrf_k, mode=mode)
+        return idx.search(q, vector, allowed, k=k, mode=mode, **settings.search_options())
 
     @app.get("/exact", summary="search_exact: every occurrence of a phrase")
     def exact(text: str, idx: Index, allowed: Scopes, limit: Annotated[int, Query(ge=1, le=1000)] = 200) -> dict:

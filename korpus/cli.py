@@ -33,12 +33,34 @@ def _fail(message: str) -> None:
 
 
 @app.command()
-def sample(target: Annotated[Path, typer.Argument(help="Folder to write the sample archive into.")]) -> None:
-    """Write the bundled sample Russian archive (PDFs, a scan, a recording, a manifest)."""
-    from korpus.sample_archive import write_sample_archive
+def sample(
+    target: Annotated[Path, typer.Argument(help="Folder to write the sample archive into.")],
+    archive_style: Annotated[
+        bool, typer.Option("--archive-style", help="Write the archive-style evaluation corpus instead (version 1).")
+    ] = False,
+    changes: Annotated[
+        bool, typer.Option("--changes", help="With --archive-style: rewrite its changed documents (version 2).")
+    ] = False,
+    questions: Annotated[
+        Path | None, typer.Option("--questions", help="With --archive-style: write its labelled questions here.")
+    ] = None,
+) -> None:
+    """Write the bundled sample Russian archive (PDFs, a scan, a recording, a manifest), or the archive-style
+    evaluation corpus: refresh it, run `--changes`, refresh again, then `korpus eval` the questions."""
+    if not archive_style:
+        if changes or questions:
+            _fail("--changes and --questions go with --archive-style")
+        from korpus.sample_archive import write_sample_archive
 
-    for path in write_sample_archive(target):
+        for path in write_sample_archive(target):
+            typer.echo(path)
+        return
+    from korpus import archive_eval
+
+    for path in archive_eval.apply_changes(target) if changes else archive_eval.write_archive(target):
         typer.echo(path)
+    if questions is not None:
+        typer.echo(f"{archive_eval.write_questions(questions)} questions → {questions}")
 
 
 @app.command()
@@ -79,17 +101,21 @@ def search(
         str | None, typer.Option("--scopes", help="Access scopes, comma-separated (default: settings).")
     ] = None,
     k: Annotated[int, typer.Option("-k", min=1, max=200, help="How many hits.")] = 5,
-    mode: Annotated[str, typer.Option("--mode", help="hybrid | bm25 | dense")] = "hybrid",
+    mode: Annotated[
+        str, typer.Option("--mode", help="hybrid | hybrid+rerank | hybrid-rrf | bm25 | bm25-nostem | dense")
+    ] = "hybrid",
     data: DataOption = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print hits as a JSON list.")] = False,
 ) -> None:
     """Hybrid search (BM25 + kNN, RRF) over current chunks the scopes may see."""
     from tasks.embedding import Embedder
-    from tasks.index_sqlite import IndexMismatchError, SqliteIndex
+    from tasks.index_sqlite import SEARCH_MODES, IndexMismatchError, SqliteIndex
 
     settings = _settings(data)
-    if mode not in ("hybrid", "bm25", "dense"):
-        _fail(f"unknown mode {mode!r}: use hybrid, bm25 or dense")
+    if mode not in SEARCH_MODES:
+        _fail(f"unknown mode {mode!r}: one of {', '.join(SEARCH_MODES)}")
+    if mode == "hybrid+rerank" and settings.rerank_model is None:
+        _fail("hybrid+rerank needs a rerank model: set KORPUS_RERANK_MODEL to a CrossEncoder folder")
     if not settings.index_path.is_file():
         _fail(f"no index at {settings.index_path}: run `korpus refresh --root DIR` first")
     scope_list = parse_scopes(scopes) if scopes else settings.default_scopes
@@ -97,11 +123,11 @@ def search(
     index = SqliteIndex(settings.index_path)
     try:
         vector = None
-        if mode != "bm25":
+        if mode not in ("bm25", "bm25-nostem"):
             embedder = Embedder(embed_model_path(settings), settings.embed_batch_size)
             vector = embedder.embed_query(query)
             index.bind_embedding(embedder.name, int(vector.shape[0]))
-        hits = index.search(query, vector, scope_list, k=k, depth=settings.rrf_depth, rrf_k=settings.rrf_k, mode=mode)
+        hits = index.search(query, vector, scope_list, k=k, mode=mode, **settings.search_options())
     except (ModelMissingError, IndexMismatchError) as exc:
         _fail(str(exc))
     finally:
@@ -203,7 +229,9 @@ def exact(
 @app.command("eval")
 def evaluate_cmd(
     questions: Annotated[Path, typer.Argument(help="Eval file (JSONL), see docs/retrieval.md.")],
-    retriever: Annotated[str, typer.Option("--retriever", help="bm25-nostem | bm25 | dense | hybrid")] = "hybrid",
+    retriever: Annotated[
+        str, typer.Option("--retriever", help="bm25-nostem | bm25 | dense | hybrid-rrf | hybrid | hybrid+rerank")
+    ] = "hybrid",
     data: DataOption = None,
     as_json: Annotated[bool, typer.Option("--json")] = False,
 ) -> None:
@@ -215,13 +243,17 @@ def evaluate_cmd(
     settings = _settings(data)
     if retriever not in RETRIEVERS:
         _fail(f"unknown retriever {retriever!r}: {', '.join(RETRIEVERS)}")
+    if retriever == "hybrid+rerank" and settings.rerank_model is None:
+        _fail("hybrid+rerank needs a rerank model: set KORPUS_RERANK_MODEL to a CrossEncoder folder")
     if not questions.is_file() or not settings.index_path.is_file():
         _fail(f"need an eval file ({questions}) and an index ({settings.index_path})")
     set_offline_switches()
     with SqliteIndex(settings.index_path) as index:
         embedder = Embedder(embed_model_path(settings), settings.embed_batch_size)
+        options = settings.search_options()
         report = evaluate(load_questions(questions), index, embedder, retriever, settings.default_scopes,
-                          settings.no_answer_threshold, settings.rrf_k, settings.rrf_depth)  # fmt: skip
+                          settings.no_answer_threshold, options["rrf_k"], options["depth"],
+                          options["min_coverage"], options["reranker"])  # fmt: skip
     if as_json:
         typer.echo(json.dumps(report, ensure_ascii=False, indent=2))
         return
@@ -246,6 +278,47 @@ def import_beir_cmd(
     if not (folder / "corpus.jsonl").is_file():
         _fail(f"{folder} has no corpus.jsonl")
     typer.echo(json.dumps(import_beir(folder, out, eval_out)))
+
+
+@app.command()
+def reindex(
+    embed_model: Annotated[
+        Path, typer.Option("--embed-model", help="A local sentence-transformers folder: the new embedding model.")
+    ],
+    data: DataOption = None,
+    batch: Annotated[int, typer.Option(help="Chunks embedded per batch.")] = 64,
+) -> None:
+    """Re-embed every current chunk from its stored text with another model (no re-parsing, no OCR), then swap
+    the new vectors in. Queries keep the old ones until the swap; afterwards set KORPUS_EMBED_MODEL to the path."""
+    import time
+
+    from tasks.embedding import Embedder
+    from tasks.index_sqlite import IndexMismatchError, SqliteIndex
+
+    settings = _settings(data)
+    if not settings.index_path.is_file():
+        _fail(f"no index at {settings.index_path}: run `korpus refresh --root DIR` first")
+    try:
+        embedder = Embedder(embed_model_path(Settings(data=settings.data, embed_model=embed_model)), batch)
+        dims = embedder.dims
+    except ModelMissingError as exc:
+        _fail(str(exc))
+    started = time.monotonic()
+
+    def progress(done: int, total: int) -> None:
+        rate = done / max(time.monotonic() - started, 1e-9)
+        typer.echo(f"  {done}/{total} chunks embedded ({rate:.1f}/s)", err=True)
+
+    with SqliteIndex(settings.index_path) as index:
+        try:
+            report = index.reindex_vectors(embedder.name, dims, embedder.embed_passages, batch, progress)
+        except (ValueError, IndexMismatchError) as exc:
+            _fail(str(exc))
+    replaced = report["replaced"]
+    typer.echo(
+        f"reindexed {report['chunks']} chunks: {replaced['model']} ({replaced['dims']} dims) → {report['model']} "
+        f"({report['dims']} dims) in {time.monotonic() - started:.1f} s. Now set KORPUS_EMBED_MODEL={embed_model}"
+    )
 
 
 @app.command()

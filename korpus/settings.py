@@ -96,7 +96,9 @@ class Settings(BaseSettings):
         default=False, description="A page that fails every tier quarantines its whole document."
     )
     speech_chunk_seconds: float = Field(default=60.0, gt=0, description="Speech per stretch of transcript.")
-    chunk_policy: str = Field(default="structure-v1", description="structure-v1 | page-v1 (docs/chunking.md).")
+    chunk_policy: str = Field(
+        default="structure-v2", description="structure-v2 | structure-v1 | page-v1 (docs/chunking.md)."
+    )
     splitter_url: str | None = Field(
         default=None, description="OpenAI-compatible endpoint of an LLM boundary splitter (optional)."
     )
@@ -130,6 +132,17 @@ class Settings(BaseSettings):
     )
     rrf_k: int = Field(default=60, ge=1)
     rrf_depth: int = Field(default=50, ge=1, description="Hits taken from each side before fusion.")
+    hybrid_min_coverage: float = Field(
+        default=0.35,
+        ge=0.0,
+        le=1.0,
+        description="Hybrid routing: BM25's ranking joins the fusion only when its best hit holds at least this "
+        "IDF-weighted share of the query's terms; below it the query is a paraphrase and dense ranks alone.",
+    )
+    rerank_model: Path | None = Field(
+        default=None, description="A local sentence-transformers CrossEncoder folder for retriever hybrid+rerank."
+    )
+    rerank_top: int = Field(default=20, ge=1, description="Fused hits the cross-encoder reorders.")
 
     @field_validator("default_scopes", mode="before")
     @classmethod
@@ -148,6 +161,16 @@ class Settings(BaseSettings):
         file_secret_settings: PydanticBaseSettingsSource,
     ) -> tuple[PydanticBaseSettingsSource, ...]:
         return (init_settings, env_settings, YamlSettingsSource(settings_cls))
+
+    def search_options(self) -> dict[str, Any]:
+        """Keyword arguments for `SqliteIndex.search` from these settings (the reranker loads on first use)."""
+        reranker = None
+        if self.rerank_model is not None:
+            from tasks.rerank import shared_reranker
+
+            reranker = shared_reranker(str(self.rerank_model))
+        return {"depth": self.rrf_depth, "rrf_k": self.rrf_k, "min_coverage": self.hybrid_min_coverage,
+                "reranker": reranker, "rerank_top": self.rerank_top}  # fmt: skip
 
     @property
     def models_dir(self) -> Path:

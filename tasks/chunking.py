@@ -1,6 +1,7 @@
 """BOUND / CONNECT / ENRICH: typed units → chunks, by a versioned policy.
 
 - `page-v1` — one chunk per page or per ~1 minute of speech (the foundation's policy).
+- `structure-v2` (default) — `structure-v1` whose chunks always carry their ancestors' headings in the context line.
 - `structure-v1` — structure-aware (docs/chunking.md): breaks at headings and structural transitions inside a
   token range, a heading travels with what follows it, a sentence opening with an exception marker («за
   исключением», «кроме», …) stays with the rule before it, a table stays whole with its title and notes (an
@@ -57,14 +58,18 @@ class ChunkingPolicy:
     name: str
     min_tokens: int = 0
     max_tokens: int = 0
+    full_path: bool = False  # every chunk carries its ancestors' headings, even when its body opens a section
 
 
 POLICIES: dict[str, ChunkingPolicy] = {
     "page-v1": ChunkingPolicy("page-v1"),
     # e5-small reads 512 tokens; the address and context lines take up to ~40 of them.
     "structure-v1": ChunkingPolicy("structure-v1", min_tokens=80, max_tokens=350),
+    # v2: a chunk that opens a section («3. Ответственность сторон») still says which document it belongs to
+    # («Договор поставки подшипников № 21-1/2019 › …»), so a question naming the document finds page 2 too.
+    "structure-v2": ChunkingPolicy("structure-v2", min_tokens=80, max_tokens=350, full_path=True),
 }
-DEFAULT_POLICY = "structure-v1"
+DEFAULT_POLICY = "structure-v2"
 
 
 def chars_as_tokens(text: str) -> int:
@@ -285,8 +290,10 @@ def build_chunks(
             t_start, t_end = _times(page, start, end)
             address = address_line(source, page, part if len(spans) > 1 else None)
             lines = [address]
-            if policy.name != "page-v1" and section and not body.startswith(section[-1][:20]):
-                lines.append("§ " + " › ".join(section))
+            if policy.name != "page-v1" and section:
+                path = section if not body.startswith(section[-1][:20]) else section[:-1] if policy.full_path else []
+                if path:
+                    lines.append("§ " + " › ".join(path))
             if context:
                 lines.append(context)
             ordinal = len(chunks)

@@ -21,8 +21,9 @@ from pydantic import BaseModel, Field
 
 from tasks.embedding import Embedder
 from tasks.index_sqlite import SqliteIndex
+from tasks.rerank import Reranker
 
-RETRIEVERS = ("bm25-nostem", "bm25", "dense", "hybrid")
+RETRIEVERS = ("bm25-nostem", "bm25", "dense", "hybrid-rrf", "hybrid", "hybrid+rerank")
 
 
 class Expected(BaseModel):
@@ -87,6 +88,8 @@ def evaluate(
     no_answer_threshold: float,
     rrf_k: int = 60,
     depth: int = 50,
+    min_coverage: float = 0.35,
+    reranker: Reranker | None = None,
 ) -> dict[str, Any]:
     """Run every question through one retriever; metrics overall and by type, and leak counts."""
     per_type: dict[str, list[dict[str, float]]] = defaultdict(list)
@@ -94,7 +97,8 @@ def evaluate(
     for q in questions:
         scopes = q.scopes or default_scopes
         vector = embedder.embed_query(q.question) if embedder is not None and retriever != "bm25" else None
-        hits = index.search(q.question, vector, scopes, k=10, depth=depth, rrf_k=rrf_k, mode=retriever)
+        hits = index.search(q.question, vector, scopes, k=10, depth=depth, rrf_k=rrf_k, mode=retriever,
+                            min_coverage=min_coverage, reranker=reranker)  # fmt: skip
         leaks["denied_access"] += sum(h["access"] not in scopes for h in hits)
         leaks["superseded"] += sum(h["lifecycle"] != "current" for h in hits)
         if q.type == "no-answer":

@@ -30,6 +30,7 @@ POLICIES = {
     # 350 tokens of Russian is ~2 000 characters; an oversized atomic unit (a long table row, a run-on sentence)
     # may exceed it, up to this bound.
     "structure-v1": ChunkPolicy(version="structure-v1", max_chars=6_000),
+    "structure-v2": ChunkPolicy(version="structure-v2", max_chars=6_000),
 }
 
 

@@ -8,11 +8,12 @@ transaction: readers see the old version or the new one, never both or neither.
 from __future__ import annotations
 
 import json
+import math
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import apsw
 import numpy as np
@@ -22,6 +23,9 @@ from korpus.datamodel import Chunk, Lifecycle, PageResult, QuarantineItem, Sourc
 from tasks.analysis import analyse, words
 from tasks.audio import timecode
 from tasks.identifiers import extract_identifiers
+
+if TYPE_CHECKING:
+    from tasks.rerank import Reranker
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS index_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -40,6 +44,7 @@ CREATE INDEX IF NOT EXISTS chunks_by_source ON chunks (source_id, source_version
 CREATE INDEX IF NOT EXISTS chunks_by_filter ON chunks (lifecycle, access);
 CREATE VIRTUAL TABLE IF NOT EXISTS chunk_terms USING fts5(
     terms, exact, tokenize = "unicode61 remove_diacritics 0 tokenchars '.,''’:_'");
+CREATE VIRTUAL TABLE IF NOT EXISTS chunk_terms_vocab USING fts5vocab(chunk_terms, 'col');
 CREATE TABLE IF NOT EXISTS pages (
     source_id TEXT NOT NULL, version TEXT NOT NULL, ordinal INTEGER NOT NULL, page TEXT NOT NULL,
     PRIMARY KEY (source_id, version, ordinal));
@@ -54,6 +59,10 @@ CREATE TABLE IF NOT EXISTS quarantine_decisions (
     item_id TEXT NOT NULL, decided_at TEXT NOT NULL, reviewer TEXT NOT NULL, action TEXT NOT NULL,
     note TEXT NOT NULL DEFAULT '', outcome TEXT NOT NULL DEFAULT '');
 """
+
+
+SEARCH_MODES = ("hybrid", "hybrid+rerank", "hybrid-rrf", "bm25", "bm25-nostem", "dense")
+HYBRID_MODES = ("hybrid", "hybrid+rerank", "hybrid-rrf")
 
 
 class IndexMismatchError(RuntimeError):
@@ -75,12 +84,15 @@ def _fts_query(terms: Iterable[str], column: str = "terms") -> str | None:
     return f"{column} : ({quoted})"
 
 
-def rrf_fuse(rankings: Sequence[Sequence[int]], k: int) -> list[tuple[int, float]]:
-    """Reciprocal rank fusion: score = Σ 1/(k + rank), rank starting at 1."""
+def rrf_fuse(
+    rankings: Sequence[Sequence[int]], k: int, weights: Sequence[float] | None = None
+) -> list[tuple[int, float]]:
+    """Reciprocal rank fusion: score = Σ w/(k + rank), rank starting at 1, w = 1 unless weights are given."""
     scores: dict[int, float] = {}
-    for ranking in rankings:
+    for i, ranking in enumerate(rankings):
+        weight = 1.0 if weights is None else weights[i]
         for rank, rowid in enumerate(ranking, start=1):
-            scores[rowid] = scores.get(rowid, 0.0) + 1.0 / (k + rank)
+            scores[rowid] = scores.get(rowid, 0.0) + weight / (k + rank)
     return sorted(scores.items(), key=lambda item: (-item[1], item[0]))
 
 
@@ -129,8 +141,78 @@ class SqliteIndex:
             raise IndexMismatchError(
                 f"index {self.path} holds {meta['embed_dims']}-dim vectors from {meta['embed_model']!r}; "
                 f"the configured model is {model_name!r} ({dims} dims). Use the model the index was built "
-                "with, or build a new index for the new model in another data directory."
+                f"with, or move the index to the new model: korpus reindex --embed-model PATH."
             )
+
+    def _vector_table(self) -> str:
+        """The table holding the current model's vectors (the 'alias' a reindex swaps)."""
+        rows = self.conn.execute("SELECT value FROM index_meta WHERE key = 'vector_table'").fetchall()
+        return rows[0][0] if rows else "chunk_vectors"
+
+    def reindex_vectors(
+        self,
+        model_name: str,
+        dims: int,
+        embed: Callable[[list[str]], np.ndarray],
+        batch: int = 64,
+        progress: Callable[[int, int], None] | None = None,
+    ) -> dict[str, Any]:
+        """Embed every current chunk's stored text with another model into a new vector table, then swap it in.
+
+        No parsing or OCR: the chunk text is in the index. Queries keep using the old table until the swap, a
+        single transaction that also embeds any chunk published meanwhile, records the new model and drops the
+        old vectors. A refresh still running with the old model is refused at publish (IndexMismatchError).
+        """
+        meta = dict(self.conn.execute("SELECT key, value FROM index_meta"))
+        old_table = self._vector_table()
+        table = "chunk_vectors_" + re.sub(r"[^a-z0-9]+", "_", model_name.lower()).strip("_") + f"_{dims}"
+        if meta.get("embed_model") == model_name and meta.get("embed_dims") == str(dims):
+            raise ValueError(f"index {self.path} already holds {dims}-dim vectors from {model_name!r}")
+        if table == old_table:
+            table += "_new"
+        with self.conn:
+            self.conn.execute(f"DROP TABLE IF EXISTS {table}")
+            self.conn.execute(f"CREATE TABLE {table} (rowid INTEGER PRIMARY KEY, embedding BLOB NOT NULL)")
+        missing_sql = (
+            f"SELECT c.rowid, c.text FROM chunks c WHERE c.lifecycle = 'current' "
+            f"AND NOT EXISTS (SELECT 1 FROM {table} v WHERE v.rowid = c.rowid) ORDER BY c.rowid LIMIT ?"
+        )
+        total = self.chunk_count()
+
+        def fill(rows: list[tuple[int, str]]) -> None:
+            vectors = np.asarray(embed([text for _, text in rows]), dtype=np.float32)
+            if vectors.ndim != 2 or vectors.shape[1] != dims:
+                raise IndexMismatchError(f"{model_name!r} returned vectors of shape {vectors.shape}, not (n, {dims})")
+            self.conn.executemany(
+                f"INSERT INTO {table} (rowid, embedding) VALUES (?, ?)",
+                [(rowid, vector.tobytes()) for (rowid, _), vector in zip(rows, vectors, strict=True)],
+            )
+
+        done = 0
+        while rows := self.conn.execute(missing_sql, (batch,)).fetchall():
+            with self.conn:
+                fill(rows)
+            done += len(rows)
+            if progress is not None:
+                progress(done, max(total, done))
+        with self.conn:  # the swap
+            while rows := self.conn.execute(missing_sql, (batch,)).fetchall():
+                fill(rows)
+                done += len(rows)
+            self.conn.execute(
+                "INSERT OR REPLACE INTO index_meta VALUES ('embed_model', ?), ('embed_dims', ?), ('vector_table', ?)",
+                (model_name, str(dims), table),
+            )
+            if old_table == "chunk_vectors":
+                self.conn.execute("DELETE FROM chunk_vectors")  # the schema's own table stays, empty
+            else:
+                self.conn.execute(f"DROP TABLE {old_table}")
+        return {
+            "model": model_name,
+            "dims": dims,
+            "chunks": done,
+            "replaced": {"model": meta.get("embed_model"), "dims": meta.get("embed_dims")},
+        }
 
     # --- catalog ---------------------------------------------------------------------------------------
 
@@ -242,9 +324,13 @@ class SqliteIndex:
         ).fetchall()
         return bool(rows)
 
-    def add_reviewed_chunk(self, chunk: Chunk, vector: np.ndarray, exception: bool) -> None:
+    def add_reviewed_chunk(
+        self, chunk: Chunk, vector: np.ndarray, exception: bool, embed_model: str | None = None
+    ) -> None:
         """Index a chunk a reviewer let in: a released one (an approved exception) or a re-OCR'd page."""
         with self.conn:
+            if embed_model is not None:
+                self.bind_embedding(embed_model, int(np.asarray(vector).shape[0]))
             if self.conn.execute("SELECT 1 FROM chunks WHERE chunk_id = ?", (chunk.chunk_id,)).fetchall():
                 self.conn.execute(
                     "UPDATE chunks SET lifecycle = 'current', exception = ? WHERE chunk_id = ?",
@@ -289,16 +375,24 @@ class SqliteIndex:
     # --- writes ----------------------------------------------------------------------------------------
 
     def publish_version(
-        self, source: Source, chunks: Sequence[Chunk], vectors: np.ndarray, pages: Sequence[PageResult] | int
+        self,
+        source: Source,
+        chunks: Sequence[Chunk],
+        vectors: np.ndarray,
+        pages: Sequence[PageResult] | int,
+        embed_model: str | None = None,
     ) -> None:
         """Store a source version's chunks (and page texts, for re-chunking without re-parsing) and make it the
-        only current version, in one transaction."""
+        only current version, in one transaction. With `embed_model`, the vectors' model is checked against the
+        index inside that transaction (a reindex may have swapped models since they were computed)."""
         page_results = [] if isinstance(pages, int) else list(pages)
         page_count = pages if isinstance(pages, int) else len(page_results)
         if len(chunks) != len(vectors):
             raise ValueError(f"{len(chunks)} chunks but {len(vectors)} vectors for {source.source_id}")
         vectors = np.asarray(vectors, dtype=np.float32)
         with self.conn:
+            if embed_model is not None and len(chunks):
+                self.bind_embedding(embed_model, int(vectors.shape[1]))
             self._retire(source.source_id, keep_version=source.version)
             self.conn.execute(
                 "DELETE FROM chunk_terms WHERE rowid IN (SELECT rowid FROM chunks WHERE source_id = ? "
@@ -306,7 +400,7 @@ class SqliteIndex:
                 (source.source_id, source.version),
             )
             self.conn.execute(
-                "DELETE FROM chunk_vectors WHERE rowid IN (SELECT rowid FROM chunks WHERE source_id = ? "
+                f"DELETE FROM {self._vector_table()} WHERE rowid IN (SELECT rowid FROM chunks WHERE source_id = ? "
                 "AND source_version = ?)",
                 (source.source_id, source.version),
             )
@@ -352,7 +446,9 @@ class SqliteIndex:
             "INSERT INTO chunk_terms (rowid, terms, exact) VALUES (?, ?, ?)",
             (rowid, " ".join(analyse(chunk.text)), " ".join(words(chunk.text))),
         )
-        self.conn.execute("INSERT INTO chunk_vectors (rowid, embedding) VALUES (?, ?)", (rowid, vector.tobytes()))
+        self.conn.execute(
+            f"INSERT INTO {self._vector_table()} (rowid, embedding) VALUES (?, ?)", (rowid, vector.tobytes())
+        )
         for identifier in extract_identifiers(chunk.body):
             self.conn.execute("INSERT INTO chunk_identifiers (rowid, identifier) VALUES (?, ?)", (rowid, identifier))
 
@@ -502,12 +598,31 @@ class SqliteIndex:
         found = self.exact_occurrences(text, scopes, limit=0)
         return {"query": text, "total": found["total"], "by_source": found["by_source"]}
 
+    def lexical_coverage(self, query: str, rowid: int) -> float:
+        """How much of the query the best lexical hit holds: the IDF-weighted share of the query's analysed terms
+        found in that chunk (1.0 = every term). Low coverage means BM25 ranked on a word or two the question
+        happens to share — the mark of a paraphrase — and its ranking deserves less weight in the fusion."""
+        terms = list(dict.fromkeys(analyse(query)))
+        if not terms:
+            return 0.0
+        stored = self.conn.execute("SELECT terms FROM chunk_terms WHERE rowid = ?", (rowid,)).fetchall()
+        held = set(stored[0][0].split()) if stored else set()
+        total = self.conn.execute("SELECT count(*) FROM chunk_terms").fetchall()[0][0] or 1
+        marks = ", ".join("?" for _ in terms)
+        df = dict(
+            self.conn.execute(
+                f"SELECT term, doc FROM chunk_terms_vocab WHERE col = 'terms' AND term IN ({marks})", terms
+            )
+        )
+        idf = {t: math.log(1.0 + (total - df.get(t, 0) + 0.5) / (df.get(t, 0) + 0.5)) for t in terms}
+        return sum(idf[t] for t in terms if t in held) / sum(idf.values())
+
     def vector_ranking(self, vector: np.ndarray, scopes: Sequence[str], depth: int) -> list[tuple[int, float]]:
         where, params = self._filter_sql(scopes)
         blob = np.asarray(vector, dtype=np.float32).tobytes()
         rows = self.conn.execute(
             "SELECT c.rowid, vec_distance_cosine(v.embedding, ?) AS d FROM chunks c "
-            f"JOIN chunk_vectors v ON v.rowid = c.rowid WHERE {where} ORDER BY d LIMIT ?",
+            f"JOIN {self._vector_table()} v ON v.rowid = c.rowid WHERE {where} ORDER BY d LIMIT ?",
             [blob, *params, depth],
         )
         return [(rowid, 1.0 - distance) for rowid, distance in rows]
@@ -521,30 +636,65 @@ class SqliteIndex:
         depth: int = 50,
         rrf_k: int = 60,
         mode: str = "hybrid",
+        min_coverage: float = 0.35,
+        reranker: Reranker | None = None,
+        rerank_top: int = 20,
     ) -> list[dict[str, Any]]:
-        """Hybrid (RRF over BM25 and kNN), or one side alone with mode='bm25' / 'dense'.
+        """Hybrid (RRF over BM25 and kNN, routed by lexical coverage), plain RRF ('hybrid-rrf'), or one side
+        alone ('bm25', 'bm25-nostem', 'dense'). Identifier matches rank first in every mode that reads BM25.
 
         Both sides and the hit lookup read one snapshot (one read transaction): a version switch committed
         meanwhile is seen by all of them or by none.
         """
-        if mode in ("hybrid", "dense") and vector is None:
+        if mode not in SEARCH_MODES:
+            raise ValueError(f"unknown search mode {mode!r}; one of {', '.join(SEARCH_MODES)}")
+        if mode == "hybrid+rerank" and reranker is None:
+            raise ValueError("hybrid+rerank needs a rerank model: set KORPUS_RERANK_MODEL to a CrossEncoder folder")
+        if mode in (*HYBRID_MODES, "dense") and vector is None:
             raise ValueError("dense and hybrid search need a query vector")
+        if vector is not None:
+            dims = self.conn.execute("SELECT value FROM index_meta WHERE key = 'embed_dims'").fetchall()
+            if dims and int(dims[0][0]) != len(vector):
+                raise IndexMismatchError(
+                    f"index {self.path} holds {dims[0][0]}-dim vectors; the query vector has {len(vector)} dims. "
+                    "Query with the model the index was built with (korpus sources / /health show it)."
+                )
         with self.conn:
-            rankings = []
+            rankings, weights = [], []
             if mode == "bm25-nostem":  # the baseline evaluations compare against: no Russian morphology
                 rankings.append([rowid for rowid, _ in self.lexical_ranking(query, scopes, depth, stemmed=False)])
-            if mode in ("hybrid", "bm25"):
-                rankings.append([rowid for rowid, _ in self.lexical_ranking(query, scopes, depth)])
-            if mode in ("hybrid", "dense"):
+                weights.append(1.0)
+            if mode in HYBRID_MODES or mode == "bm25":
+                lexical = [rowid for rowid, _ in self.lexical_ranking(query, scopes, depth)]
+                rankings.append(lexical)
+                # Routed fusion: when BM25's best hit holds less than `min_coverage` of the query (IDF-weighted),
+                # BM25 matched a stray word of a paraphrase and its ranking is left out; any weight it kept would
+                # reorder dense's top ranks, which RRF spaces only 1/(k+r) - 1/(k+r+1) apart. 'hybrid-rrf' is
+                # plain equal-weight RRF, the baseline evaluations compare against.
+                routed = mode in ("hybrid", "hybrid+rerank") and lexical
+                weights.append(0.0 if routed and self.lexical_coverage(query, lexical[0]) < min_coverage else 1.0)
+            if mode in HYBRID_MODES or mode == "dense":
                 rankings.append([rowid for rowid, _ in self.vector_ranking(vector, scopes, depth)])
-            fused = rrf_fuse(rankings, rrf_k)
-            if mode in ("hybrid", "bm25"):
+                weights.append(1.0)
+            fused = rrf_fuse(rankings, rrf_k, weights)
+            if mode in HYBRID_MODES or mode == "bm25":
                 # A query carrying an ИНН, ОГРН or document number wants that document: exact identifier
                 # matches rank first, whatever either side of the fusion thought of them.
                 exact = self.identifier_ranking(extract_identifiers(query), scopes, depth)
                 first = [(rowid, 1.0 + 1.0 / (rank + 1)) for rank, rowid in enumerate(exact)]
                 fused = first + [(rowid, score) for rowid, score in fused if rowid not in set(exact)]
-            return self._hits(fused[:k])
+            else:
+                exact = []
+            if mode != "hybrid+rerank":
+                return self._hits(fused[:k])
+            # The cross-encoder reorders the fused top-N that the filters already passed; identifier matches
+            # keep their place in front of it.
+            hits = self._hits(fused[: max(k, rerank_top + len(exact))])
+            pinned, rest = hits[: len(exact)], hits[len(exact) : len(exact) + rerank_top]
+            for hit, score in zip(rest, reranker.scores(query, [h["text"] for h in rest]), strict=True):
+                hit["fused_score"], hit["score"] = hit["score"], round(score, 6)
+            rest.sort(key=lambda h: -h["score"])
+            return (pinned + rest + hits[len(exact) + rerank_top :])[:k]
 
     def _hits(self, scored: Sequence[tuple[int, float]]) -> list[dict[str, Any]]:
         if not scored:

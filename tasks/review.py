@@ -88,7 +88,8 @@ def _release(index: SqliteIndex, item: dict[str, Any], settings: Settings) -> tu
     if failures:
         raise ReviewError(f"an exception cannot lift these rules: {', '.join(code.value for code, _ in failures)}")
     embedder = shared_embedder(str(embed_model_path(settings)), settings.embed_batch_size)
-    index.add_reviewed_chunk(chunk, embedder.embed_passages([chunk.text])[0], exception=True)
+    vector = embedder.embed_passages([chunk.text])[0]
+    index.add_reviewed_chunk(chunk, vector, exception=True, embed_model=embedder.name)
     return "indexed as an approved exception", "released"
 
 
@@ -126,7 +127,7 @@ def _reocr(index: SqliteIndex, item: dict[str, Any], settings: Settings) -> tupl
         return f"re-OCR text still refused: {', '.join(sorted(set(failures)))}", "open"
     embedder = shared_embedder(str(embed_model_path(settings)), settings.embed_batch_size)
     for c, vector in zip(chunks, embedder.embed_passages([c.text for c in chunks]), strict=True):
-        index.add_reviewed_chunk(c, vector, exception=False)
+        index.add_reviewed_chunk(c, vector, exception=False, embed_model=embedder.name)
     return f"re-OCR ({page.engine}, tier {page.tier}) passed the gate and was indexed", "resolved"
 
 

@@ -143,3 +143,111 @@ def test_search_exact_finds_every_accessible_current_occurrence(index: SqliteInd
     widened = index.count_mentions("Иванов П. С.", ["public", "hr"])
     assert widened == {"query": "Иванов П. С.", "total": 3, "by_source": {"a.txt": 2, "b.txt": 1}}
     assert index.exact_occurrences("Сидоров", ["public"])["total"] == 0
+
+
+def test_weighted_rrf_scales_each_side() -> None:
+    fused = dict(rrf_fuse([[1, 2], [2, 1]], k=60, weights=[0.0, 1.0]))
+    assert fused[2] == pytest.approx(1 / 61)
+    assert fused[1] == pytest.approx(1 / 62)
+
+
+def _axes(*weights: float) -> np.ndarray:
+    v = np.asarray(weights + (0.0,) * (DIMS - len(weights)), dtype=np.float32)
+    return v / np.linalg.norm(v)
+
+
+def _publish_vector(index: SqliteIndex, source_id: str, text: str, vector: np.ndarray) -> None:
+    source = Source(source_id=source_id, version="v1", path="/x", kind=SourceKind.text, owner="o", access="public",
+                    tenant="default")  # fmt: skip
+    page = PageResult(source_id=source_id, source_version="v1", page=1, text=text, method="plain-text")
+    chunks, _ = page_chunks(source, [page])
+    index.publish_version(source, chunks, np.stack([vector] * len(chunks)), 1)
+
+
+def _paraphrase_corpus(index: SqliteIndex) -> None:
+    # The answer shares no word with the question; dense ranks it first. A stray chunk shares one word
+    # («складе») and is dense's second choice: plain RRF puts it first (lexical 1 + dense 2 beats dense 1).
+    _publish_vector(index, "roof.txt", "Прошу организовать ремонт кровли административного здания.", _axes(1, 0.1))
+    _publish_vector(index, "stray.txt", "Инвентаризация товаров на складе номер три.", _axes(1, 0.3))
+    _publish_vector(index, "other.txt", "Приказ о летнем режиме работы офиса.", _axes(0, 1))
+
+
+def test_lexical_coverage_is_the_idf_weighted_share_of_query_terms(index: SqliteIndex) -> None:
+    _paraphrase_corpus(index)
+    stray = index.lexical_ranking("Инвентаризация на складе", ["public"], 1)[0][0]
+    assert index.lexical_coverage("Инвентаризация на складе", stray) == pytest.approx(1.0)
+    partial = index.lexical_coverage("Когда починят крышу на складе?", stray)
+    assert 0.0 < partial < 0.35
+
+
+def test_hybrid_routes_a_paraphrase_to_dense_where_plain_rrf_loses_it(index: SqliteIndex) -> None:
+    _paraphrase_corpus(index)
+    query, vector = "Когда починят крышу на складе?", _axes(1)
+    assert index.search(query, vector, ["public"], mode="dense")[0]["source_id"] == "roof.txt"
+    assert index.search(query, vector, ["public"], mode="hybrid-rrf")[0]["source_id"] == "stray.txt"
+    assert index.search(query, vector, ["public"], mode="hybrid")[0]["source_id"] == "roof.txt"
+    # Routing off (min_coverage 0) is plain RRF again.
+    assert index.search(query, vector, ["public"], mode="hybrid", min_coverage=0.0)[0]["source_id"] == "stray.txt"
+
+
+def test_hybrid_keeps_both_sides_when_the_lexical_hit_covers_the_query(index: SqliteIndex) -> None:
+    _paraphrase_corpus(index)
+    query, vector = "инвентаризация товаров на складе", _axes(1)
+    # Dense alone prefers roof.txt; BM25 covers the whole query with stray.txt, so both sides fuse.
+    assert index.search(query, vector, ["public"], mode="dense")[0]["source_id"] == "roof.txt"
+    assert index.search(query, vector, ["public"], mode="hybrid")[0]["source_id"] == "stray.txt"
+
+
+def test_unknown_mode_and_rerank_without_model_are_refused(index: SqliteIndex) -> None:
+    with pytest.raises(ValueError, match="unknown search mode"):
+        index.search("x", None, ["public"], mode="fuzzy")
+    with pytest.raises(ValueError, match="KORPUS_RERANK_MODEL"):
+        index.search("x", _axes(1), ["public"], mode="hybrid+rerank")
+
+
+def test_reindex_swaps_vectors_to_a_new_model_without_touching_chunks(index: SqliteIndex) -> None:
+    index.bind_embedding("old-model", DIMS)
+    _paraphrase_corpus(index)
+    texts_before = [row[0] for row in index.conn.execute("SELECT text FROM chunks ORDER BY rowid")]
+    seen: list[list[str]] = []
+
+    def embed(texts: list[str]) -> np.ndarray:  # a 3-dim "model": roof texts on one axis, the rest on another
+        seen.append(texts)
+        return np.asarray([[1.0, 0.0, 0.0] if "кровли" in t else [0.0, 1.0, 0.0] for t in texts], dtype=np.float32)
+
+    report = index.reindex_vectors("new-model", 3, embed, batch=2)
+    assert report["chunks"] == 3 and report["replaced"] == {"model": "old-model", "dims": str(DIMS)}
+    assert sum(len(batch) for batch in seen) == 3 and max(len(batch) for batch in seen) <= 2
+    assert [row[0] for row in index.conn.execute("SELECT text FROM chunks ORDER BY rowid")] == texts_before
+    assert index.stats()["embed_model"] == "new-model" and index.stats()["embed_dims"] == 3
+    hits = index.search("крыша", np.asarray([1.0, 0.0, 0.0], dtype=np.float32), ["public"], mode="dense")
+    assert hits[0]["source_id"] == "roof.txt"
+    # The old model's vectors are gone, and a query of the old dimension is refused with a clear message.
+    with pytest.raises(IndexMismatchError, match="3-dim vectors"):
+        index.search("крыша", _axes(1), ["public"], mode="hybrid")
+    with pytest.raises(IndexMismatchError, match="korpus reindex"):
+        index.bind_embedding("old-model", DIMS)
+    # A version published after the swap goes into the new table; one embedded with the old model is refused.
+    _publish_vector(index, "late.txt", "Поздний документ о кровли.", np.asarray([1.0, 0.0, 0.0], dtype=np.float32))
+    with pytest.raises(IndexMismatchError):
+        source = Source(source_id="stale.txt", version="v1", path="/x", kind=SourceKind.text, owner="o",
+                        access="public", tenant="default")  # fmt: skip
+        page = PageResult(source_id="stale.txt", source_version="v1", page=1, text="Старый.", method="plain-text")
+        chunks, _ = page_chunks(source, [page])
+        index.publish_version(source, chunks, np.stack([_vec(0)] * len(chunks)), 1, embed_model="old-model")
+    assert index.chunk_count() == 4
+
+
+def test_reindex_to_the_same_model_is_refused(index: SqliteIndex) -> None:
+    index.bind_embedding("m", DIMS)
+    with pytest.raises(ValueError, match="already holds"):
+        index.reindex_vectors("m", DIMS, lambda texts: np.zeros((len(texts), DIMS), dtype=np.float32))
+
+
+def test_reindex_refuses_vectors_of_the_wrong_shape(index: SqliteIndex) -> None:
+    index.bind_embedding("m", DIMS)
+    _paraphrase_corpus(index)
+    with pytest.raises(IndexMismatchError, match="shape"):
+        index.reindex_vectors("n", 5, lambda texts: np.zeros((len(texts), 4), dtype=np.float32))
+    assert index.stats()["embed_model"] == "m"  # nothing swapped
+    assert index.search("склад", _axes(1), ["public"], mode="dense")

@@ -1,0 +1,79 @@
+"""`korpus reindex --embed-model PATH` on a copy of the session index: a tiny sentence-transformers model built in
+the test (random 24-dim BERT, the e5 tokenizer) replaces e5-small's 384-dim vectors from the stored chunk text;
+afterwards the old model is refused with a clear message and the new one answers."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import apsw
+import pytest
+from typer.testing import CliRunner
+
+from korpus.cli import app
+
+from .conftest import Refreshed
+
+pytestmark = pytest.mark.integration
+runner = CliRunner()
+
+
+@pytest.fixture(scope="module")
+def tiny_embedder(models: dict[str, Path], tmp_path_factory: pytest.TempPathFactory) -> Path:
+    import torch
+    from sentence_transformers import SentenceTransformer
+    from sentence_transformers.models import Normalize, Pooling, Transformer
+    from transformers import BertConfig, BertModel, PreTrainedTokenizerFast
+
+    base = tmp_path_factory.mktemp("tiny-embedder")
+    hf = base / "hf"
+    hf.mkdir()
+    for name in ("tokenizer.json", "tokenizer_config.json"):
+        shutil.copy(models["embed"] / name, hf / name)
+    tokenizer = PreTrainedTokenizerFast.from_pretrained(str(hf))
+    torch.manual_seed(3)
+    config = BertConfig(vocab_size=len(tokenizer), hidden_size=24, num_hidden_layers=1, num_attention_heads=2,
+                        intermediate_size=48)  # fmt: skip
+    BertModel(config, add_pooling_layer=False).save_pretrained(str(hf))
+    transformer = Transformer(str(hf), max_seq_length=128)
+    model = SentenceTransformer(modules=[transformer, Pooling(24, pooling_mode="mean"), Normalize()], device="cpu")
+    target = base / "tiny-24"
+    model.save(str(target))
+    return target
+
+
+def test_reindex_swaps_the_model_and_the_old_one_is_refused(
+    refreshed: Refreshed, tiny_embedder: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    data = tmp_path / "data"
+    data.mkdir()
+    copy = apsw.Connection(str(data / "korpus.db"))
+    with copy.backup("main", apsw.Connection(str(refreshed.settings.index_path)), "main") as backup:
+        backup.step()
+    copy.close()
+
+    def texts() -> list[str]:
+        with apsw.Connection(str(data / "korpus.db")) as conn:
+            return [r[0] for r in conn.execute("SELECT text FROM chunks WHERE lifecycle = 'current' ORDER BY rowid")]
+
+    before = texts()
+    result = runner.invoke(app, ["reindex", "--embed-model", str(tiny_embedder), "--data", str(data)])
+    assert result.exit_code == 0, result.output
+    assert f"reindexed {len(before)} chunks: e5-small (384 dims) → tiny-24 (24 dims)" in result.stdout
+    assert "chunks embedded" in result.stderr  # progress
+    assert texts() == before  # chunk text reused, nothing re-parsed
+
+    # The configured model is still e5-small: the CLI refuses to query with it and names the way out.
+    refused = runner.invoke(app, ["search", "ремонт кровли", "--data", str(data)])
+    assert refused.exit_code == 2 and "24-dim vectors from 'tiny-24'" in refused.output
+    assert "korpus reindex" in refused.output
+
+    monkeypatch.setenv("KORPUS_EMBED_MODEL", str(tiny_embedder))
+    answered = runner.invoke(app, ["search", "ремонт кровли склада", "--json", "--data", str(data)])
+    assert answered.exit_code == 0, answered.output
+    hits = json.loads(answered.stdout)
+    assert hits and all(h["access"] == "public" and h["lifecycle"] == "current" for h in hits)
+    again = runner.invoke(app, ["reindex", "--embed-model", str(tiny_embedder), "--data", str(data)])
+    assert again.exit_code == 2 and "already holds 24-dim vectors" in again.output
