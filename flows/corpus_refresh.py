@@ -290,13 +290,14 @@ def _speech_outcome(source: Source, rec: RecordingPlan, futures: list, settings:
 
 
 @flow(name="corpus_refresh", log_prints=False)
-def corpus_refresh(root: str, data: str | None = None) -> dict[str, Any]:
+def corpus_refresh(root: str, data: str | None = None, overrides: dict[str, Any] | None = None) -> dict[str, Any]:
     """Bring the index in line with the files under `root`: new and changed sources indexed, removed ones
-    retired, unchanged ones left alone (no OCR, ASR or embedding)."""
+    retired, unchanged ones left alone (no OCR, ASR or embedding). `overrides` are settings given explicitly
+    (over KORPUS_* and korpus.yaml), e.g. {"chunk_policy": "structure-v1"}."""
     set_offline_switches()
     started = time.perf_counter()
     logger = get_run_logger()
-    settings = Settings(data=Path(data)) if data else Settings()
+    settings = Settings(**(overrides or {}), **({"data": Path(data)} if data else {}))
     indexed, refused = read_catalog(settings)
     plan = plan_refresh(discover(root), indexed, refused)
     logger.info(
@@ -389,8 +390,11 @@ def _summary_markdown(summary: dict[str, Any]) -> str:
 
 
 def run_refresh(root: Path, settings: Settings) -> dict[str, Any]:
-    """Run the flow; the Dask task runner it parses on comes from the settings."""
-    return corpus_refresh(root=str(root), data=str(settings.data))
+    """Run the flow with these settings: every field that differs from what the flow would read itself (KORPUS_*,
+    korpus.yaml) travels as a flow parameter — never the API keys. The Dask task runner comes from the settings."""
+    own, ambient = settings.model_dump(mode="json"), Settings().model_dump(mode="json")
+    overrides = {k: v for k, v in own.items() if v != ambient[k] and k not in ("data", "api_keys")}
+    return corpus_refresh(root=str(root), data=str(settings.data), overrides=overrides or None)
 
 
 if __name__ == "__main__":

@@ -8,12 +8,13 @@ them (403). With no keys configured the API is anonymous and sees `KORPUS_DEFAUL
 import threading
 from typing import Annotated, Any
 
-from fastapi import Depends, FastAPI, Header, HTTPException, Query
+from fastapi import Depends, FastAPI, Header, HTTPException, Query, Request
+from fastapi.responses import JSONResponse
 
 from korpus.model_store import embed_model_path, set_offline_switches
 from korpus.settings import Settings, parse_scopes
 from tasks.embedding import shared_embedder
-from tasks.index_sqlite import SEARCH_MODES, SqliteIndex
+from tasks.index_sqlite import SEARCH_MODES, IndexMismatchError, SqliteIndex
 
 TOOLS = [
     {
@@ -65,6 +66,11 @@ def create_app(settings: Settings) -> FastAPI:
     set_offline_switches()
     app = FastAPI(title="korpus", version="0.1.0", description=__doc__)
     lock = threading.Lock()
+
+    @app.exception_handler(IndexMismatchError)
+    def model_mismatch(_request: Request, exc: IndexMismatchError) -> JSONResponse:
+        # The server's configured embedding model is not the one the index was built with: say so, plainly.
+        return JSONResponse(status_code=409, content={"detail": str(exc)})
 
     def granted(
         x_api_key: Annotated[str | None, Header()] = None,

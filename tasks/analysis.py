@@ -1,8 +1,9 @@
 """One Russian analysis for every backend, equal in intent to OpenSearch's built-in `russian` analyzer.
 
 Lucene's RussianAnalyzer: standard (UAX#29-like) word segmentation, lowercase, Russian stop words, Snowball
-Russian stemmer. Word segmentation here is a regular expression that keeps digits joined by `.`/`,` (dates,
-amounts) and letters joined by `.`/`'` whole, as UAX#29 does, and splits at hyphens and slashes.
+Russian stemmer. Word segmentation is a regular expression implementing UAX#29's rules for letters and digits
+(dates `12.03.2023` and amounts `000,50` stay whole, `т.е` stays whole, hyphens, slashes and `10:30` split);
+tests/fixtures/analyzer/ pins its output on 300 sentences and says how to check it against OpenSearch `_analyze`.
 """
 
 from __future__ import annotations
@@ -26,7 +27,13 @@ RUSSIAN_STOP_WORDS = frozenset(
     """.split()
 )
 
-_WORD = re.compile(r"\w+(?:(?:[.'’]\w+)|(?:(?<=\d)[,:](?=\d)\d*))*", re.UNICODE)
+# UAX#29 word boundaries for letters and digits, as Lucene's StandardTokenizer applies them: a MidLetter (`:`, `·`)
+# joins two letters (WB6/7), a MidNum (`,`, `;`) joins two digits (WB11/12), a MidNumLet (`.`, apostrophes) joins
+# either pair; letters, digits and `_` (ExtendNumLet) join directly (WB8-10, WB13a/b); everything else breaks.
+_LETTER = r"[^\W\d_]"
+_WORD = re.compile(
+    rf"\w+(?:(?:(?<={_LETTER})[:·'’‘.․﹒＇．](?={_LETTER})|(?<=\d)[,;.'’‘․﹒＇．;](?=\d))\w+)*", re.UNICODE
+)
 _local = threading.local()
 
 

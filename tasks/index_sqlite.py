@@ -23,6 +23,7 @@ from korpus.datamodel import Chunk, Lifecycle, PageResult, QuarantineItem, Sourc
 from tasks.analysis import analyse, words
 from tasks.audio import timecode
 from tasks.identifiers import extract_identifiers
+from tasks.vector_cache import GENERATION_SQL, cache_for
 
 if TYPE_CHECKING:
     from tasks.rerank import Reranker
@@ -115,6 +116,16 @@ class SqliteIndex:
         self.conn.execute("PRAGMA synchronous=NORMAL")
         with self.conn:
             self.conn.execute(SCHEMA)
+        triggers = "SELECT count(*) FROM sqlite_master WHERE type = 'trigger' AND name LIKE 'chunks_generation_%'"
+        if self.conn.execute(triggers).fetchall()[0][0] < 3:
+            # A write: take the lock up front (a deferred transaction upgraded later can fail at once with BUSY).
+            self.conn.execute("BEGIN IMMEDIATE")
+            try:
+                self.conn.execute(GENERATION_SQL)
+                self.conn.execute("COMMIT")
+            except BaseException:
+                self.conn.execute("ROLLBACK")
+                raise
 
     def close(self) -> None:
         self.conn.close()
@@ -618,6 +629,21 @@ class SqliteIndex:
         return sum(idf[t] for t in terms if t in held) / sum(idf.values())
 
     def vector_ranking(self, vector: np.ndarray, scopes: Sequence[str], depth: int) -> list[tuple[int, float]]:
+        """Exact kNN over the current chunks the scopes may see, from the process's in-memory copy of the vectors
+        (tasks/vector_cache.py), synced to this connection's snapshot first."""
+        if not scopes:
+            return []
+        with self.conn:  # one snapshot for the generation check, the sync and the caller's other reads
+            table = self._vector_table()
+            generation = self.conn.execute("SELECT value FROM index_meta WHERE key = 'generation'").fetchall()[0][0]
+            cache = cache_for(self.path, table)
+            with cache.lock:
+                if cache.generation != generation:
+                    cache.sync(self.conn, table, generation)
+                return cache.top(vector, scopes, depth)
+
+    def vector_ranking_sql(self, vector: np.ndarray, scopes: Sequence[str], depth: int) -> list[tuple[int, float]]:
+        """The same ranking by sqlite-vec inside SQL (no memory copy): the reference the cache is tested against."""
         where, params = self._filter_sql(scopes)
         blob = np.asarray(vector, dtype=np.float32).tobytes()
         rows = self.conn.execute(

@@ -10,8 +10,10 @@ from pathlib import Path
 
 import apsw
 import pytest
+from fastapi.testclient import TestClient
 from typer.testing import CliRunner
 
+from korpus.api import create_app
 from korpus.cli import app
 
 from .conftest import Refreshed
@@ -69,6 +71,11 @@ def test_reindex_swaps_the_model_and_the_old_one_is_refused(
     refused = runner.invoke(app, ["search", "ремонт кровли", "--data", str(data)])
     assert refused.exit_code == 2 and "24-dim vectors from 'tiny-24'" in refused.output
     assert "korpus reindex" in refused.output
+
+    # So does the API, with a 409 that says why (not a 500).
+    client = TestClient(create_app(refreshed.settings.model_copy(update={"data": data})))
+    conflict = client.get("/search", params={"q": "ремонт кровли"})
+    assert conflict.status_code == 409 and "korpus reindex" in conflict.json()["detail"]
 
     monkeypatch.setenv("KORPUS_EMBED_MODEL", str(tiny_embedder))
     answered = runner.invoke(app, ["search", "ремонт кровли склада", "--json", "--data", str(data)])

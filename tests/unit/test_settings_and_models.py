@@ -38,3 +38,15 @@ def test_q4_block_dequantisation() -> None:
     values = _dequantise_q4(memoryview(raw), 32)
     assert values[:16].tolist() == [(i - 8) * 0.5 for i in range(16)]
     assert values[16:].tolist() == [(15 - i - 8) * 0.5 for i in range(16)]
+
+
+def test_run_refresh_passes_explicit_settings_to_the_flow(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    import flows.corpus_refresh as module
+
+    seen: dict = {}
+    monkeypatch.setattr(module, "corpus_refresh", lambda **kwargs: seen.update(kwargs) or {})
+    module.run_refresh(tmp_path, Settings(data=tmp_path / "d", chunk_policy="structure-v1", api_keys={"k": ["hr"]}))
+    assert seen["data"] == str(tmp_path / "d")
+    assert seen["overrides"] == {"chunk_policy": "structure-v1"}  # explicit fields travel; API keys never do
+    module.run_refresh(tmp_path, Settings(data=tmp_path / "d"))
+    assert seen["overrides"] is None

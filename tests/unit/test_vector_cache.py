@@ -1,0 +1,91 @@
+"""The in-memory kNN (tasks/vector_cache.py) against sqlite-vec's scan in SQL, through a random sequence of the
+index's writes: publish, republish of the same version (rowids reused), supersede, retire, relabel, a reindex
+swap, and a second connection writing while the first one queries."""
+
+import random
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from korpus.datamodel import Chunk, Locator, Source, SourceKind, chunk_id_for
+from tasks.index_sqlite import SqliteIndex
+
+pytestmark = pytest.mark.unit
+DIMS = 12
+SCOPES = (["public"], ["hr"], ["public", "hr"], ["finance"], [])
+
+
+def _source(n: int, version: str, access: str) -> tuple[Source, list[Chunk]]:
+    source = Source(source_id=f"s{n}.txt", version=version, path="/x", kind=SourceKind.text, owner="o",
+                    access=access, tenant="default")  # fmt: skip
+    chunks = [
+        Chunk(
+            chunk_id=chunk_id_for(version, source.source_id, i),
+            source_id=source.source_id,
+            source_version=version,
+            locator=Locator(page=i + 1),
+            text=f"текст {n} {i}",
+            body=f"текст {n} {i}",
+            owner="o",
+            access_rule=access,
+            policy_version="structure-v2",
+        )
+        for i in range(3)
+    ]
+    return source, chunks
+
+
+def _vectors(rng: np.random.Generator, n: int, dims: int = DIMS) -> np.ndarray:
+    return rng.standard_normal((n, dims)).astype(np.float32)
+
+
+def _agree(index: SqliteIndex, rng: np.random.Generator, dims: int = DIMS) -> None:
+    for scopes in SCOPES:
+        query = rng.standard_normal(dims).astype(np.float32)
+        cached = index.vector_ranking(query, scopes, 10)
+        reference = index.vector_ranking_sql(query, scopes, 10)
+        assert [r for r, _ in cached] == [r for r, _ in reference], scopes
+        assert [s for _, s in cached] == pytest.approx([s for _, s in reference], abs=1e-5)
+
+
+def test_cache_matches_sql_through_every_kind_of_write(tmp_path: Path) -> None:
+    rng, pick = np.random.default_rng(5), random.Random(5)
+    index = SqliteIndex(tmp_path / "k.db")
+    reader = SqliteIndex(tmp_path / "k.db")  # another connection, same process: the same cache
+    for n in range(8):
+        source, chunks = _source(n, "v1", pick.choice(["public", "hr", "finance"]))
+        index.publish_version(source, chunks, _vectors(rng, 3), 3)
+    _agree(reader, rng)
+    for step in range(30):
+        n = pick.randrange(10)
+        action = pick.choice(["new-version", "same-version", "retire", "relabel"])
+        if action in ("new-version", "same-version"):
+            version = f"v{step}" if action == "new-version" else "v1"
+            source, chunks = _source(n, version, pick.choice(["public", "hr"]))
+            index.publish_version(source, chunks, _vectors(rng, 3), 3)
+        elif action == "retire":
+            index.retire_source(f"s{n}.txt")
+        else:
+            current = index.indexed_versions().get(f"s{n}.txt")
+            if current:
+                source, _ = _source(n, next(iter(current)), pick.choice(["public", "hr", "finance"]))
+                index.relabel_source(source)
+        _agree(reader, rng)
+        _agree(index, rng)
+    # A reindex swaps the vector table: the cache follows it (and the new dimension).
+    index.reindex_vectors("other", 5, lambda texts: _vectors(rng, len(texts), 5))
+    _agree(reader, rng, dims=5)
+    index.close()
+    reader.close()
+
+
+def test_no_scopes_and_unknown_scopes_see_nothing(tmp_path: Path) -> None:
+    rng = np.random.default_rng(1)
+    with SqliteIndex(tmp_path / "k.db") as index:
+        source, chunks = _source(1, "v1", "public")
+        index.publish_version(source, chunks, _vectors(rng, 3), 3)
+        query = rng.standard_normal(DIMS).astype(np.float32)
+        assert index.vector_ranking(query, [], 10) == []
+        assert index.vector_ranking(query, ["nobody"], 10) == []
+        assert len(index.vector_ranking(query, ["public"], 10)) == 3
