@@ -11,13 +11,14 @@ export PREFECT_SERVER_ANALYTICS_ENABLED := false
 export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 
-.PHONY: help setup system python models demo test lint format clean
+.PHONY: help setup system python models demo test test-opensearch lint format clean
 
 help:
 	@echo "make demo   set up, write the sample archive, refresh it twice, run cited searches"
 	@echo "make test   set up and run the unit + integration tests"
 	@echo "make setup  system packages (apt), .venv with torch==2.13.0 (CPU), offline models"
 	@echo "make lint   ruff check + format check"
+	@echo "make test-opensearch   the OpenSearch backend suite against KORPUS_OPENSEARCH_URL (a real cluster)"
 
 setup: system python models
 
@@ -57,7 +58,7 @@ demo: setup
 	$(BIN)/korpus search "премия Смирновой" --data $(DEMO)/data -k 2
 	@echo; echo "== search: the same with scope hr"
 	$(BIN)/korpus search "премия Смирновой" --scopes public,hr --data $(DEMO)/data -k 1
-	@echo; echo "== chunks of the contract (structure-v1: headings, table, procedure)"
+	@echo; echo "== chunks of the contract (structure-v2: headings, table, procedure)"
 	$(BIN)/korpus chunks договоры/договор_поставки_45-17.pdf --data $(DEMO)/data
 	@echo; echo "== searchable copies of the OCR'd scans (pdftotext reads them back)"
 	@ls $(DEMO)/data/searchable/сканы/ && pdftotext "$(DEMO)/data/searchable/сканы/протокол_1998.pdf" - | head -5
@@ -66,6 +67,11 @@ demo: setup
 
 test: setup
 	$(BIN)/python -m pytest -m "unit or integration" -q
+
+# The whole OpenSearch backend suite — lexical, admin, kNN, hybrid pipeline, routing — against a real cluster.
+test-opensearch: python
+	@test -n "$$KORPUS_OPENSEARCH_URL" || { echo "set KORPUS_OPENSEARCH_URL=http://host:9200 (a real OpenSearch 2.19+ cluster)"; exit 2; }
+	$(BIN)/python -m pytest -m opensearch -q tests/integration/test_opensearch_backend.py
 
 lint:
 	$(BIN)/ruff check .

@@ -97,6 +97,36 @@ def rrf_fuse(
     return sorted(scores.items(), key=lambda item: (-item[1], item[0]))
 
 
+def locate_occurrences(
+    text: str, rows: Iterable[tuple[str, int | None, float | None, str, str]], limit: int
+) -> dict[str, Any]:
+    """Every occurrence of `text` (case-insensitive, any run of whitespace between its words) in the bodies of
+    `rows` — (source id, page, start time, body, chunk id) of chunks that matched the phrase — with file, page or
+    timecode, the line, ±80 characters of context, counts per source and the total. Shared by every backend."""
+    pattern = re.compile(r"\s+".join(re.escape(part) for part in text.split()), re.IGNORECASE)
+    occurrences: list[dict[str, Any]] = []
+    by_source: dict[str, int] = {}
+    for source_id, page, t_start, body, chunk_id in rows:
+        for match in pattern.finditer(body):
+            by_source[source_id] = by_source.get(source_id, 0) + 1
+            if len(occurrences) >= limit:
+                continue
+            line_start = body.rfind("\n", 0, match.start()) + 1
+            line_end = body.find("\n", match.end())
+            stamp = _STAMP.findall(body[: match.start()])
+            occurrences.append(
+                {
+                    "source_id": source_id,
+                    "page": page,
+                    "timecode": stamp[-1] if stamp else (timecode(t_start) if t_start is not None else None),
+                    "line": body[line_start : line_end if line_end >= 0 else len(body)].strip(),
+                    "context": body[max(0, match.start() - 80) : match.end() + 80].replace("\n", " "),
+                    "chunk_id": chunk_id,
+                }
+            )
+    return {"query": text, "total": sum(by_source.values()), "by_source": by_source, "occurrences": occurrences}
+
+
 class SqliteIndex:
     """Catalog + hybrid index in one SQLite file.
 
@@ -581,28 +611,7 @@ class SqliteIndex:
             "ORDER BY c.source_id, c.page, c.t_start, c.rowid",
             [f"exact : {phrase}", *params],
         )
-        pattern = re.compile(r"\s+".join(re.escape(part) for part in text.split()), re.IGNORECASE)
-        occurrences: list[dict[str, Any]] = []
-        by_source: dict[str, int] = {}
-        for source_id, page, t_start, body, chunk_id in rows:
-            for match in pattern.finditer(body):
-                by_source[source_id] = by_source.get(source_id, 0) + 1
-                if len(occurrences) >= limit:
-                    continue
-                line_start = body.rfind("\n", 0, match.start()) + 1
-                line_end = body.find("\n", match.end())
-                stamp = _STAMP.findall(body[: match.start()])
-                occurrences.append(
-                    {
-                        "source_id": source_id,
-                        "page": page,
-                        "timecode": stamp[-1] if stamp else (timecode(t_start) if t_start is not None else None),
-                        "line": body[line_start : line_end if line_end >= 0 else len(body)].strip(),
-                        "context": body[max(0, match.start() - 80) : match.end() + 80].replace("\n", " "),
-                        "chunk_id": chunk_id,
-                    }
-                )
-        return {"query": text, "total": sum(by_source.values()), "by_source": by_source, "occurrences": occurrences}
+        return locate_occurrences(text, rows, limit)
 
     def count_mentions(self, text: str, scopes: Sequence[str]) -> dict[str, Any]:
         """`count_mentions`: how often `text` occurs, per source, in what the scopes may see."""

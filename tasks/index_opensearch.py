@@ -1,0 +1,368 @@
+"""The OpenSearch backend (opensearch-py): the embedded index's behaviour on a cluster.
+
+- An index template for `<prefix>-chunks-*`: `text` analysed by the built-in `russian` analyzer with an unstemmed
+  `text.exact` sub-field, `identifiers` and the filter fields as keywords, `embedding` a `knn_vector` (HNSW, lucene
+  engine, cosine), `dynamic: strict`. Index names carry the embedding model and dimension
+  (`korpus-chunks-e5-small-384`); readers and writers use the alias `korpus-chunks`.
+- A version switch: the new version's chunks are bulk-indexed as `staged` (never served), then one bulk of partial
+  updates makes them `current` and the old ones `superseded`, with `refresh=wait_for`. Retire and relabel are
+  bulk partial updates too. Filters — lifecycle `current` and the caller's access scopes — sit inside every query.
+- Hybrid: the RRF `score-ranker-processor` search pipeline on 2.19+ (filters inside each sub-query on 2.19, the
+  hybrid query's own `filter` on 3.x), client-side RRF over two requests before 2.19. Routing as in the embedded
+  index: BM25 joins only when its best hit covers `min_coverage` of the query, measured from `_termvectors`
+  document frequencies. Identifier matches rank first.
+
+What ran where: the lexical and admin paths are tested against osmem-server (an in-memory server speaking the
+OpenSearch REST API; it answers 400 to kNN, hybrid and pipelines); the kNN, hybrid and pipeline requests are
+checked as JSON against the OpenSearch documentation (tests/fixtures/opensearch/); `make test-opensearch` runs the
+backend suite against a real cluster when KORPUS_OPENSEARCH_URL is set.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+import numpy as np
+
+from korpus.datamodel import Chunk, Source
+from tasks.analysis import analyse, words
+from tasks.identifiers import extract_identifiers
+from tasks.index_sqlite import HYBRID_MODES, SEARCH_MODES, IndexMismatchError, locate_occurrences, rrf_fuse
+
+HIT_FIELDS = ["chunk_id", "source_id", "source_version", "page", "t_start", "t_end", "section_path", "text",
+              "lifecycle", "access", "exception"]  # fmt: skip
+_SLUG = re.compile(r"[^a-z0-9]+")
+
+
+def server_version(info: dict[str, Any]) -> tuple[int, int]:
+    major, minor, *_ = (int(p) for p in re.findall(r"\d+", info["version"]["number"]))
+    return major, minor
+
+
+def index_name(prefix: str, model: str, dims: int) -> str:
+    return f"{prefix}-chunks-{_SLUG.sub('-', model.lower()).strip('-')}-{dims}"
+
+
+def index_template(prefix: str, dims: int) -> dict[str, Any]:
+    keyword = {"type": "keyword"}
+    return {
+        "index_patterns": [f"{prefix}-chunks-*"],
+        "template": {
+            "settings": {
+                "index": {"knn": True, "refresh_interval": "1s"},
+                "analysis": {
+                    "analyzer": {"korpus_exact": {"type": "custom", "tokenizer": "standard", "filter": ["lowercase"]}}
+                },
+            },
+            "mappings": {
+                "dynamic": "strict",
+                "properties": {
+                    "chunk_id": keyword,
+                    "source_id": keyword,
+                    "source_version": keyword,
+                    "ordinal": {"type": "integer"},
+                    "page": {"type": "integer"},
+                    "t_start": {"type": "float"},
+                    "t_end": {"type": "float"},
+                    "section_path": keyword,
+                    "text": {
+                        "type": "text",
+                        "analyzer": "russian",
+                        "fields": {"exact": {"type": "text", "analyzer": "korpus_exact"}},
+                    },
+                    "body": {"type": "text", "index": False},
+                    "identifiers": keyword,
+                    "owner": keyword,
+                    "access": keyword,
+                    "tenant": keyword,
+                    "lifecycle": keyword,
+                    "doc_type": keyword,
+                    "language": keyword,
+                    "policy_version": keyword,
+                    "exception": {"type": "boolean"},
+                    "embedding": {
+                        "type": "knn_vector",
+                        "dimension": dims,
+                        "method": {"name": "hnsw", "engine": "lucene", "space_type": "cosinesimil"},
+                    },
+                },
+            },
+        },
+    }
+
+
+def rrf_pipeline(rrf_k: int) -> dict[str, Any]:
+    return {
+        "description": "korpus: reciprocal rank fusion of the hybrid query's lexical and kNN clauses",
+        "phase_results_processors": [
+            {"score-ranker-processor": {"combination": {"technique": "rrf", "rank_constant": rrf_k}}}
+        ],
+    }
+
+
+def visible(scopes: Sequence[str]) -> list[dict[str, Any]]:
+    """The filters every read carries: current chunks whose access rule is among the caller's scopes."""
+    return [{"term": {"lifecycle": "current"}}, {"terms": {"access": list(scopes)}}]
+
+
+def lexical_query(query: str, stemmed: bool = True) -> dict[str, Any]:
+    return {"match": {"text" if stemmed else "text.exact": {"query": query}}}
+
+
+def lexical_body(query: str, scopes: Sequence[str], depth: int, stemmed: bool = True) -> dict[str, Any]:
+    return {"size": depth, "_source": HIT_FIELDS,
+            "query": {"bool": {"must": [lexical_query(query, stemmed)], "filter": visible(scopes)}}}  # fmt: skip
+
+
+def identifier_body(identifiers: Sequence[str], scopes: Sequence[str], depth: int) -> dict[str, Any]:
+    wanted = {"terms": {"identifiers": list(identifiers)}}
+    return {"size": depth, "_source": HIT_FIELDS, "query": {"bool": {"filter": [wanted, *visible(scopes)]}}}
+
+
+def knn_query(vector: np.ndarray, depth: int, scopes: Sequence[str] | None) -> dict[str, Any]:
+    """Lucene-engine efficient filtering: the filter goes inside the knn clause, applied during the graph search
+    (not after it, which could return fewer than k)."""
+    clause: dict[str, Any] = {"vector": [round(float(x), 7) for x in vector], "k": depth}
+    if scopes is not None:
+        clause["filter"] = {"bool": {"filter": visible(scopes)}}
+    return {"knn": {"embedding": clause}}
+
+
+def knn_body(vector: np.ndarray, scopes: Sequence[str], depth: int) -> dict[str, Any]:
+    return {"size": depth, "_source": HIT_FIELDS, "query": knn_query(vector, depth, scopes)}
+
+
+def hybrid_body(
+    query: str, vector: np.ndarray, scopes: Sequence[str], depth: int, version: tuple[int, int]
+) -> dict[str, Any]:
+    """One hybrid query for the RRF pipeline. 3.x: the hybrid query's own `filter` pre-filters every sub-query.
+    2.19 has no such parameter: each sub-query carries the filters itself (bool filter; knn efficient filter)."""
+    if version >= (3, 0):
+        hybrid = {"filter": {"bool": {"filter": visible(scopes)}},
+                  "queries": [lexical_query(query), knn_query(vector, depth, None)]}  # fmt: skip
+    else:
+        hybrid = {"queries": [{"bool": {"must": [lexical_query(query)], "filter": visible(scopes)}},
+                              knn_query(vector, depth, scopes)]}  # fmt: skip
+    return {"size": depth, "_source": HIT_FIELDS, "query": {"hybrid": hybrid}}
+
+
+class OpenSearchIndex:
+    """Chunks on an OpenSearch cluster behind the alias `<prefix>-chunks`.
+
+    >>> index = OpenSearchIndex(OpenSearch(hosts=["http://localhost:9200"]))
+    >>> index.ensure("e5-small", 384)
+    >>> index.search("договор поставки", vector, scopes=["public"], k=5)
+    """
+
+    def __init__(self, client: Any, prefix: str = "korpus", rrf_k: int = 60) -> None:
+        self.client = client
+        self.prefix = prefix
+        self.alias = f"{prefix}-chunks"
+        self.pipeline = f"{prefix}-rrf"
+        self.rrf_k = rrf_k
+        self._version: tuple[int, int] | None = None
+
+    @property
+    def version(self) -> tuple[int, int]:
+        if self._version is None:
+            self._version = server_version(self.client.info())
+        return self._version
+
+    # --- admin -----------------------------------------------------------------------------------------
+
+    def ensure(self, model: str, dims: int) -> str:
+        """Template, index for this model and dimension, alias. Refuses an alias already serving other vectors."""
+        name = index_name(self.prefix, model, dims)
+        if self.client.indices.exists_alias(name=self.alias):
+            serving = sorted(self.client.indices.get_alias(name=self.alias))
+            if serving != [name]:
+                raise IndexMismatchError(
+                    f"alias {self.alias} serves {', '.join(serving)}; the configured model is {model!r} ({dims} "
+                    f"dims, index {name}). Use that model, or reindex into {name} and move the alias."
+                )
+            return name
+        self.client.indices.put_index_template(name=f"{self.prefix}-chunks", body=index_template(self.prefix, dims))
+        if not self.client.indices.exists(index=name):
+            self.client.indices.create(index=name)
+        self.client.indices.update_aliases(body={"actions": [{"add": {"index": name, "alias": self.alias}}]})
+        return name
+
+    def ensure_pipeline(self) -> None:
+        self.client.transport.perform_request(
+            "PUT", f"/_search/pipeline/{self.pipeline}", body=rrf_pipeline(self.rrf_k)
+        )
+
+    # --- writes ----------------------------------------------------------------------------------------
+
+    def _ids(self, query: dict[str, Any]) -> list[str]:
+        found, after = [], None
+        while True:
+            body: dict[str, Any] = {"size": 1000, "_source": False, "query": query, "sort": [{"chunk_id": "asc"}]}
+            if after is not None:
+                body["search_after"] = after
+            hits = self.client.search(index=self.alias, body=body)["hits"]["hits"]
+            found += [h["_id"] for h in hits]
+            if len(hits) < 1000:
+                return found
+            after = hits[-1]["sort"]
+
+    def _bulk(self, actions: list[dict[str, Any]], refresh: bool | str = False) -> None:
+        if not actions:
+            return
+        response = self.client.bulk(body=actions, refresh=refresh)
+        if response.get("errors"):
+            failed = [item for item in response["items"] if next(iter(item.values())).get("error")]
+            raise RuntimeError(f"bulk request refused {len(failed)} of {len(response['items'])} actions: {failed[:2]}")
+
+    def publish_version(self, source: Source, chunks: Sequence[Chunk], vectors: np.ndarray) -> None:
+        """Stage the new version's chunks, then switch: one bulk of partial updates, refresh=wait_for."""
+        actions: list[dict[str, Any]] = []
+        for ordinal, (chunk, vector) in enumerate(zip(chunks, np.asarray(vectors, dtype=np.float32), strict=True)):
+            header = {"index": {"_index": self.alias, "_id": chunk.chunk_id}}
+            actions += [header, self._document(source, chunk, ordinal, vector)]
+        self._bulk(actions)
+        old = self._ids({"bool": {"filter": [{"term": {"source_id": source.source_id}},
+                                             {"terms": {"lifecycle": ["current", "staged"]}}],
+                                  "must_not": [{"term": {"source_version": source.version}}]}})  # fmt: skip
+        switch: list[dict[str, Any]] = []
+        for chunk_id in old:
+            switch += [{"update": {"_index": self.alias, "_id": chunk_id}}, {"doc": {"lifecycle": "superseded"}}]
+        for chunk in chunks:
+            switch += [{"update": {"_index": self.alias, "_id": chunk.chunk_id}}, {"doc": {"lifecycle": "current"}}]
+        self._bulk(switch, refresh="wait_for")
+
+    @staticmethod
+    def _document(source: Source, chunk: Chunk, ordinal: int, vector: np.ndarray) -> dict[str, Any]:
+        loc = chunk.locator
+        return {
+            "chunk_id": chunk.chunk_id, "source_id": chunk.source_id, "source_version": chunk.source_version,
+            "ordinal": ordinal, "page": loc.page, "t_start": loc.t_start, "t_end": loc.t_end,
+            "section_path": chunk.section_path, "text": chunk.text, "body": chunk.body,
+            "identifiers": extract_identifiers(chunk.body), "owner": chunk.owner, "access": chunk.access_rule,
+            "tenant": chunk.tenant, "lifecycle": "staged", "doc_type": source.kind.value if source.kind else None,
+            "language": chunk.language, "policy_version": chunk.policy_version, "exception": False,
+            "embedding": [float(x) for x in vector],
+        }  # fmt: skip
+
+    def retire_source(self, source_id: str) -> None:
+        ids = self._ids({"bool": {"filter": [{"term": {"source_id": source_id}}, {"term": {"lifecycle": "current"}}]}})
+        self._bulk(self._updates(ids, {"lifecycle": "superseded"}), refresh="wait_for")
+
+    def relabel_source(self, source: Source) -> None:
+        ids = self._ids({"bool": {"filter": [{"term": {"source_id": source.source_id}},
+                                             {"term": {"source_version": source.version}}]}})  # fmt: skip
+        labels = {"owner": source.owner, "access": source.access, "tenant": source.tenant or "default"}
+        self._bulk(self._updates(ids, labels), refresh="wait_for")
+
+    def _updates(self, ids: Iterable[str], doc: dict[str, Any]) -> list[dict[str, Any]]:
+        return [a for i in ids for a in ({"update": {"_index": self.alias, "_id": i}}, {"doc": doc})]
+
+    # --- reads -----------------------------------------------------------------------------------------
+
+    def _search(self, body: dict[str, Any], **params: Any) -> list[tuple[dict[str, Any], float]]:
+        hits = self.client.search(index=self.alias, body=body, params=params or None)["hits"]["hits"]
+        return [(h["_source"], float(h["_score"] or 0.0)) for h in hits]
+
+    def lexical_coverage(self, query: str, chunk_id: str) -> float:
+        """The embedded index's measure from the cluster's own statistics: `_termvectors` of the best lexical
+        hit gives its terms and their document frequencies."""
+        terms = list(dict.fromkeys(analyse(query)))
+        if not terms:
+            return 0.0
+        request = {"fields": ["text"], "term_statistics": True, "field_statistics": True}
+        vectors = self.client.termvectors(index=self.alias, id=chunk_id, body=request)
+        field = vectors.get("term_vectors", {}).get("text", {})
+        held = field.get("terms", {})
+        total = field.get("field_statistics", {}).get("doc_count", 1) or 1
+        df = {t: held[t].get("doc_freq", 1) for t in terms if t in held}
+        # A term the hit does not hold has no statistics here; count it as rare (the most informative case).
+        idf = {t: math.log(1.0 + (total - df.get(t, 0) + 0.5) / (df.get(t, 0) + 0.5)) for t in terms}
+        return sum(idf[t] for t in terms if t in held) / sum(idf.values())
+
+    def search(
+        self,
+        query: str,
+        vector: np.ndarray | None,
+        scopes: Sequence[str],
+        k: int = 10,
+        depth: int = 50,
+        mode: str = "hybrid",
+        min_coverage: float = 0.35,
+    ) -> list[dict[str, Any]]:
+        if mode not in SEARCH_MODES or mode == "hybrid+rerank":
+            raise ValueError(f"unknown search mode {mode!r} for OpenSearch")
+        if mode in (*HYBRID_MODES, "dense") and vector is None:
+            raise ValueError("dense and hybrid search need a query vector")
+        if not scopes:
+            return []
+        docs: dict[str, dict[str, Any]] = {}
+
+        def run(body: dict[str, Any], **params: Any) -> list[tuple[str, float]]:
+            found = self._search(body, **params)
+            docs.update((source["chunk_id"], source) for source, _ in found)
+            return [(source["chunk_id"], score) for source, score in found]
+
+        if mode in ("bm25", "bm25-nostem"):
+            fused = run(lexical_body(query, scopes, depth, stemmed=mode == "bm25"))
+        elif mode == "dense":
+            fused = run(knn_body(vector, scopes, depth))
+        else:
+            lexical = run(lexical_body(query, scopes, depth))
+            if mode == "hybrid" and lexical and self.lexical_coverage(query, lexical[0][0]) < min_coverage:
+                fused = run(knn_body(vector, scopes, depth))  # routed: a paraphrase, dense ranks alone
+            elif self.version >= (2, 19):
+                self.ensure_pipeline()
+                fused = run(hybrid_body(query, vector, scopes, depth, self.version), search_pipeline=self.pipeline)
+            else:  # no score-ranker-processor before 2.19: the same RRF as the embedded index, client-side
+                dense = run(knn_body(vector, scopes, depth))
+                ids = list(dict.fromkeys([c for c, _ in lexical] + [c for c, _ in dense]))
+                position = {c: i for i, c in enumerate(ids)}
+                rankings = [[position[c] for c, _ in side] for side in (lexical, dense)]
+                fused = [(ids[i], score) for i, score in rrf_fuse(rankings, self.rrf_k)]
+        identifiers = extract_identifiers(query)
+        if mode != "dense" and identifiers:
+            exact = [c for c, _ in run(identifier_body(identifiers, scopes, depth))]
+            pinned = set(exact)
+            fused = [(c, 1.0 + 1.0 / (rank + 1)) for rank, c in enumerate(exact)] + [
+                (c, s) for c, s in fused if c not in pinned
+            ]
+        return [self._hit(docs[c], s) for c, s in fused[:k]]
+
+    @staticmethod
+    def _hit(source: dict[str, Any], score: float) -> dict[str, Any]:
+        hit = {field: source.get(field) for field in HIT_FIELDS}
+        hit["section_path"] = list(hit["section_path"] or [])
+        hit["exception"] = bool(hit["exception"])
+        hit["score"] = round(score, 6)
+        return hit
+
+    def exact_occurrences(self, text: str, scopes: Sequence[str], limit: int = 500) -> dict[str, Any]:
+        """`search_exact` on the cluster: a phrase match on `text.exact`, then every occurrence located in the
+        stored bodies exactly as the embedded index does."""
+        tokens = words(text)
+        if not tokens or not scopes:
+            return {"query": text, "total": 0, "by_source": {}, "occurrences": []}
+        rows, after = [], None
+        while True:
+            body: dict[str, Any] = {
+                "size": 1000, "_source": ["source_id", "page", "t_start", "body", "chunk_id"],
+                "query": {"bool": {"must": [{"match_phrase": {"text.exact": " ".join(tokens)}}],
+                                   "filter": visible(scopes)}},
+                "sort": [{"source_id": "asc"}, {"page": "asc"}, {"chunk_id": "asc"}],
+            }  # fmt: skip
+            if after is not None:
+                body["search_after"] = after
+            hits = self.client.search(index=self.alias, body=body)["hits"]["hits"]
+            rows += [(h["_source"]["source_id"], h["_source"].get("page"), h["_source"].get("t_start"),
+                      h["_source"]["body"], h["_source"]["chunk_id"]) for h in hits]  # fmt: skip
+            if len(hits) < 1000:
+                break
+            after = hits[-1]["sort"]
+        return locate_occurrences(text, rows, limit)
+
+    def count_mentions(self, text: str, scopes: Sequence[str]) -> dict[str, Any]:
+        found = self.exact_occurrences(text, scopes, limit=0)
+        return {"query": text, "total": found["total"], "by_source": found["by_source"]}

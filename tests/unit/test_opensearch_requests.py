@@ -1,0 +1,68 @@
+"""Golden-request tests for what osmem-server cannot answer: the kNN, hybrid and pipeline JSON korpus sends to
+OpenSearch, against hand-written files that follow the documentation (tests/fixtures/opensearch/README.md)."""
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from tasks.index_opensearch import (
+    hybrid_body,
+    index_name,
+    index_template,
+    knn_body,
+    lexical_body,
+    rrf_pipeline,
+    server_version,
+)
+
+pytestmark = pytest.mark.unit
+GOLDEN = Path(__file__).resolve().parents[1] / "fixtures" / "opensearch"
+VECTOR = np.asarray([0.1, 0.2, 0.3], dtype=np.float32)
+SCOPES = ["public", "hr"]
+
+
+def _golden(name: str) -> dict:
+    body = json.loads((GOLDEN / name).read_text(encoding="utf-8"))
+    body.pop("_doc")
+    return body
+
+
+def test_knn_request_filters_inside_the_knn_clause() -> None:
+    assert knn_body(VECTOR, SCOPES, 50) == _golden("knn.json")
+
+
+def test_hybrid_request_on_3x_uses_the_hybrid_filter() -> None:
+    assert hybrid_body("договор поставки", VECTOR, SCOPES, 50, (3, 1)) == _golden("hybrid-3.x.json")
+
+
+def test_hybrid_request_on_2_19_filters_every_sub_query() -> None:
+    assert hybrid_body("договор поставки", VECTOR, SCOPES, 50, (2, 19)) == _golden("hybrid-2.19.json")
+
+
+def test_rrf_pipeline_request() -> None:
+    assert rrf_pipeline(60) == _golden("pipeline.json")
+
+
+def test_template_is_strict_russian_and_cosine_hnsw() -> None:
+    template = index_template("korpus", 384)
+    mappings = template["template"]["mappings"]
+    assert template["index_patterns"] == ["korpus-chunks-*"]
+    assert mappings["dynamic"] == "strict"
+    assert mappings["properties"]["text"]["analyzer"] == "russian"
+    assert mappings["properties"]["text"]["fields"]["exact"]["analyzer"] == "korpus_exact"
+    assert mappings["properties"]["embedding"] == {
+        "type": "knn_vector", "dimension": 384,
+        "method": {"name": "hnsw", "engine": "lucene", "space_type": "cosinesimil"},
+    }  # fmt: skip
+    assert template["template"]["settings"]["index"]["knn"] is True
+
+
+def test_names_versions_and_lexical_filters() -> None:
+    assert index_name("korpus", "multilingual-e5-small", 384) == "korpus-chunks-multilingual-e5-small-384"
+    assert server_version({"version": {"number": "2.19.1"}}) == (2, 19)
+    assert server_version({"version": {"number": "3.0.0-beta1"}}) == (3, 0)
+    body = lexical_body("договор", ["public"], 10, stemmed=False)
+    assert body["query"]["bool"]["must"] == [{"match": {"text.exact": {"query": "договор"}}}]
+    assert {"terms": {"access": ["public"]}} in body["query"]["bool"]["filter"]
