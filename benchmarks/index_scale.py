@@ -55,7 +55,8 @@ def vocabulary() -> tuple[list[str], np.ndarray]:
 
 def generate(n: int, seed: int = 1) -> list[tuple[Source, list[Chunk], np.ndarray]]:
     rng, nrng = random.Random(seed), np.random.default_rng(seed)
-    vocab, p = vocabulary()
+    words, p = vocabulary()
+    vocab = np.asarray(words, dtype=object)  # converted once: choice() on a list converts it on every call
     sources = []
     for s in range((n + PER_SOURCE - 1) // PER_SOURCE):
         access = rng.choices(["public", "hr", "finance"], weights=[80, 15, 5])[0]

@@ -30,7 +30,7 @@ from korpus.model_store import embed_model_path, ensure_models
 from korpus.sample_archive import write_sample_archive
 from korpus.settings import Settings
 from tasks.embedding import Embedder
-from tasks.evaluation import RETRIEVERS, evaluate, import_beir, load_questions
+from tasks.evaluation import RETRIEVERS, calibrate_no_answer, evaluate, import_beir, load_questions
 from tasks.index_sqlite import SqliteIndex
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -47,6 +47,9 @@ def run(root: Path, questions: Path, data: Path, changes=None, policy: str | Non
     qs = load_questions(questions)
     options = settings.search_options()
     with SqliteIndex(settings.index_path) as index:
+        if any(q.type == "no-answer" for q in qs):
+            calibration = calibrate_no_answer(qs, index, embedder, settings.default_scopes)
+            print(f"no-answer calibration: {calibration}", file=sys.stderr)
         return {
             r: evaluate(
                 qs,

@@ -234,10 +234,13 @@ def evaluate_cmd(
     ] = "hybrid",
     data: DataOption = None,
     as_json: Annotated[bool, typer.Option("--json")] = False,
+    calibrate: Annotated[
+        bool, typer.Option("--calibrate", help="Find the no-answer threshold that best separates the questions.")
+    ] = False,
 ) -> None:
     """Recall@1/5/10, MRR@10, nDCG@10 overall and per question type, and leak counts (must be 0)."""
     from tasks.embedding import Embedder
-    from tasks.evaluation import RETRIEVERS, evaluate, load_questions
+    from tasks.evaluation import RETRIEVERS, calibrate_no_answer, evaluate, load_questions
     from tasks.index_sqlite import SqliteIndex
 
     settings = _settings(data)
@@ -250,6 +253,16 @@ def evaluate_cmd(
     set_offline_switches()
     with SqliteIndex(settings.index_path) as index:
         embedder = Embedder(embed_model_path(settings), settings.embed_batch_size)
+        if calibrate:
+            try:
+                found = calibrate_no_answer(load_questions(questions), index, embedder, settings.default_scopes)
+            except ValueError as exc:
+                _fail(str(exc))
+            typer.echo(json.dumps(found) if as_json else
+                       f"KORPUS_NO_ANSWER_THRESHOLD={found['threshold']}  (balanced accuracy "
+                       f"{found['balanced_accuracy']}: answerable ≥ {found['answerable_min']} × {found['answerable']}, "
+                       f"no-answer ≤ {found['no_answer_max']} × {found['no_answer']})")  # fmt: skip
+            return
         options = settings.search_options()
         report = evaluate(load_questions(questions), index, embedder, retriever, settings.default_scopes,
                           settings.no_answer_threshold, options["rrf_k"], options["depth"],

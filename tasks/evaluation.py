@@ -11,6 +11,7 @@ answered correctly when nothing it may not see is returned (leaks must be 0 ever
 from __future__ import annotations
 
 import csv
+import itertools
 import json
 import math
 from collections import defaultdict
@@ -119,6 +120,40 @@ def evaluate(
         **{k: mean(all_scores, k) for k in keys},
         "by_type": {t: {"n": len(rows), **{k: mean(rows, k) for k in keys}} for t, rows in sorted(per_type.items())},
         "leaks": leaks,
+    }
+
+
+def calibrate_no_answer(
+    questions: list[Question], index: SqliteIndex, embedder: Embedder, default_scopes: list[str]
+) -> dict[str, Any]:
+    """The no-answer threshold that best separates questions the corpus answers from those it does not: each
+    question's best dense similarity among chunks it may see, and the cut (midway between two neighbouring values)
+    with the highest balanced accuracy. Denied-access questions are left out (their answer exists, unseen)."""
+    answerable, unanswerable = [], []
+    for q in questions:
+        if q.type == "denied-access":
+            continue
+        best = index.vector_ranking(embedder.embed_query(q.question), q.scopes or default_scopes, 1)
+        value = best[0][1] if best else 0.0
+        (unanswerable if q.type == "no-answer" else answerable).append(value)
+    if not answerable or not unanswerable:
+        raise ValueError("calibration needs both no-answer questions and answerable ones")
+    values = sorted(set(answerable + unanswerable))
+    cuts = [(a + b) / 2 for a, b in itertools.pairwise(values)] or values
+
+    def balanced(cut: float) -> float:
+        kept = sum(v >= cut for v in answerable) / len(answerable)
+        refused = sum(v < cut for v in unanswerable) / len(unanswerable)
+        return (kept + refused) / 2
+
+    best_cut = max(cuts, key=lambda c: (balanced(c), -abs(c - sum(cuts) / len(cuts))))
+    return {
+        "threshold": round(best_cut, 4),
+        "balanced_accuracy": round(balanced(best_cut), 4),
+        "answerable": len(answerable),
+        "no_answer": len(unanswerable),
+        "answerable_min": round(min(answerable), 4),
+        "no_answer_max": round(max(unanswerable), 4),
     }
 
 

@@ -39,3 +39,41 @@ def test_import_beir_writes_a_corpus_folder_and_an_eval_file(tmp_path: Path) -> 
     assert "access: public" in (tmp_path / "corpus" / "korpus.yaml").read_text(encoding="utf-8")
     record = json.loads((tmp_path / "eval.jsonl").read_text(encoding="utf-8"))
     assert record["expected"] == [{"source_id": "d1.txt", "page": None}] and record["question"] == "Что с крышей?"
+
+
+class _AxisEmbedder:
+    """A stand-in for the model: each question maps to a fixed vector (the test is about the threshold search)."""
+
+    def __init__(self, vectors: dict[str, list[float]]) -> None:
+        self.vectors = vectors
+
+    def embed_query(self, text: str):
+        import numpy as np
+
+        return np.asarray(self.vectors[text], dtype=np.float32)
+
+
+def test_calibration_puts_the_threshold_between_answerable_and_unanswerable(tmp_path: Path) -> None:
+    import numpy as np
+
+    from korpus.datamodel import Chunk, Locator, Source, SourceKind
+    from tasks.evaluation import Question, calibrate_no_answer
+    from tasks.index_sqlite import SqliteIndex
+
+    source = Source(source_id="a.txt", version="v1", path="/x", kind=SourceKind.text, owner="o", access="public",
+                    tenant="default")  # fmt: skip
+    chunk = Chunk(chunk_id="c1", source_id="a.txt", source_version="v1", locator=Locator(page=1), text="t", body="t",
+                  owner="o", access_rule="public", policy_version="structure-v2")  # fmt: skip
+    with SqliteIndex(tmp_path / "k.db") as index:
+        index.publish_version(source, [chunk], np.asarray([[1.0, 0.0]], dtype=np.float32), 1)
+        # cosine with the one chunk: 0.95 and 0.9 (answerable), 0.6 and 0.5 (no answer)
+        angle = {"q1": 0.95, "q2": 0.9, "n1": 0.6, "n2": 0.5, "d1": 0.1}
+        vectors = {q: [c, float(np.sqrt(1 - c * c))] for q, c in angle.items()}
+        questions = [Question(id=q, question=q, type="normal") for q in ("q1", "q2")] + [
+            Question(id=q, question=q, type="no-answer") for q in ("n1", "n2")
+        ] + [Question(id="d1", question="d1", type="denied-access")]  # fmt: skip
+        report = calibrate_no_answer(questions, index, _AxisEmbedder(vectors), ["public"])
+    assert report["balanced_accuracy"] == 1.0
+    assert report["no_answer_max"] < report["threshold"] < report["answerable_min"]
+    assert report["threshold"] == pytest.approx(0.75, abs=1e-3)
+    assert (report["answerable"], report["no_answer"]) == (2, 2)  # denied-access left out
