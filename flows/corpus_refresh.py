@@ -153,6 +153,16 @@ def publish(
     return len(chunks)
 
 
+@task(name="sync-opensearch", cache_policy=NO_CACHE, retries=2, retry_delay_seconds=10)
+def sync_opensearch(settings: Settings) -> dict[str, int]:
+    """Mirror what the catalog serves to the cluster (KORPUS_BACKEND=opensearch); idempotent, so a retry or the
+    next refresh completes an interrupted one."""
+    from tasks.index_opensearch import opensearch_index
+
+    with SqliteIndex(settings.index_path) as index:
+        return opensearch_index(settings).sync_from(index)
+
+
 @task(name="catalog-changes", cache_policy=NO_CACHE)
 def apply_catalog_changes(plan: RefreshPlan, problems: list[QuarantineItem], settings: Settings) -> None:
     with SqliteIndex(settings.index_path) as index:
@@ -347,6 +357,7 @@ def corpus_refresh(root: str, data: str | None = None, overrides: dict[str, Any]
         )
         update_progress_artifact(progress, progress=100.0 * done / len(plan.to_process))
     apply_catalog_changes(plan, problems, settings)
+    mirrored = sync_opensearch(settings) if settings.backend == "opensearch" else None
     kinds = {s.source_id: s.kind for s in plan.to_process}
     summary = {
         "sources": len(plan.change),
@@ -371,6 +382,7 @@ def corpus_refresh(root: str, data: str | None = None, overrides: dict[str, Any]
         "splitter_fallbacks": dict(splitter.fallbacks) if splitter else None,
         "chunks_embedded": embedded,
         "chunks_indexed": indexed_chunks,
+        "opensearch": mirrored,
         "seconds": round(time.perf_counter() - started, 2),
     }
     create_markdown_artifact(markdown=_summary_markdown(summary), key="corpus-refresh-summary")

@@ -101,32 +101,56 @@ def create_app(settings: Settings) -> FastAPI:
         with SqliteIndex(settings.index_path) as idx:
             yield idx
 
+    cluster: list[Any] = []  # the OpenSearch reader, made on first use when KORPUS_BACKEND=opensearch
+
+    def reader(idx: Annotated[SqliteIndex, Depends(index)]) -> Any:
+        """Who answers /search, /exact and /count: the embedded index, or the cluster mirroring it."""
+        if settings.backend != "opensearch":
+            return idx
+        if not cluster:
+            from tasks.index_opensearch import opensearch_index
+
+            cluster.append(opensearch_index(settings))
+        return cluster[0]
+
     Scopes = Annotated[list[str], Depends(scopes)]
     Index = Annotated[SqliteIndex, Depends(index)]
+    Reader = Annotated[Any, Depends(reader)]
 
     @app.get("/search", summary="Hybrid search")
     def search(
-        q: str, idx: Index, allowed: Scopes, k: Annotated[int, Query(ge=1, le=50)] = 8, mode: str = "hybrid"
+        q: str,
+        idx: Index,
+        read: Reader,
+        allowed: Scopes,
+        k: Annotated[int, Query(ge=1, le=50)] = 8,
+        mode: str = "hybrid",
     ) -> list[dict[str, Any]]:
         if mode not in SEARCH_MODES:
             raise HTTPException(status_code=422, detail=f"mode is one of {', '.join(SEARCH_MODES)}")
-        if mode == "hybrid+rerank" and settings.rerank_model is None:
-            raise HTTPException(status_code=422, detail="hybrid+rerank needs KORPUS_RERANK_MODEL on the server")
+        if mode == "hybrid+rerank" and (settings.rerank_model is None or read is not idx):
+            raise HTTPException(
+                status_code=422, detail="hybrid+rerank needs KORPUS_RERANK_MODEL and the sqlite backend"
+            )
         vector = None
         if mode not in ("bm25", "bm25-nostem"):
             embedder = shared_embedder(str(embed_model_path(settings)), settings.embed_batch_size)
             with lock:
                 vector = embedder.embed_query(q)
             idx.bind_embedding(embedder.name, int(vector.shape[0]))
-        return idx.search(q, vector, allowed, k=k, mode=mode, **settings.search_options())
+        options = settings.search_options()
+        if read is not idx:
+            return read.search(q, vector, allowed, k=k, depth=options["depth"], mode=mode,
+                               min_coverage=options["min_coverage"])  # fmt: skip
+        return idx.search(q, vector, allowed, k=k, mode=mode, **options)
 
     @app.get("/exact", summary="search_exact: every occurrence of a phrase")
-    def exact(text: str, idx: Index, allowed: Scopes, limit: Annotated[int, Query(ge=1, le=1000)] = 200) -> dict:
-        return idx.exact_occurrences(text, allowed, limit=limit)
+    def exact(text: str, read: Reader, allowed: Scopes, limit: Annotated[int, Query(ge=1, le=1000)] = 200) -> dict:
+        return read.exact_occurrences(text, allowed, limit=limit)
 
     @app.get("/count", summary="count_mentions: occurrences per source")
-    def count(text: str, idx: Index, allowed: Scopes) -> dict:
-        return idx.count_mentions(text, allowed)
+    def count(text: str, read: Reader, allowed: Scopes) -> dict:
+        return read.count_mentions(text, allowed)
 
     @app.get("/sources/{source_id:path}", summary="One source's current version")
     def source(source_id: str, idx: Index, allowed: Scopes) -> dict:
@@ -149,7 +173,7 @@ def create_app(settings: Settings) -> FastAPI:
         if not settings.index_path.is_file():
             return {"status": "empty", "index": str(settings.index_path)}
         with SqliteIndex(settings.index_path) as idx:
-            return {"status": "ok", "index": str(settings.index_path)} | idx.stats()
+            return {"status": "ok", "index": str(settings.index_path), "backend": settings.backend} | idx.stats()
 
     @app.get("/tools", summary="OpenAI-style function definitions for search, search_exact, count_mentions")
     def tools() -> list[dict]:

@@ -127,8 +127,15 @@ def search(
             embedder = Embedder(embed_model_path(settings), settings.embed_batch_size)
             vector = embedder.embed_query(query)
             index.bind_embedding(embedder.name, int(vector.shape[0]))
-        hits = index.search(query, vector, scope_list, k=k, mode=mode, **settings.search_options())
-    except (ModelMissingError, IndexMismatchError) as exc:
+        options = settings.search_options()
+        if settings.backend == "opensearch":
+            from tasks.index_opensearch import opensearch_index
+
+            hits = opensearch_index(settings).search(query, vector, scope_list, k=k, depth=options["depth"],
+                                                     mode=mode, min_coverage=options["min_coverage"])  # fmt: skip
+        else:
+            hits = index.search(query, vector, scope_list, k=k, mode=mode, **options)
+    except (ModelMissingError, IndexMismatchError, ValueError) as exc:
         _fail(str(exc))
     finally:
         index.close()
@@ -216,7 +223,13 @@ def exact(
         _fail(f"no index at {settings.index_path}: run `korpus refresh --root DIR` first")
     scope_list = parse_scopes(scopes) if scopes else settings.default_scopes
     with SqliteIndex(settings.index_path) as index:
-        found = index.count_mentions(text, scope_list) if count_only else index.exact_occurrences(text, scope_list)
+        if settings.backend == "opensearch":
+            from tasks.index_opensearch import opensearch_index
+
+            reader = opensearch_index(settings)
+        else:
+            reader = index
+        found = reader.count_mentions(text, scope_list) if count_only else reader.exact_occurrences(text, scope_list)
     if as_json:
         typer.echo(json.dumps(found, ensure_ascii=False, indent=2))
         return
@@ -332,6 +345,26 @@ def reindex(
         f"reindexed {report['chunks']} chunks: {replaced['model']} ({replaced['dims']} dims) → {report['model']} "
         f"({report['dims']} dims) in {time.monotonic() - started:.1f} s. Now set KORPUS_EMBED_MODEL={embed_model}"
     )
+
+
+@app.command("sync-opensearch")
+def sync_opensearch_cmd(data: DataOption = None) -> None:
+    """Mirror the catalog to KORPUS_OPENSEARCH_URL now (a refresh and every review decision do it themselves when
+    KORPUS_BACKEND=opensearch): missing chunks indexed from stored text and vectors, lifecycles and labels switched."""
+    from tasks.index_opensearch import opensearch_index
+    from tasks.index_sqlite import SqliteIndex
+
+    settings = _settings(data)
+    if not settings.index_path.is_file():
+        _fail(f"no index at {settings.index_path}: run `korpus refresh --root DIR` first")
+    try:
+        cluster = opensearch_index(settings)
+        with SqliteIndex(settings.index_path) as index:
+            report = cluster.sync_from(index)
+    except ValueError as exc:
+        _fail(str(exc))
+    typer.echo(f"{cluster.alias}: {report['indexed']} indexed, {report['updated']} updated, "
+               f"{report['superseded']} superseded")  # fmt: skip
 
 
 @app.command()

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 import yaml
 from pydantic import Field, field_validator
@@ -127,6 +127,17 @@ class Settings(BaseSettings):
         default_factory=dict,
         description='API key → scopes for `korpus serve`, as JSON: {"key": ["public", "hr"]}. Empty: anonymous.',
     )
+    page_cache_url: str | None = Field(
+        default=None,
+        description="Any fsspec URL for the OCR/ASR page cache (s3://…, file://…); unset: <data>/cache/pages.",
+    )
+    backend: Literal["sqlite", "opensearch"] = Field(
+        default="sqlite",
+        description="Where searches are answered. opensearch: every refresh and review decision is mirrored from "
+        "the SQLite catalog to KORPUS_OPENSEARCH_URL, and /search, /exact, /count read the cluster.",
+    )
+    opensearch_url: str | None = Field(default=None, description="http://host:9200 (credentials in the URL or env).")
+    opensearch_prefix: str = Field(default="korpus", description="Index, alias, template and pipeline name prefix.")
     no_answer_threshold: float = Field(
         default=0.815,
         description="A no-answer question passes when the best dense similarity stays below this. Calibrated with "
@@ -185,6 +196,11 @@ class Settings(BaseSettings):
     @property
     def page_cache_dir(self) -> Path:
         return self.data / "cache" / "pages"
+
+    @property
+    def page_cache_location(self) -> Path | str:
+        """Where OCR pages and transcripts are cached: KORPUS_PAGE_CACHE_URL, or under the data directory."""
+        return self.page_cache_url or self.page_cache_dir
 
     @property
     def transcripts_dir(self) -> Path:

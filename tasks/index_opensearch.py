@@ -20,6 +20,7 @@ backend suite against a real cluster when KORPUS_OPENSEARCH_URL is set.
 
 from __future__ import annotations
 
+import json
 import math
 import re
 from collections.abc import Iterable, Sequence
@@ -28,9 +29,17 @@ from typing import Any
 import numpy as np
 
 from korpus.datamodel import Chunk, Source
+from korpus.settings import Settings
 from tasks.analysis import analyse, words
 from tasks.identifiers import extract_identifiers
-from tasks.index_sqlite import HYBRID_MODES, SEARCH_MODES, IndexMismatchError, locate_occurrences, rrf_fuse
+from tasks.index_sqlite import (
+    HYBRID_MODES,
+    SEARCH_MODES,
+    IndexMismatchError,
+    SqliteIndex,
+    locate_occurrences,
+    rrf_fuse,
+)
 
 HIT_FIELDS = ["chunk_id", "source_id", "source_version", "page", "t_start", "t_end", "section_path", "text",
               "lifecycle", "access", "exception"]  # fmt: skip
@@ -260,6 +269,83 @@ class OpenSearchIndex:
     def _updates(self, ids: Iterable[str], doc: dict[str, Any]) -> list[dict[str, Any]]:
         return [a for i in ids for a in ({"update": {"_index": self.alias, "_id": i}}, {"doc": doc})]
 
+    # --- mirroring the embedded catalog ------------------------------------------------------------------
+
+    def states(self) -> dict[str, tuple[Any, ...]]:
+        """chunk id → (lifecycle, access, owner, tenant, exception) of every document behind the alias."""
+        states: dict[str, tuple[Any, ...]] = {}
+        after = None
+        fields = ["lifecycle", "access", "owner", "tenant", "exception"]
+        while True:
+            body: dict[str, Any] = {"size": 1000, "_source": fields, "query": {"match_all": {}},
+                                    "sort": [{"chunk_id": "asc"}]}  # fmt: skip
+            if after is not None:
+                body["search_after"] = after
+            hits = self.client.search(index=self.alias, body=body)["hits"]["hits"]
+            states.update((h["_id"], tuple(h["_source"].get(f) for f in fields)) for h in hits)
+            if len(hits) < 1000:
+                return states
+            after = hits[-1]["sort"]
+
+    def sync_from(self, catalog: SqliteIndex, batch: int = 500) -> dict[str, int]:
+        """Make the cluster serve exactly what the embedded catalog serves: index the current chunks it lacks (as
+        `staged`, from the stored text and vectors — nothing re-parsed or re-embedded), then one bulk of partial
+        updates switches lifecycles and labels and supersedes what the catalog no longer holds. Idempotent: a sync
+        interrupted anywhere is completed by the next one."""
+        meta = dict(catalog.conn.execute("SELECT key, value FROM index_meta"))
+        if "embed_model" not in meta:
+            return {"indexed": 0, "updated": 0, "superseded": 0}
+        self.ensure(meta["embed_model"], int(meta["embed_dims"]))
+        want = {
+            row[0]: (row[1], row[2], row[3], row[4], bool(row[5]))
+            for row in catalog.conn.execute("SELECT chunk_id, lifecycle, access, owner, tenant, exception FROM chunks")
+        }
+        have = self.states()
+        missing = [c for c, state in want.items() if state[0] == "current" and c not in have]
+        table = catalog._vector_table()
+        for start in range(0, len(missing), batch):
+            part = missing[start : start + batch]
+            marks = ", ".join("?" for _ in part)
+            cursor = catalog.conn.execute(
+                "SELECT c.chunk_id, c.source_id, c.source_version, c.ordinal, c.page, c.t_start, c.t_end, "
+                "c.section_path, c.text, c.body, c.owner, c.access, c.tenant, c.language, c.policy_version, "
+                f"c.exception, s.kind, v.embedding FROM chunks c JOIN {table} v ON v.rowid = c.rowid "
+                "LEFT JOIN sources s ON s.source_id = c.source_id AND s.version = c.source_version "
+                f"WHERE c.chunk_id IN ({marks})",
+                part,
+            )
+            actions: list[dict[str, Any]] = []
+            for row in cursor:
+                (chunk_id, source_id, version, ordinal, page, t0, t1, section, text, body, owner, access, tenant,
+                 language, policy, exception, kind, blob) = row  # fmt: skip
+                doc = {
+                    "chunk_id": chunk_id, "source_id": source_id, "source_version": version, "ordinal": ordinal,
+                    "page": page, "t_start": t0, "t_end": t1, "section_path": json.loads(section), "text": text,
+                    "body": body, "identifiers": extract_identifiers(body), "owner": owner, "access": access,
+                    "tenant": tenant, "lifecycle": "staged", "doc_type": kind, "language": language,
+                    "policy_version": policy, "exception": bool(exception),
+                    "embedding": np.frombuffer(blob, dtype=np.float32).tolist(),
+                }  # fmt: skip
+                actions += [{"index": {"_index": self.alias, "_id": chunk_id}}, doc]
+            self._bulk(actions)
+            for chunk_id in part:
+                have[chunk_id] = ("staged", None, None, None, None)
+        switch: list[dict[str, Any]] = []
+        updated = superseded = 0
+        for chunk_id, state in have.items():
+            target = want.get(chunk_id)
+            if target is None:
+                if state[0] != "superseded":
+                    switch += self._updates([chunk_id], {"lifecycle": "superseded"})
+                    superseded += 1
+            elif tuple(state) != target:
+                lifecycle, access, owner, tenant, exception = target
+                switch += self._updates([chunk_id], {"lifecycle": lifecycle, "access": access, "owner": owner,
+                                                     "tenant": tenant, "exception": exception})  # fmt: skip
+                updated += 1
+        self._bulk(switch, refresh="wait_for")
+        return {"indexed": len(missing), "updated": updated - len(missing), "superseded": superseded}
+
     # --- reads -----------------------------------------------------------------------------------------
 
     def _search(self, body: dict[str, Any], **params: Any) -> list[tuple[dict[str, Any], float]]:
@@ -366,3 +452,13 @@ class OpenSearchIndex:
     def count_mentions(self, text: str, scopes: Sequence[str]) -> dict[str, Any]:
         found = self.exact_occurrences(text, scopes, limit=0)
         return {"query": text, "total": found["total"], "by_source": found["by_source"]}
+
+
+def opensearch_index(settings: Settings) -> OpenSearchIndex:
+    """The configured cluster (KORPUS_OPENSEARCH_URL), or a clear error when the backend has no address."""
+    if not settings.opensearch_url:
+        raise ValueError("KORPUS_BACKEND=opensearch needs KORPUS_OPENSEARCH_URL=http://host:9200")
+    from opensearchpy import OpenSearch
+
+    client = OpenSearch(hosts=[settings.opensearch_url], timeout=60)
+    return OpenSearchIndex(client, prefix=settings.opensearch_prefix, rrf_k=settings.rrf_k)

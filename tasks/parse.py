@@ -76,7 +76,7 @@ def vlm_engine_key(settings: Settings) -> str:
 
 
 def _tier1(source: Source, page: int, settings: Settings, outcome: ParseOutcome) -> PageResult:
-    cache = PageCache(settings.page_cache_dir)
+    cache = PageCache(settings.page_cache_location)
     key = tesseract_engine_key(settings)
     cached = cache.get(PageResult, source.version, f"p{page:05d}", "tesseract", key)
     if cached is not None:
@@ -94,7 +94,7 @@ def _tier1(source: Source, page: int, settings: Settings, outcome: ParseOutcome)
 
 
 def _tier2(source: Source, page: int, tier1: PageResult, settings: Settings, outcome: ParseOutcome) -> PageResult:
-    cache = PageCache(settings.page_cache_dir)
+    cache = PageCache(settings.page_cache_location)
     key = vlm_engine_key(settings)
     cached = cache.get(PageResult, source.version, f"p{page:05d}", "vlm", key)
     if cached is not None:

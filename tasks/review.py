@@ -67,6 +67,10 @@ def apply_decision(item_id: str, action: Action, reviewer: str, note: str, setti
         else:
             outcome, status = _reocr(index, item, settings)
         index.record_decision(item_id, reviewer, action.value, note, outcome, status)
+        if settings.backend == "opensearch":  # the cluster serves what the catalog now serves
+            from tasks.index_opensearch import opensearch_index
+
+            opensearch_index(settings).sync_from(index)
         return outcome
 
 

@@ -91,7 +91,7 @@ def _problem(source: Source, reason: ReasonCode, detail: str) -> QuarantineItem:
 def prepare_recording(source: Source, settings: Settings) -> RecordingPlan:
     """Decode (only if something is not cached), find speech, plan windows, list the windows still to do."""
     plan = RecordingPlan(source_id=source.source_id, version=source.version)
-    cache = PageCache(settings.page_cache_dir)
+    cache = PageCache(settings.page_cache_location)
     decoded = _decoded_path(settings, source.version)
     vad = cache.get(_VadResult, source.version, "vad", "silero", _vad_key(settings))
     try:
@@ -118,7 +118,7 @@ def prepare_recording(source: Source, settings: Settings) -> RecordingPlan:
 
 def transcribe_windows(plan: RecordingPlan, indices: list[int], settings: Settings) -> list[tuple[WindowResult, bool]]:
     """Whisper on the given windows, through the cache. Each result says whether the engine ran."""
-    cache = PageCache(settings.page_cache_dir)
+    cache = PageCache(settings.page_cache_location)
     model_path = whisper_model_path(settings)
     key = whisper_engine_key(model_path, settings)
     samples = open_samples(Path(plan.decoded)) if plan.decoded else None

@@ -68,6 +68,16 @@ def test_tier1_keeps_a_good_scan_with_word_boxes(tmp_path: Path) -> None:
     assert page.words and all(0 <= w.x0 < w.x1 <= 595 and 0 <= w.y0 < w.y1 <= 842 for w in page.words)
 
 
+def test_page_cache_at_an_fsspec_url_serves_a_second_data_directory(tmp_path: Path) -> None:
+    path = tmp_path / "scan.pdf"
+    path.write_bytes(_scan_pdf(LINES, seed=5))
+    url = f"memory://korpus-test-{tmp_path.name}/pages"  # fsspec's in-process store, standing in for s3:// etc.
+    first = ocr_pdf_page(_source(path), 1, Settings(data=tmp_path / "one", page_cache_url=url))
+    assert first.engine_calls == 1 and not (tmp_path / "one" / "cache").exists()  # nothing written locally
+    again = ocr_pdf_page(_source(path), 1, Settings(data=tmp_path / "two", page_cache_url=url))
+    assert again.engine_calls == 0 and again.cache_hits == 1 and again.pages[0].text == first.pages[0].text
+
+
 def test_page_failing_tier1_goes_to_the_vlm_once(tmp_path: Path, vlm_url: str) -> None:
     path = _noise_page_pdf(tmp_path / "noise.pdf")
     settings = Settings(data=tmp_path / "data", vlm_url=vlm_url, vlm_model="stand-in-ocr")

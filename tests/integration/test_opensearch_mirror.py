@@ -1,0 +1,119 @@
+"""KORPUS_BACKEND=opensearch: the session's SQLite catalog mirrored to osmem-server (an in-memory server speaking
+the OpenSearch REST API; no kNN or hybrid there, so these tests read through bm25, exact and count only), and the
+HTTP API answering from the mirror with the same server-side scopes."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import apsw
+import pytest
+from fastapi.testclient import TestClient
+
+from korpus.api import create_app
+from tasks.index_opensearch import opensearch_index
+from tasks.index_sqlite import SqliteIndex
+
+from .conftest import Refreshed
+
+pytestmark = [pytest.mark.integration, pytest.mark.opensearch]
+HR_ORDER = "кадры/приказ_17-к.txt"
+
+
+def _copy(refreshed: Refreshed, tmp_path: Path) -> Path:
+    data = tmp_path / "data"
+    data.mkdir()
+    target = apsw.Connection(str(data / "korpus.db"))
+    with target.backup("main", apsw.Connection(str(refreshed.settings.index_path)), "main") as backup:
+        backup.step()
+    target.close()
+    return data
+
+
+def test_osmem_mirror_serves_what_the_catalog_serves(refreshed: Refreshed, osmem_clone, tmp_path: Path) -> None:
+    data = _copy(refreshed, tmp_path)
+    settings = refreshed.settings.model_copy(update={
+        "data": data, "backend": "opensearch", "opensearch_url": osmem_clone.url, "opensearch_prefix": "m",
+        "api_keys": {"k-public": ["public"], "k-hr": ["public", "hr"]},
+    })  # fmt: skip
+    cluster = opensearch_index(settings)
+    with SqliteIndex(settings.index_path) as catalog:
+        first = cluster.sync_from(catalog)
+        current = catalog.chunk_count()
+        assert first["indexed"] == current > 0
+        assert sum(state[0] == "current" for state in cluster.states().values()) == current
+        assert cluster.sync_from(catalog) == {"indexed": 0, "updated": 0, "superseded": 0}  # idempotent
+        embedded_exact = catalog.exact_occurrences("Смирновой", ["public", "hr"])
+
+    client = TestClient(create_app(settings))
+    public, hr = {"X-API-Key": "k-public"}, {"X-API-Key": "k-hr"}
+    assert client.get("/health").json()["backend"] == "opensearch"
+    # search_exact and count_mentions from the cluster equal the embedded index's answers.
+    assert client.get("/exact", params={"text": "Смирновой"}, headers=hr).json() == embedded_exact
+    assert HR_ORDER not in client.get("/count", params={"text": "Смирновой"}, headers=public).json()["by_source"]
+    assert client.get("/search", params={"q": "премия", "scopes": "hr"}, headers=public).status_code == 403
+    hits = client.get("/search", params={"q": "премия Смирновой", "mode": "bm25"}, headers=public).json()
+    assert all(h["access"] == "public" and h["lifecycle"] == "current" for h in hits)
+    assert (
+        client.get("/search", params={"q": "премия Смирновой", "mode": "bm25"}, headers=hr).json()[0]["source_id"]
+        == HR_ORDER
+    )
+
+    # A change in the catalog reaches the cluster at the next sync: relabelled, then retired.
+    with SqliteIndex(settings.index_path) as catalog:
+        source, _ = catalog.current_source("договоры/договор_поставки_45-17.pdf")
+        catalog.relabel_source(source.model_copy(update={"access": "hr"}))
+        assert cluster.sync_from(catalog)["updated"] > 0
+        query = {"q": "договор поставки", "mode": "bm25", "k": 20}
+        assert all(h["access"] == "public" for h in client.get("/search", params=query, headers=public).json())
+        assert "договоры/договор_поставки_45-17.pdf" not in {
+            h["source_id"] for h in client.get("/search", params=query, headers=public).json()
+        }
+        catalog.retire_source("договоры/договор_поставки_45-17.pdf")
+        cluster.sync_from(catalog)
+        assert "договоры/договор_поставки_45-17.pdf" not in {
+            h["source_id"] for h in client.get("/search", params=query, headers=hr).json()
+        }
+
+
+def test_osmem_cli_syncs_and_reads_through_the_mirror(
+    refreshed: Refreshed, osmem_clone, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import json
+
+    from typer.testing import CliRunner
+
+    from korpus.cli import app
+
+    data = _copy(refreshed, tmp_path)
+    runner = CliRunner()
+    monkeypatch.setenv("KORPUS_OPENSEARCH_URL", osmem_clone.url)
+    monkeypatch.setenv("KORPUS_OPENSEARCH_PREFIX", "c")
+    synced = runner.invoke(app, ["sync-opensearch", "--data", str(data)])
+    assert synced.exit_code == 0 and "c-chunks:" in synced.stdout and " indexed," in synced.stdout
+    embedded = json.loads(runner.invoke(app, ["exact", "Смирновой", "--json", "--data", str(data)]).stdout)
+    monkeypatch.setenv("KORPUS_BACKEND", "opensearch")
+    mirrored = runner.invoke(app, ["exact", "Смирновой", "--json", "--data", str(data)])
+    assert mirrored.exit_code == 0 and json.loads(mirrored.stdout) == embedded
+    monkeypatch.delenv("KORPUS_OPENSEARCH_URL")
+    refused = runner.invoke(app, ["sync-opensearch", "--data", str(data)])
+    assert refused.exit_code == 2 and "KORPUS_OPENSEARCH_URL" in refused.output
+
+
+def test_osmem_refresh_flow_mirrors_each_run(models, osmem_clone, tmp_path: Path) -> None:
+    from flows.corpus_refresh import run_refresh
+    from korpus.settings import Settings
+
+    root = tmp_path / "root"
+    root.mkdir()
+    (root / "korpus.yaml").write_text("defaults:\n  owner: o\n  access: public\n", encoding="utf-8")
+    (root / "записка.txt").write_text("Служебная записка о ремонте кровли склада.\n", encoding="utf-8")
+    settings = Settings(data=tmp_path / "data", backend="opensearch", opensearch_url=osmem_clone.url,
+                        opensearch_prefix="f")  # fmt: skip
+    first = run_refresh(root, settings)
+    assert first["opensearch"]["indexed"] == first["chunks_indexed"] > 0
+    (root / "записка.txt").write_text("Служебная записка: ремонт кровли отменён.\n", encoding="utf-8")
+    second = run_refresh(root, settings)
+    assert second["opensearch"]["indexed"] > 0 and second["opensearch"]["updated"] > 0  # the old one superseded
+    hits = opensearch_index(settings).search("кровли", None, ["public"], mode="bm25")
+    assert len(hits) == 1 and "отменён" in hits[0]["text"]
