@@ -145,12 +145,6 @@ def test_search_exact_finds_every_accessible_current_occurrence(index: SqliteInd
     assert index.exact_occurrences("Сидоров", ["public"])["total"] == 0
 
 
-def test_weighted_rrf_scales_each_side() -> None:
-    fused = dict(rrf_fuse([[1, 2], [2, 1]], k=60, weights=[0.0, 1.0]))
-    assert fused[2] == pytest.approx(1 / 61)
-    assert fused[1] == pytest.approx(1 / 62)
-
-
 def _axes(*weights: float) -> np.ndarray:
     v = np.asarray(weights + (0.0,) * (DIMS - len(weights)), dtype=np.float32)
     return v / np.linalg.norm(v)
