@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import apsw
@@ -27,53 +28,15 @@ CREATE TRIGGER IF NOT EXISTS chunks_generation_update AFTER UPDATE OF lifecycle,
 """
 
 
-class VectorCache:
-    """The current rows of one vector table: rowids, chunk ids, access codes and unit vectors."""
+@dataclass(frozen=True)
+class Snapshot:
+    """The current rows at one generation: never mutated, so a query may rank on it in any thread."""
 
-    def __init__(self) -> None:
-        self.lock = threading.Lock()
-        self.generation: str | None = None
-        self.rowids = np.zeros(0, dtype=np.int64)
-        self.chunk_ids: list[str] = []
-        self.access = np.zeros(0, dtype=np.int32)
-        self.codes: dict[str, int] = {}
-        self.matrix = np.zeros((0, 0), dtype=np.float32)
-
-    def sync(self, conn: apsw.Connection, table: str, generation: str) -> None:
-        """Bring the cache to `generation`, reading through `conn` (inside the caller's transaction). Vectors are
-        fetched only for rows the cache does not hold yet (a row is known by rowid and chunk id together)."""
-        rows = conn.execute(
-            "SELECT rowid, chunk_id, access FROM chunks WHERE lifecycle = 'current' ORDER BY rowid"
-        ).fetchall()
-        known = {(int(r), c): i for i, (r, c) in enumerate(zip(self.rowids.tolist(), self.chunk_ids, strict=True))}
-        keep = [known.get((rowid, chunk_id), -1) for rowid, chunk_id, _ in rows]
-        fetch = [rowid for (rowid, _, _), k in zip(rows, keep, strict=True) if k < 0]
-        fresh: dict[int, np.ndarray] = {}
-        for start in range(0, len(fetch), 5000):
-            part = fetch[start : start + 5000]
-            marks = ", ".join("?" for _ in part)
-            for rowid, blob in conn.execute(f"SELECT rowid, embedding FROM {table} WHERE rowid IN ({marks})", part):
-                fresh[rowid] = np.frombuffer(blob, dtype=np.float32)
-        dims = next(iter(fresh.values())).shape[0] if fresh else self.matrix.shape[1] if self.matrix.size else 0
-        matrix = np.empty((len(rows), dims), dtype=np.float32)
-        present = np.ones(len(rows), dtype=bool)
-        for i, ((rowid, _, _), k) in enumerate(zip(rows, keep, strict=True)):
-            if k >= 0:
-                matrix[i] = self.matrix[k]
-            elif rowid in fresh:
-                vector = fresh[rowid]
-                norm = float(np.linalg.norm(vector))
-                matrix[i] = vector / norm if norm else vector
-            else:  # a current chunk without a vector (should not happen): never ranked
-                present[i] = False
-                matrix[i] = 0.0
-        for _, _, access in rows:
-            self.codes.setdefault(access, len(self.codes))
-        access = np.fromiter((self.codes[a] for _, _, a in rows), dtype=np.int32, count=len(rows))
-        access[~present] = -1
-        self.rowids = np.fromiter((r for r, _, _ in rows), dtype=np.int64, count=len(rows))
-        self.chunk_ids = [c for _, c, _ in rows]
-        self.access, self.matrix, self.generation = access, matrix, generation
+    rowids: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    chunk_ids: tuple[str, ...] = ()
+    access: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int32))
+    codes: dict[str, int] = field(default_factory=dict)
+    matrix: np.ndarray = field(default_factory=lambda: np.zeros((0, 0), dtype=np.float32))
 
     def top(self, vector: np.ndarray, scopes: Sequence[str], depth: int) -> list[tuple[int, float]]:
         """The `depth` rows visible to `scopes` most similar to `vector` (cosine), best first."""
@@ -91,6 +54,60 @@ class VectorCache:
         best = np.argpartition(-scores, count - 1)[:count]
         best = best[np.lexsort((self.rowids[best], -scores[best]))]
         return [(int(self.rowids[i]), float(scores[i])) for i in best]
+
+
+class VectorCache:
+    """The snapshot of one vector table, replaced whole when the index's generation moves."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.generation: str | None = None
+        self.snapshot = Snapshot()
+
+    def current(self, conn: apsw.Connection, table: str, generation: str) -> Snapshot:
+        """The snapshot for `generation`, synced first if needed (through `conn`, inside the caller's transaction)."""
+        with self.lock:
+            if self.generation != generation:
+                self.snapshot = self._sync(conn, table)
+                self.generation = generation
+            return self.snapshot
+
+    def _sync(self, conn: apsw.Connection, table: str) -> Snapshot:
+        """Vectors are fetched only for rows the old snapshot does not hold (a row is known by rowid and chunk id
+        together: SQLite may reuse a deleted rowid)."""
+        old = self.snapshot
+        rows = conn.execute(
+            "SELECT rowid, chunk_id, access FROM chunks WHERE lifecycle = 'current' ORDER BY rowid"
+        ).fetchall()
+        known = {(int(r), c): i for i, (r, c) in enumerate(zip(old.rowids.tolist(), old.chunk_ids, strict=True))}
+        keep = [known.get((rowid, chunk_id), -1) for rowid, chunk_id, _ in rows]
+        fetch = [rowid for (rowid, _, _), k in zip(rows, keep, strict=True) if k < 0]
+        fresh: dict[int, np.ndarray] = {}
+        for start in range(0, len(fetch), 5000):
+            part = fetch[start : start + 5000]
+            marks = ", ".join("?" for _ in part)
+            for rowid, blob in conn.execute(f"SELECT rowid, embedding FROM {table} WHERE rowid IN ({marks})", part):
+                fresh[rowid] = np.frombuffer(blob, dtype=np.float32)
+        dims = next(iter(fresh.values())).shape[0] if fresh else old.matrix.shape[1] if old.matrix.size else 0
+        matrix = np.empty((len(rows), dims), dtype=np.float32)
+        present = np.ones(len(rows), dtype=bool)
+        for i, ((rowid, _, _), k) in enumerate(zip(rows, keep, strict=True)):
+            if k >= 0:
+                matrix[i] = old.matrix[k]
+            elif rowid in fresh:
+                vector = fresh[rowid]
+                norm = float(np.linalg.norm(vector))
+                matrix[i] = vector / norm if norm else vector
+            else:  # a current chunk without a vector (should not happen): never ranked
+                present[i] = False
+                matrix[i] = 0.0
+        codes = dict(old.codes)
+        for _, _, access in rows:
+            codes.setdefault(access, len(codes))
+        access = np.fromiter((codes[a] for _, _, a in rows), dtype=np.int32, count=len(rows))
+        access[~present] = -1
+        rowids = np.fromiter((r for r, _, _ in rows), dtype=np.int64, count=len(rows))
+        return Snapshot(rowids, tuple(c for _, c, _ in rows), access, codes, matrix)
 
 
 _caches: dict[tuple[str, str], VectorCache] = {}

@@ -1,6 +1,7 @@
-"""The in-memory kNN (tasks/vector_cache.py) against sqlite-vec's scan in SQL, through a random sequence of the
-index's writes: publish, republish of the same version (rowids reused), supersede, retire, relabel, a reindex
-swap, and a second connection writing while the first one queries."""
+"""The in-memory kNN (tasks/vector_cache.py) against sqlite-vec's scan in SQL, and the trigger-kept visibility
+table against `chunks`, through a random sequence of the index's writes: publish, republish of the same version
+(rowids reused), supersede, retire, relabel, a reindex swap, and a second connection writing while the first one
+queries."""
 
 import random
 from pathlib import Path
@@ -41,6 +42,15 @@ def _vectors(rng: np.random.Generator, n: int, dims: int = DIMS) -> np.ndarray:
 
 
 def _agree(index: SqliteIndex, rng: np.random.Generator, dims: int = DIMS) -> None:
+    # The trigger-kept visibility table says exactly what `chunks` says.
+    drift = index.conn.execute(
+        "SELECT count(*) FROM chunks c LEFT JOIN chunk_visibility v ON v.rowid = c.rowid "
+        "WHERE v.rowid IS NULL OR v.visible IS NOT (CASE WHEN c.lifecycle = 'current' THEN c.access END)"
+    ).fetchall()[0][0]
+    extra = index.conn.execute(
+        "SELECT count(*) FROM chunk_visibility WHERE rowid NOT IN (SELECT rowid FROM chunks)"
+    ).fetchall()[0][0]
+    assert drift == 0 and extra == 0
     for scopes in SCOPES:
         query = rng.standard_normal(dims).astype(np.float32)
         cached = index.vector_ranking(query, scopes, 10)
