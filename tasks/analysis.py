@@ -57,4 +57,9 @@ def _stem(word: str) -> str:
 
 def analyse(text: str) -> list[str]:
     """The `text` field's terms: lowercase, stop words removed, Snowball Russian stems."""
-    return [_stem(w) for w in words(text) if w not in RUSSIAN_STOP_WORDS]
+    return terms_of(words(text))
+
+
+def terms_of(tokens: list[str]) -> list[str]:
+    """`analyse` from already segmented words (the indexer has them for the `exact` field)."""
+    return [_stem(w) for w in tokens if w not in RUSSIAN_STOP_WORDS]

@@ -28,7 +28,7 @@ from typing import Any
 
 import numpy as np
 
-from korpus.datamodel import Chunk, Source
+from korpus.datamodel import Chunk, Locator, Source
 from korpus.settings import Settings
 from tasks.analysis import analyse, words
 from tasks.identifiers import extract_identifiers
@@ -158,6 +158,22 @@ def hybrid_body(
     return {"size": depth, "_source": HIT_FIELDS, "query": {"hybrid": hybrid}}
 
 
+def chunk_document(
+    chunk: Chunk, ordinal: int, vector: np.ndarray, doc_type: str | None, exception: bool = False
+) -> dict[str, Any]:
+    """A chunk as the template's document, `staged` until a switch makes it current."""
+    loc = chunk.locator
+    return {
+        "chunk_id": chunk.chunk_id, "source_id": chunk.source_id, "source_version": chunk.source_version,
+        "ordinal": ordinal, "page": loc.page, "t_start": loc.t_start, "t_end": loc.t_end,
+        "section_path": chunk.section_path, "text": chunk.text, "body": chunk.body,
+        "identifiers": extract_identifiers(chunk.body), "owner": chunk.owner, "access": chunk.access_rule,
+        "tenant": chunk.tenant, "lifecycle": "staged", "doc_type": doc_type, "language": chunk.language,
+        "policy_version": chunk.policy_version, "exception": exception,
+        "embedding": [float(x) for x in vector],
+    }  # fmt: skip
+
+
 class OpenSearchIndex:
     """Chunks on an OpenSearch cluster behind the alias `<prefix>-chunks`.
 
@@ -231,7 +247,7 @@ class OpenSearchIndex:
         actions: list[dict[str, Any]] = []
         for ordinal, (chunk, vector) in enumerate(zip(chunks, np.asarray(vectors, dtype=np.float32), strict=True)):
             header = {"index": {"_index": self.alias, "_id": chunk.chunk_id}}
-            actions += [header, self._document(source, chunk, ordinal, vector)]
+            actions += [header, chunk_document(chunk, ordinal, vector, source.kind.value if source.kind else None)]
         self._bulk(actions)
         old = self._ids({"bool": {"filter": [{"term": {"source_id": source.source_id}},
                                              {"terms": {"lifecycle": ["current", "staged"]}}],
@@ -242,19 +258,6 @@ class OpenSearchIndex:
         for chunk in chunks:
             switch += [{"update": {"_index": self.alias, "_id": chunk.chunk_id}}, {"doc": {"lifecycle": "current"}}]
         self._bulk(switch, refresh="wait_for")
-
-    @staticmethod
-    def _document(source: Source, chunk: Chunk, ordinal: int, vector: np.ndarray) -> dict[str, Any]:
-        loc = chunk.locator
-        return {
-            "chunk_id": chunk.chunk_id, "source_id": chunk.source_id, "source_version": chunk.source_version,
-            "ordinal": ordinal, "page": loc.page, "t_start": loc.t_start, "t_end": loc.t_end,
-            "section_path": chunk.section_path, "text": chunk.text, "body": chunk.body,
-            "identifiers": extract_identifiers(chunk.body), "owner": chunk.owner, "access": chunk.access_rule,
-            "tenant": chunk.tenant, "lifecycle": "staged", "doc_type": source.kind.value if source.kind else None,
-            "language": chunk.language, "policy_version": chunk.policy_version, "exception": False,
-            "embedding": [float(x) for x in vector],
-        }  # fmt: skip
 
     def retire_source(self, source_id: str) -> None:
         ids = self._ids({"bool": {"filter": [{"term": {"source_id": source_id}}, {"term": {"lifecycle": "current"}}]}})
@@ -318,14 +321,11 @@ class OpenSearchIndex:
             for row in cursor:
                 (chunk_id, source_id, version, ordinal, page, t0, t1, section, text, body, owner, access, tenant,
                  language, policy, exception, kind, blob) = row  # fmt: skip
-                doc = {
-                    "chunk_id": chunk_id, "source_id": source_id, "source_version": version, "ordinal": ordinal,
-                    "page": page, "t_start": t0, "t_end": t1, "section_path": json.loads(section), "text": text,
-                    "body": body, "identifiers": extract_identifiers(body), "owner": owner, "access": access,
-                    "tenant": tenant, "lifecycle": "staged", "doc_type": kind, "language": language,
-                    "policy_version": policy, "exception": bool(exception),
-                    "embedding": np.frombuffer(blob, dtype=np.float32).tolist(),
-                }  # fmt: skip
+                chunk = Chunk(chunk_id=chunk_id, source_id=source_id, source_version=version,
+                              section_path=json.loads(section), locator=Locator(page=page, t_start=t0, t_end=t1),
+                              text=text, body=body, owner=owner, access_rule=access, tenant=tenant,
+                              policy_version=policy, language=language)  # fmt: skip
+                doc = chunk_document(chunk, ordinal, np.frombuffer(blob, dtype=np.float32), kind, bool(exception))
                 actions += [{"index": {"_index": self.alias, "_id": chunk_id}}, doc]
             self._bulk(actions)
             for chunk_id in part:

@@ -20,7 +20,7 @@ import numpy as np
 import sqlite_vec
 
 from korpus.datamodel import Chunk, Lifecycle, PageResult, QuarantineItem, Source
-from tasks.analysis import analyse, words
+from tasks.analysis import analyse, terms_of, words
 from tasks.audio import timecode
 from tasks.identifiers import extract_identifiers
 from tasks.vector_cache import GENERATION_SQL, Snapshot, cache_for
@@ -501,9 +501,10 @@ class SqliteIndex:
 
     def _add_chunk(self, chunk: Chunk, ordinal: int, vector: np.ndarray, exception: bool = False) -> None:
         rowid = self._insert_chunk(chunk, ordinal, exception)
+        tokens = words(chunk.text)
         self.conn.execute(
             "INSERT INTO chunk_terms (rowid, terms, exact) VALUES (?, ?, ?)",
-            (rowid, " ".join(analyse(chunk.text)), " ".join(words(chunk.text))),
+            (rowid, " ".join(terms_of(tokens)), " ".join(tokens)),
         )
         self.conn.execute(
             f"INSERT INTO {self._vector_table()} (rowid, embedding) VALUES (?, ?)", (rowid, vector.tobytes())
