@@ -3,7 +3,7 @@
     .venv/bin/python benchmarks/retrieval.py [--xquad ../shared/data/xquad-ru] [--json]
 
 Corpora, each refreshed into a fresh data directory by the real flow:
-- the archive-style set (`korpus.archive_eval`: 45 documents — near-identical contracts told apart by ИНН, ОГРН
+- the archive-style set (`korpus.archive_eval`: 34 documents — near-identical contracts told apart by ИНН, ОГРН
   and numbers, memos/minutes/orders asked about in other words, restricted HR orders, court notes; refreshed,
   changed, refreshed again; 92 questions), with the default chunk policy and again with structure-v1;
 - the sample archive with its eval set (`eval/sample-archive.jsonl`);

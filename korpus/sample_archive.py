@@ -178,8 +178,13 @@ def _write_text(path: Path, text: str) -> Path:
 
 
 def _contract_pdf() -> bytes:
+    return typeset_pdf(CONTRACT_PAGES)
+
+
+def typeset_pdf(pages: list[list[tuple]]) -> bytes:
+    """A born-digital A4 PDF: per page, blocks of ("h1" | "h2" | "p", text) or ("table", [title, header, rows…])."""
     doc = pymupdf.open()
-    for blocks in CONTRACT_PAGES:
+    for blocks in pages:
         page = doc.new_page(width=595, height=842)
         page.insert_font(fontname="dv", fontfile=str(FONT))
         page.insert_font(fontname="dvb", fontfile=str(FONT_BOLD))

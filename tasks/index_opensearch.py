@@ -21,7 +21,6 @@ backend suite against a real cluster when KORPUS_OPENSEARCH_URL is set.
 from __future__ import annotations
 
 import json
-import math
 import re
 from collections.abc import Iterable, Sequence
 from typing import Any
@@ -37,6 +36,7 @@ from tasks.index_sqlite import (
     SEARCH_MODES,
     IndexMismatchError,
     SqliteIndex,
+    idf_coverage,
     locate_occurrences,
     rrf_fuse,
 )
@@ -363,10 +363,9 @@ class OpenSearchIndex:
         field = vectors.get("term_vectors", {}).get("text", {})
         held = field.get("terms", {})
         total = field.get("field_statistics", {}).get("doc_count", 1) or 1
+        # A term the hit does not hold has no statistics here; it counts as rare (the most informative case).
         df = {t: held[t].get("doc_freq", 1) for t in terms if t in held}
-        # A term the hit does not hold has no statistics here; count it as rare (the most informative case).
-        idf = {t: math.log(1.0 + (total - df.get(t, 0) + 0.5) / (df.get(t, 0) + 0.5)) for t in terms}
-        return sum(idf[t] for t in terms if t in held) / sum(idf.values())
+        return idf_coverage(terms, held, df, total)
 
     def search(
         self,

@@ -114,6 +114,14 @@ def rrf_fuse(rankings: Sequence[Sequence[int]], k: int) -> list[tuple[int, float
     return sorted(scores.items(), key=lambda item: (-item[1], item[0]))
 
 
+def idf_coverage(terms: Sequence[str], held: Iterable[str], df: dict[str, int], total: int) -> float:
+    """The IDF-weighted share of `terms` found among `held` (a chunk's terms); `df` gives document frequencies
+    out of `total` documents (a term missing from `df` counts as rare). The routing measure of every backend."""
+    held = set(held)
+    idf = {t: math.log(1.0 + max(total - df.get(t, 0) + 0.5, 0.5) / (df.get(t, 0) + 0.5)) for t in terms}
+    return sum(idf[t] for t in terms if t in held) / sum(idf.values())
+
+
 def locate_occurrences(
     text: str, rows: Iterable[tuple[str, int | None, float | None, str, str]], limit: int
 ) -> dict[str, Any]:
@@ -666,8 +674,7 @@ class SqliteIndex:
                 "SELECT doc FROM chunk_terms_vocab WHERE term = ? AND col = 'terms'", (term,)
             ).fetchall()
             df[term] = rows[0][0] if rows else 0
-        idf = {t: math.log(1.0 + max(total - df[t] + 0.5, 0.5) / (df[t] + 0.5)) for t in terms}
-        return sum(idf[t] for t in terms if t in held) / sum(idf.values())
+        return idf_coverage(terms, held, df, total)
 
     def vector_ranking(self, vector: np.ndarray, scopes: Sequence[str], depth: int) -> list[tuple[int, float]]:
         """Exact kNN over the current chunks the scopes may see, from the process's in-memory copy of the vectors
