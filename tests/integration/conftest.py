@@ -48,6 +48,18 @@ class Refreshed:
     second: dict[str, Any]
     second_calls: dict[str, int] = field(default_factory=dict)
 
+    def copy_index(self, folder: Path) -> Path:
+        """A private data directory holding a copy of the session index (SQLite's online backup), for tests that
+        write to it."""
+        import apsw
+
+        folder.mkdir(parents=True, exist_ok=True)
+        target = apsw.Connection(str(folder / "korpus.db"))
+        with target.backup("main", apsw.Connection(str(self.settings.index_path)), "main") as backup:
+            backup.step()
+        target.close()
+        return folder
+
     def search(self, query: str, scopes: list[str] | None = None, k: int = 5, mode: str = "hybrid") -> list[dict]:
         embedder = shared_embedder(str(embed_model_path(self.settings)))
         vector = embedder.embed_query(query) if mode != "bm25" else None

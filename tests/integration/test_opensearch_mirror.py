@@ -6,7 +6,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import apsw
 import pytest
 from fastapi.testclient import TestClient
 
@@ -20,18 +19,8 @@ pytestmark = [pytest.mark.integration, pytest.mark.opensearch]
 HR_ORDER = "кадры/приказ_17-к.txt"
 
 
-def _copy(refreshed: Refreshed, tmp_path: Path) -> Path:
-    data = tmp_path / "data"
-    data.mkdir()
-    target = apsw.Connection(str(data / "korpus.db"))
-    with target.backup("main", apsw.Connection(str(refreshed.settings.index_path)), "main") as backup:
-        backup.step()
-    target.close()
-    return data
-
-
 def test_osmem_mirror_serves_what_the_catalog_serves(refreshed: Refreshed, osmem_clone, tmp_path: Path) -> None:
-    data = _copy(refreshed, tmp_path)
+    data = refreshed.copy_index(tmp_path / "data")
     settings = refreshed.settings.model_copy(update={
         "data": data, "backend": "opensearch", "opensearch_url": osmem_clone.url, "opensearch_prefix": "m",
         "api_keys": {"k-public": ["public"], "k-hr": ["public", "hr"]},
@@ -85,7 +74,7 @@ def test_osmem_cli_syncs_and_reads_through_the_mirror(
 
     from korpus.cli import app
 
-    data = _copy(refreshed, tmp_path)
+    data = refreshed.copy_index(tmp_path / "data")
     runner = CliRunner()
     monkeypatch.setenv("KORPUS_OPENSEARCH_URL", osmem_clone.url)
     monkeypatch.setenv("KORPUS_OPENSEARCH_PREFIX", "c")

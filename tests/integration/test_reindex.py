@@ -49,12 +49,7 @@ def tiny_embedder(models: dict[str, Path], tmp_path_factory: pytest.TempPathFact
 def test_reindex_swaps_the_model_and_the_old_one_is_refused(
     refreshed: Refreshed, tiny_embedder: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    data = tmp_path / "data"
-    data.mkdir()
-    copy = apsw.Connection(str(data / "korpus.db"))
-    with copy.backup("main", apsw.Connection(str(refreshed.settings.index_path)), "main") as backup:
-        backup.step()
-    copy.close()
+    data = refreshed.copy_index(tmp_path / "data")
 
     def texts() -> list[str]:
         with apsw.Connection(str(data / "korpus.db")) as conn:
