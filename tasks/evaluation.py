@@ -103,8 +103,9 @@ def evaluate(
         leaks["denied_access"] += sum(h["access"] not in scopes for h in hits)
         leaks["superseded"] += sum(h["lifecycle"] != "current" for h in hits)
         if q.type == "no-answer":
-            best = index.vector_ranking(embedder.embed_query(q.question), scopes, 1) if embedder else []
-            passed = float(not best or best[0][1] < no_answer_threshold)
+            passed = float(
+                embedder is None or _best_similarity(index, embedder, q, scopes, vector) < no_answer_threshold
+            )
             per_type[q.type].append(dict.fromkeys(("recall@1", "recall@5", "recall@10", "mrr@10", "ndcg@10"), passed))
         elif q.type == "denied-access" and not q.expected:
             ok = float(all(h["access"] in scopes for h in hits))
@@ -123,6 +124,14 @@ def evaluate(
     }
 
 
+def _best_similarity(
+    index: SqliteIndex, embedder: Embedder, q: Question, scopes: list[str], vector: Any = None
+) -> float:
+    """The highest dense similarity between the question and a chunk its scopes may see (0.0 when none)."""
+    best = index.vector_ranking(vector if vector is not None else embedder.embed_query(q.question), scopes, 1)
+    return best[0][1] if best else 0.0
+
+
 def calibrate_no_answer(
     questions: list[Question], index: SqliteIndex, embedder: Embedder, default_scopes: list[str]
 ) -> dict[str, Any]:
@@ -133,8 +142,7 @@ def calibrate_no_answer(
     for q in questions:
         if q.type == "denied-access":
             continue
-        best = index.vector_ranking(embedder.embed_query(q.question), q.scopes or default_scopes, 1)
-        value = best[0][1] if best else 0.0
+        value = _best_similarity(index, embedder, q, q.scopes or default_scopes)
         (unanswerable if q.type == "no-answer" else answerable).append(value)
     if not answerable or not unanswerable:
         raise ValueError("calibration needs both no-answer questions and answerable ones")

@@ -331,20 +331,20 @@ class OpenSearchIndex:
             for chunk_id in part:
                 have[chunk_id] = ("staged", None, None, None, None)
         switch: list[dict[str, Any]] = []
-        updated = superseded = 0
+        staged, updated, superseded = set(missing), 0, 0
         for chunk_id, state in have.items():
             target = want.get(chunk_id)
             if target is None:
                 if state[0] != "superseded":
                     switch += self._updates([chunk_id], {"lifecycle": "superseded"})
                     superseded += 1
-            elif tuple(state) != target:
+            elif tuple(state) != target:  # labels or lifecycle moved, or just staged above
                 lifecycle, access, owner, tenant, exception = target
                 switch += self._updates([chunk_id], {"lifecycle": lifecycle, "access": access, "owner": owner,
                                                      "tenant": tenant, "exception": exception})  # fmt: skip
-                updated += 1
+                updated += chunk_id not in staged
         self._bulk(switch, refresh="wait_for")
-        return {"indexed": len(missing), "updated": updated - len(missing), "superseded": superseded}
+        return {"indexed": len(missing), "updated": updated, "superseded": superseded}
 
     # --- reads -----------------------------------------------------------------------------------------
 

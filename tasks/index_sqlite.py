@@ -466,8 +466,9 @@ class SqliteIndex:
                 "AND source_version = ?)",
                 (source.source_id, source.version),
             )
+            table = self._vector_table()
             self.conn.execute(
-                f"DELETE FROM {self._vector_table()} WHERE rowid IN (SELECT rowid FROM chunks WHERE source_id = ? "
+                f"DELETE FROM {table} WHERE rowid IN (SELECT rowid FROM chunks WHERE source_id = ? "
                 "AND source_version = ?)",
                 (source.source_id, source.version),
             )
@@ -476,7 +477,7 @@ class SqliteIndex:
                 (source.source_id, source.version),
             )
             for ordinal, (chunk, vector) in enumerate(zip(chunks, vectors, strict=True)):
-                self._add_chunk(chunk, ordinal, vector)
+                self._add_chunk(chunk, ordinal, vector, table=table)
             self.conn.execute(
                 "DELETE FROM pages WHERE source_id = ? AND version = ?", (source.source_id, source.version)
             )
@@ -507,7 +508,10 @@ class SqliteIndex:
                 ),
             )
 
-    def _add_chunk(self, chunk: Chunk, ordinal: int, vector: np.ndarray, exception: bool = False) -> None:
+    def _add_chunk(
+        self, chunk: Chunk, ordinal: int, vector: np.ndarray, exception: bool = False, table: str | None = None
+    ) -> None:
+        """Insert one chunk with its terms, vector (into `table`, looked up when not given) and identifiers."""
         rowid = self._insert_chunk(chunk, ordinal, exception)
         tokens = words(chunk.text)
         self.conn.execute(
@@ -515,7 +519,7 @@ class SqliteIndex:
             (rowid, " ".join(terms_of(tokens)), " ".join(tokens)),
         )
         self.conn.execute(
-            f"INSERT INTO {self._vector_table()} (rowid, embedding) VALUES (?, ?)", (rowid, vector.tobytes())
+            f"INSERT INTO {table or self._vector_table()} (rowid, embedding) VALUES (?, ?)", (rowid, vector.tobytes())
         )
         for identifier in extract_identifiers(chunk.body):
             self.conn.execute("INSERT INTO chunk_identifiers (rowid, identifier) VALUES (?, ?)", (rowid, identifier))
