@@ -24,10 +24,11 @@ from tasks.chunking import build_chunks
 from tasks.embedding import shared_embedder, token_counter
 from tasks.gate import POLICIES, route_chunks
 from tasks.index_sqlite import SqliteIndex
-from tasks.parse import ParseOutcome, ocr_pdf_page, parse_pdf_text_layers, read_plain_text
+from tasks.parse import ParseOutcome, read_source
+from tasks.parse import ocr_page as ocr_page_stage
 from tasks.pdf_pages import save_page_image
+from tasks.readers.base import reader_for
 from tasks.receive import RefreshPlan, discover_sources, plan_refresh
-from tasks.searchable_pdf import write_searchable_pdf
 from tasks.speech import (
     RecordingOutcome,
     RecordingPlan,
@@ -74,14 +75,15 @@ def discover(root: str) -> list[Source]:
     return discover_sources(Path(root))
 
 
-@task(name="text-layers", cache_policy=NO_CACHE)
-def text_layers(source: Source, settings: Settings) -> ParseOutcome:
-    return parse_pdf_text_layers(source, settings)
+@task(name="read-source", cache_policy=NO_CACHE)
+def read_own_text(source: Source, settings: Settings) -> ParseOutcome:
+    """The file's own text through its reader: PDF/DjVu layers, decoded text, a converted office document."""
+    return read_source(source, settings)
 
 
 @task(name="ocr-page", cache_policy=NO_CACHE, retries=1, tags=["ocr"])
-def ocr_page(source: Source, page: int, settings: Settings) -> ParseOutcome:
-    return ocr_pdf_page(source, page, settings)
+def ocr_page(source: Source, page: int, settings: Settings, layer: PageResult | None = None) -> ParseOutcome:
+    return ocr_page_stage(source, page, settings, layer=layer)
 
 
 @task(name="speech-segments", cache_policy=NO_CACHE)
@@ -99,14 +101,9 @@ def transcript(source: Source, plan: RecordingPlan, results: list, settings: Set
     return assemble_recording(source, plan, results, settings)
 
 
-@task(name="plain-text", cache_policy=NO_CACHE)
-def plain_text(source: Source) -> ParseOutcome:
-    return read_plain_text(source)
-
-
 @task(name="searchable-pdf", cache_policy=NO_CACHE)
-def searchable(source: Source, pages: list[PageResult], settings: Settings) -> dict[str, float]:
-    return write_searchable_pdf(source.path, pages, settings.data / "searchable" / source.source_id)
+def searchable(source: Source, pages: list[PageResult], settings: Settings) -> dict[str, Any] | None:
+    return reader_for(source.kind).searchable_copy(source, pages, settings)  # type: ignore[arg-type]
 
 
 def _whole_document(source: Source, outcome: ParseOutcome) -> QuarantineItem:
@@ -170,6 +167,7 @@ def apply_catalog_changes(plan: RefreshPlan, problems: list[QuarantineItem], set
         for item in problems:
             source = sources.get(item.source_id)
             if item.page and source is not None and source.kind is SourceKind.pdf and item.chunk_id is None:
+                # a page image for the reviewer (PDF pages; other kinds show their text evidence)
                 image = settings.data / "evidence" / item.source_id / f"p{item.page:05d}.png"
                 saved = save_page_image(source.path, item.page, image)
                 item.evidence_path = str(saved) if saved else None
@@ -202,12 +200,10 @@ def _parse_on(runner: DaskTaskRunner, plan: RefreshPlan, settings: Settings) -> 
 
     first: dict[str, Any] = {}
     for source in plan.to_process:
-        if source.kind is SourceKind.pdf:
-            first[source.source_id] = submit(text_layers, source=source, settings=settings)
-        elif source.kind is SourceKind.audio:
+        if source.kind is SourceKind.audio:
             first[source.source_id] = submit(speech_plan, source=source, settings=settings)
         else:
-            first[source.source_id] = submit(plain_text, source=source)
+            first[source.source_id] = submit(read_own_text, source=source, settings=settings)
     by_id = {s.source_id: s for s in plan.to_process}
     outcomes: dict[str, ParseOutcome] = {}
     ocr_futures, recordings = [], {}
@@ -218,7 +214,10 @@ def _parse_on(runner: DaskTaskRunner, plan: RefreshPlan, settings: Settings) -> 
             continue
         outcomes[source_id] = result
         ocr_futures += [
-            (source_id, submit(ocr_page, source=by_id[source_id], page=page, settings=settings))
+            (
+                source_id,
+                submit(ocr_page, source=by_id[source_id], page=page, settings=settings, layer=result.flagged.get(page)),
+            )
             for page in result.ocr_pending
         ]
     window_futures = {
@@ -369,7 +368,10 @@ def corpus_refresh(root: str, data: str | None = None, overrides: dict[str, Any]
         "pages_by_tier": dict(
             Counter(f"tier {p.tier}" for o in outcomes.values() for p in o.pages if p.tier is not None)
         ),
-        "ocr_engine_calls": sum(o.engine_calls for s, o in outcomes.items() if kinds[s] is SourceKind.pdf),
+        "ocr_engine_calls": sum(o.engine_calls for s, o in outcomes.items() if kinds[s] and kinds[s].paged),
+        "layers_checked": dict(
+            Counter(p.layer_check.decision for o in outcomes.values() for p in o.pages if p.layer_check)
+        ),
         "vlm_calls": sum(o.vlm_calls for o in outcomes.values()),
         "asr_engine_calls": sum(o.engine_calls for s, o in outcomes.items() if kinds[s] is SourceKind.audio),
         "page_cache_hits": sum(o.cache_hits for o in outcomes.values()),

@@ -14,9 +14,20 @@ from pydantic import BaseModel, Field, model_validator
 
 
 class SourceKind(StrEnum):
+    """What reads a file (tasks/readers): its pages come from a PDF, an image, a DjVu, an office document
+    (through a PDF LibreOffice makes of it), a text file, or a recording."""
+
     pdf = "pdf"
     audio = "audio"
     text = "text"
+    image = "image"
+    djvu = "djvu"
+    office = "office"
+
+    @property
+    def paged(self) -> bool:
+        """Pages with images behind them, which the OCR cascade can read."""
+        return self in (SourceKind.pdf, SourceKind.image, SourceKind.djvu, SourceKind.office)
 
 
 class Lifecycle(StrEnum):
@@ -26,7 +37,7 @@ class Lifecycle(StrEnum):
 
 
 class ReasonCode(StrEnum):
-    """Why something was kept out of the index. Documented in docs/quarantine.md."""
+    """Why something was kept out of the index. Documented in docs/manifest.md."""
 
     missing_metadata = "missing-metadata"
     unsupported_type = "unsupported-type"
@@ -107,6 +118,16 @@ class PageWord(BaseModel):
     line: int = 0
 
 
+class LayerCheck(BaseModel):
+    """A text layer the detector flagged, compared with the OCR of its page: the better text is indexed."""
+
+    decision: str = Field(description="layer-kept (agrees with OCR, or OCR is no better) | ocr-replaced-layer")
+    similarity: float = Field(description="Word F1 between the layer and the OCR text (0-1).")
+    layer_score: float = Field(description="Detector score of the layer.")
+    ocr_score: float = Field(description="Detector score of the OCR text.")
+    layer_reasons: list[str] = Field(default_factory=list, description="Why the detector flagged the layer.")
+
+
 class PageResult(BaseModel):
     """The text of one page (PDF, text file) or one stretch of speech (audio), with how it was obtained."""
 
@@ -116,13 +137,15 @@ class PageResult(BaseModel):
     t_start: float | None = None
     t_end: float | None = None
     text: str
-    method: str = Field(description="text-layer | tesseract | whisper | plain-text")
+    method: str = Field(description="text-layer | tesseract | vlm | whisper | plain-text")
     engine: str = Field(default="", description="Engine and version that produced the text.")
     units: list[Unit] = Field(default_factory=list, description="Structure; empty until tasks/structure.py ran.")
     tier: int | None = Field(default=None, description="PDF: 0 text layer, 1 Tesseract, 2 VLM.")
     quality: float | None = Field(default=None, description="Detector score of the text kept (0-1).")
     quality_reasons: list[str] = Field(default_factory=list, description="Why earlier tiers were refused.")
     words: list[PageWord] = Field(default_factory=list, description="OCR words with boxes, for searchable PDFs.")
+    rotation: int = Field(default=0, description="Degrees the page image was turned (clockwise) to read it upright.")
+    layer_check: LayerCheck | None = Field(default=None, description="Set when a flagged layer met its OCR.")
 
 
 class Locator(BaseModel):

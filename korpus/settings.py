@@ -70,13 +70,37 @@ class Settings(BaseSettings):
         default=2, ge=1, description="Transcriptions one process runs at once (match the Dask threads)."
     )
     language: str = Field(default="ru", description="Corpus language (Whisper language code).")
-    ocr_language: str = Field(default="rus", description="Tesseract language(s), e.g. rus or rus+eng.")
+    ocr_language: str = Field(
+        default="rus+eng",
+        description="Tesseract language(s): rus+eng keeps Latin names, commands and codes as printed.",
+    )
     ocr_dpi: int = Field(default=300, ge=72, le=600)
+    ocr_orientation: bool = Field(
+        default=True,
+        description="A page Tesseract reads with low confidence is checked for 90/180/270° rotation (OSD) and "
+        "read again upright.",
+    )
+    ocr_tiers: Annotated[list[str], NoDecode] = Field(
+        default_factory=lambda: ["tesseract", "vlm"],
+        description="The OCR cascade, in order (tasks/ocr: tesseract, vlm); vlm only runs when KORPUS_VLM_URL is set.",
+    )
+    layer_agreement: float = Field(
+        default=0.75,
+        ge=0,
+        le=1,
+        description="A flagged text layer is kept when it and the page's OCR agree this closely (word F1).",
+    )
+    office_timeout: float = Field(default=180.0, gt=0, description="Seconds LibreOffice may take to convert a file.")
     text_layer_min_chars: int = Field(default=20, description="Below this a page's text layer counts as absent.")
     text_layer_min_cyrillic: float = Field(
-        default=0.5, ge=0, le=1, description="Share of Cyrillic letters a text layer needs to be trusted."
+        default=0.5, ge=0, le=1, description="Below this Cyrillic share a layer is suspect and checked against OCR."
     )
     text_layer_max_mixed_script: float = Field(default=0.1, description="Words mixing Cyrillic and Latin.")
+    text_layer_max_glyph_codes: float = Field(
+        default=0.05, description="Words with glyph codes inside («M]heh\\guc»): a font without a Unicode map."
+    )
+    text_layer_max_case_flips: float = Field(default=0.15, description="Words flipping case inside («npoTOKon»).")
+    text_layer_max_mojibake: float = Field(default=0.1, description="Letters of mojibake («Ð¡Ð¾», «РЎРѕ»).")
     text_layer_max_foreign_script: float = Field(default=0.05, description="Letters of other scripts (CJK, …).")
     text_layer_max_repeated_lines: float = Field(default=0.3, description="Lines that occur 3+ times.")
     text_layer_max_empty_table: float = Field(default=0.3, description="Lines that are empty table rows.")
@@ -157,7 +181,7 @@ class Settings(BaseSettings):
     )
     rerank_top: int = Field(default=20, ge=1, description="Fused hits the cross-encoder reorders.")
 
-    @field_validator("default_scopes", mode="before")
+    @field_validator("default_scopes", "ocr_tiers", mode="before")
     @classmethod
     def _split_scopes(cls, value: Any) -> Any:
         if isinstance(value, str):
@@ -201,6 +225,11 @@ class Settings(BaseSettings):
     def page_cache_location(self) -> Path | str:
         """Where OCR pages and transcripts are cached: KORPUS_PAGE_CACHE_URL, or under the data directory."""
         return self.page_cache_url or self.page_cache_dir
+
+    @property
+    def converted_dir(self) -> Path:
+        """PDFs that LibreOffice made of office documents, by the source's sha256 (the source stays untouched)."""
+        return self.data / "converted"
 
     @property
     def transcripts_dir(self) -> Path:

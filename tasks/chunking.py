@@ -16,8 +16,11 @@ from __future__ import annotations
 
 import itertools
 import re
+from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+
+from razdel import sentenize
 
 from korpus.datamodel import (
     Chunk,
@@ -180,6 +183,33 @@ def _split_table(text: str, piece: _Piece, count: TokenCounter, limit: int) -> l
     return parts
 
 
+def _split_long(text: str, piece: _Piece, count: TokenCounter, limit: int) -> list[_Piece]:
+    """An over-long paragraph or list item (a law written one paragraph per line): runs of whole sentences
+    (razdel) up to the limit; a single sentence longer than that is cut at the last space that fits."""
+    cuts: list[tuple[int, int]] = []
+    for sentence in sentenize(text[piece.start : piece.end]):
+        s, e = piece.start + sentence.start, piece.start + sentence.stop
+        if cuts and count(text[cuts[-1][0] : e]) <= limit:
+            cuts[-1] = (cuts[-1][0], e)
+            continue
+        while count(text[s:e]) > limit:
+            cut = text.rfind(" ", s, s + max(1, (e - s) * limit // count(text[s:e])))
+            cut = cut if cut > s else s + max(1, (e - s) // 2)
+            cuts.append((s, cut))
+            s = cut
+            while s < e and text[s].isspace():
+                s += 1
+        if s < e:
+            cuts.append((s, e))
+    if len(cuts) <= 1:
+        return [piece]
+    first_kinds = piece.kinds[:1] if piece.starts_with_heading else []
+    return [
+        _Piece(s, e, [*(first_kinds if i == 0 else []), UnitKind.sentence], [], piece.context if i == 0 else "")
+        for i, (s, e) in enumerate(cuts)
+    ]
+
+
 def structure_spans(
     page: PageResult, units: Sequence[Unit], policy: ChunkingPolicy, count: TokenCounter, more_follows: bool = False
 ) -> list[tuple[int, int, list[str], str]]:
@@ -190,6 +220,8 @@ def structure_spans(
         is_table = UnitKind.table in piece.kinds
         if is_table and count(text[piece.start : piece.end]) > policy.max_tokens:
             pieces += _split_table(text, piece, count, policy.max_tokens)
+        elif not is_table and count(text[piece.start : piece.end]) > policy.max_tokens:
+            pieces += _split_long(text, piece, count, policy.max_tokens)
         else:
             pieces.append(piece)
     spans: list[tuple[int, int, list[str], str]] = []
@@ -233,6 +265,42 @@ def _procedure_title(text: str, units: Sequence[Unit], first: _Piece) -> list[st
 # --- both policies ------------------------------------------------------------------------------------------
 
 
+_DIGITS = re.compile(r"\d+")
+
+
+def _running_key(text: str) -> str:
+    return " ".join(_DIGITS.sub("#", text.lower()).split())
+
+
+def running_lines(pages: Sequence[PageResult]) -> set[str]:
+    """Running headers and footers: a short unit (a document code «41327606.425000.462-01 33 01», a page number)
+    among the first or last two units of at least half the pages (and three), digits counted as one."""
+    paged = [p for p in pages if p.page is not None and p.t_start is None and p.units]
+    if len(paged) < 3:
+        return set()
+    seen: Counter[str] = Counter()
+    for page in paged:
+        edges = [*page.units[:2], *page.units[-2:]]
+        seen.update({_running_key(page.text[u.start : u.end]) for u in edges if u.end - u.start <= 120})
+    return {key for key, n in seen.items() if key and n >= max(3, len(paged) / 2)}
+
+
+def drop_running_lines(pages: list[PageResult]) -> list[PageResult]:
+    """Pages whose running headers and footers are left out of the units: they start no chunk and enter no
+    section path. The page text is untouched (chunk bodies stay exact substrings of it)."""
+    running = running_lines(pages)
+    if not running:
+        return pages
+    out = []
+    for page in pages:
+        edge = {id(u) for u in [*page.units[:2], *page.units[-2:]]}
+        units = [
+            u for u in page.units if not (id(u) in edge and _running_key(page.text[u.start : u.end]) in running)
+        ]
+        out.append(page.model_copy(update={"units": units}) if len(units) != len(page.units) else page)
+    return out
+
+
 @dataclass
 class HeadingTrail:
     """The heading chain as a source is read page by page: level → heading text."""
@@ -262,6 +330,7 @@ def build_chunks(
     if source.owner is None or source.access is None:
         raise ValueError(f"{source.source_id}: chunks need owner and access (admission should have stopped it)")
     policy = POLICIES[policy_name]
+    pages = drop_running_lines(pages)
     chunks: list[Chunk] = []
     empty: list[QuarantineItem] = []
     trail = HeadingTrail()

@@ -1,173 +1,127 @@
-"""PARSE stages for PDFs and plain text, with the page cache: a source (or one page of it) in, PageResults out.
+"""PARSE: a source's own text through its reader (tasks/readers), then the OCR cascade (tasks/ocr) for each page
+that needs it — with the page cache, and the rule that the indexed text is never worse than the source.
 
-Each function reports whether it called an engine (Tesseract) or served the page cache, so a refresh summary can
-show that a re-run did no OCR work. Recordings: tasks/speech.py.
+Each function reports whether it called an engine or served the page cache, so a refresh summary can show that a
+re-run did no OCR work. Recordings: tasks/speech.py.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from pathlib import Path
-
-from korpus.datamodel import PageResult, QuarantineItem, ReasonCode, Source
+from korpus.datamodel import LayerCheck, PageResult, ReasonCode, Source, SourceKind
 from korpus.settings import Settings
-from tasks.page_cache import PageCache
-from tasks.pdf_pages import UnreadablePdfError, open_pdf, read_text_layers, render_page
-from tasks.structure import text_structure
-from tasks.tesseract import TesseractError, ocr_page_words, tesseract_version
-from tasks.text_quality import text_layer_quality
-from tasks.vlm import VlmError, place_on_lines, read_page
+from tasks.ocr.engine import OcrError, TierCounts, cached_read, cascade
+from tasks.readers.base import ParseOutcome, UnreadableSourceError, problem, reader_for
+from tasks.tesseract import TesseractError
+from tasks.text_quality import TextLayerQuality, text_layer_quality, word_f1
+from tasks.vlm import VlmError
+
+__all__ = ["ParseOutcome", "ocr_page", "ocr_pdf_page", "parse_pdf_text_layers", "read_plain_text", "read_source"]
 
 
-@dataclass
-class ParseOutcome:
-    pages: list[PageResult] = field(default_factory=list)
-    ocr_pending: list[int] = field(default_factory=list)
-    """PDF pages whose text layer failed the check: to be OCR'd (fanned out by the flow)."""
-    page_count: int = 0
-    problems: list[QuarantineItem] = field(default_factory=list)
-    engine_calls: int = 0
-    vlm_calls: int = 0
-    cache_hits: int = 0
-    stats: dict[str, float] = field(default_factory=dict)
-
-
-def _problem(source: Source, reason: ReasonCode, detail: str, page: int | None = None) -> QuarantineItem:
-    return QuarantineItem(
-        source_id=source.source_id, source_version=source.version, page=page, reasons=[reason], detail=detail
-    )
+def read_source(source: Source, settings: Settings) -> ParseOutcome:
+    """Tier 0 for any paged or text source: what the file itself holds; pages needing OCR are listed."""
+    if source.kind is None:
+        raise ValueError(f"{source.source_id}: no reader (admission should have stopped it)")
+    return reader_for(source.kind).read(source, settings)
 
 
 def parse_pdf_text_layers(source: Source, settings: Settings) -> ParseOutcome:
-    """Pages with a trusted text layer become results; the rest are listed for OCR."""
-    outcome = ParseOutcome()
-    try:
-        layers = read_text_layers(source.path, settings)
-    except UnreadablePdfError as exc:
-        outcome.problems.append(_problem(source, ReasonCode.unreadable_file, str(exc)))
-        return outcome
-    outcome.page_count = len(layers)
-    for layer in layers:
-        if layer.text is None:
-            outcome.ocr_pending.append(layer.page)
-            continue
-        outcome.pages.append(
-            PageResult(
-                source_id=source.source_id,
-                source_version=source.version,
-                page=layer.page,
-                text=layer.text,
-                method="text-layer",
-                engine="pymupdf",
-                units=layer.units,
-                tier=0,
-                quality=layer.quality.score,
-            )
-        )
-    return outcome
-
-
-def tesseract_engine_key(settings: Settings) -> str:
-    return f"{tesseract_version()}|{settings.ocr_language}|{settings.ocr_dpi}|psm3|tsv"
-
-
-def vlm_engine_key(settings: Settings) -> str:
-    return f"{settings.vlm_model}|{settings.vlm_dpi}|{settings.vlm_prompt}"
-
-
-def _tier1(source: Source, page: int, settings: Settings, outcome: ParseOutcome) -> PageResult:
-    cache = PageCache(settings.page_cache_location)
-    key = tesseract_engine_key(settings)
-    cached = cache.get(PageResult, source.version, f"p{page:05d}", "tesseract", key)
-    if cached is not None:
-        outcome.cache_hits += 1
-        return cached
-    image, dpi = render_page(source.path, page, settings.ocr_dpi, fmt="pnm")
-    ocr = ocr_page_words(image, settings.ocr_language, dpi)
-    outcome.engine_calls += 1
-    result = PageResult(
-        source_id=source.source_id, source_version=source.version, page=page, text=ocr.text, method="tesseract",
-        engine=tesseract_version(), tier=1, words=ocr.words, units=text_structure(ocr.text),
-    )  # fmt: skip
-    cache.put(result, source.version, f"p{page:05d}", "tesseract", key)
-    return result
-
-
-def _tier2(source: Source, page: int, tier1: PageResult, settings: Settings, outcome: ParseOutcome) -> PageResult:
-    cache = PageCache(settings.page_cache_location)
-    key = vlm_engine_key(settings)
-    cached = cache.get(PageResult, source.version, f"p{page:05d}", "vlm", key)
-    if cached is not None:
-        outcome.cache_hits += 1
-        return cached
-    png, _dpi = render_page(source.path, page, settings.vlm_dpi)
-    text = read_page(png, settings)
-    outcome.vlm_calls += 1
-    with open_pdf(source.path) as doc:
-        rect = doc[page - 1].rect
-    result = PageResult(
-        source_id=source.source_id, source_version=source.version, page=page, text=text, method="vlm",
-        engine=settings.vlm_model, tier=2, words=place_on_lines(text, tier1.words, rect.width, rect.height),
-        units=text_structure(text),
-    )  # fmt: skip
-    cache.put(result, source.version, f"p{page:05d}", "vlm", key)
-    return result
-
-
-def ocr_pdf_page(source: Source, page: int, settings: Settings, force_vlm: bool = False) -> ParseOutcome:
-    """The OCR cascade for one page, every tier through the page cache.
-
-    Tier 1 (Tesseract) is kept when the detector passes it; otherwise tier 2 (the VLM, when configured) is
-    asked; a page no tier can read is quarantined with every tier's reasons. `force_vlm` (a reviewer's re-OCR)
-    goes to tier 2 whatever tier 1 scored.
-    """
-    outcome = ParseOutcome(page_count=1)
-    refusals: list[str] = []
-    try:
-        tier1 = _tier1(source, page, settings, outcome)
-        q1 = text_layer_quality(tier1.text, settings)
-        if q1.ok and not force_vlm:
-            outcome.pages.append(tier1.model_copy(update={"quality": q1.score, "quality_reasons": []}))
-            return outcome
-        refusals.append(f"tier 1 ({tier1.engine}): {', '.join(q1.reasons) or 'forced to tier 2'}")
-        if settings.vlm_url:
-            tier2 = _tier2(source, page, tier1, settings, outcome)
-            q2 = text_layer_quality(tier2.text, settings)
-            if q2.ok:
-                reasons = [r for r in q1.reasons]
-                outcome.pages.append(tier2.model_copy(update={"quality": q2.score, "quality_reasons": reasons}))
-                return outcome
-            refusals.append(f"tier 2 ({tier2.engine}): {', '.join(q2.reasons)}")
-        else:
-            refusals.append("tier 2: no VLM configured (KORPUS_VLM_URL)")
-        best = tier1.text.strip()
-    except (TesseractError, UnreadablePdfError, VlmError) as exc:
-        outcome.problems.append(_problem(source, ReasonCode.ocr_failed, str(exc), page))
-        return outcome
-    reason = ReasonCode.page_quality if best else ReasonCode.empty_text
-    item = _problem(source, reason, "; ".join(refusals), page)
-    item.evidence = best[:4000]
-    outcome.problems.append(item)
-    return outcome
+    return reader_for(SourceKind.pdf).read(source, settings)
 
 
 def read_plain_text(source: Source) -> ParseOutcome:
-    """`.txt` and `.md`: the whole file is page 1. Not UTF-8 → quarantined as unreadable."""
-    outcome = ParseOutcome(page_count=1)
-    try:
-        text = Path(source.path).read_bytes().decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        outcome.problems.append(_problem(source, ReasonCode.unreadable_file, f"not UTF-8 text: {exc}"))
-        return outcome
-    outcome.pages.append(
-        PageResult(
-            source_id=source.source_id,
-            source_version=source.version,
-            page=1,
-            text=text,
-            method="plain-text",
-            engine="utf-8",
-            units=text_structure(text, markdown=source.path.lower().endswith(".md")),
+    return reader_for(SourceKind.text).read(source, Settings.model_construct())
+
+
+def choose_text(
+    layer: PageResult, ocr: PageResult, q_layer: TextLayerQuality, q_ocr: TextLayerQuality, agreement: float
+) -> PageResult:
+    """A flagged layer against the OCR of its page: the better text wins.
+
+    Where they agree closely the layer is kept (it is exact; OCR only confirms it). Where they disagree, OCR
+    replaces the layer only when it is readable and the layer is broken (garbage signals), reads far more
+    Cyrillic (a font without a Unicode map, a Latin-only earlier OCR), or holds far more text (a scan under a
+    token layer). Otherwise the layer stays: an English page, a code listing, a table of contents.
+    """
+    similarity = word_f1(layer.text, ocr.text)
+    s_layer, s_ocr = q_layer.signals, q_ocr.signals
+    replace = (
+        similarity < agreement
+        and q_ocr.readable
+        and (
+            bool(q_layer.garbage)
+            or s_ocr["cyrillic_share"] - s_layer["cyrillic_share"] >= 0.3
+            or s_ocr["chars"] >= 2 * s_layer["chars"] + 100
         )
     )
+    check = LayerCheck(
+        decision="ocr-replaced-layer" if replace else "layer-kept",
+        similarity=round(similarity, 3), layer_score=q_layer.score, ocr_score=q_ocr.score,
+        layer_reasons=q_layer.reasons,
+    )  # fmt: skip
+    if replace:
+        return ocr.model_copy(update={"quality": q_ocr.score, "quality_reasons": q_layer.reasons, "layer_check": check})
+    return layer.model_copy(update={"layer_check": check})
+
+
+def ocr_page(
+    source: Source, page: int, settings: Settings, force_vlm: bool = False, layer: PageResult | None = None
+) -> ParseOutcome:
+    """The OCR cascade for one page of any paged source, every tier through the page cache.
+
+    A tier's text is kept when it is readable (no garbage signals); otherwise the next tier is asked; a page no
+    tier reads is quarantined with every tier's reasons. `layer` is the page's flagged text layer: it and the
+    OCR are compared and the better one kept (`choose_text`). `force_vlm` (a reviewer's re-OCR) skips to the
+    last tier whatever tier 1 read.
+    """
+    outcome = ParseOutcome(page_count=1)
+    counts = TierCounts()
+    refusals: list[str] = []
+    refused_reasons: list[str] = []
+    best_text = ""
+    try:
+        image = reader_for(source.kind).page_image(source, page, settings)  # type: ignore[arg-type]
+        engines = [e for e in cascade(settings) if e.available()]
+        earlier: PageResult | None = None
+        for position, engine in enumerate(engines):
+            result = cached_read(engine, source, page, image, earlier, settings, counts)
+            quality = text_layer_quality(result.text, settings)
+            best_text = best_text or result.text.strip()
+            last = position == len(engines) - 1
+            if quality.readable and quality.signals["chars"] > 0 and not (force_vlm and not last):
+                kept = result.model_copy(update={"quality": quality.score, "quality_reasons": refused_reasons})
+                if layer is not None:
+                    q_layer = text_layer_quality(layer.text, settings)
+                    kept = choose_text(layer, kept, q_layer, quality, settings.layer_agreement)
+                outcome.pages.append(kept)
+                return _counted(outcome, counts)
+            refusals.append(f"tier {engine.tier} ({result.engine}): {', '.join(quality.reasons) or 'forced on'}")
+            refused_reasons += quality.reasons
+            earlier = result
+        if not any(e.tier >= 2 for e in engines):
+            refusals.append("tier 2: no VLM configured (KORPUS_VLM_URL)")
+    except (TesseractError, VlmError, OcrError, UnreadableSourceError) as exc:
+        outcome.problems.append(problem(source, ReasonCode.ocr_failed, str(exc), page))
+        return _counted(outcome, counts)
+    if layer is not None and layer.text.strip():  # no OCR tier read it: a flagged layer is still the best there is
+        q_layer = text_layer_quality(layer.text, settings)
+        if q_layer.readable:
+            outcome.pages.append(layer)
+            return _counted(outcome, counts)
+    item = problem(source, ReasonCode.page_quality if best_text else ReasonCode.empty_text, "; ".join(refusals), page)
+    item.evidence = best_text[:4000]
+    outcome.problems.append(item)
+    return _counted(outcome, counts)
+
+
+def _counted(outcome: ParseOutcome, counts: TierCounts) -> ParseOutcome:
+    outcome.engine_calls, outcome.vlm_calls, outcome.cache_hits = (
+        counts.engine_calls,
+        counts.vlm_calls,
+        counts.cache_hits,
+    )
     return outcome
+
+
+ocr_pdf_page = ocr_page
+"""The PDF name of `ocr_page`, kept for the benchmarks and tests that call it."""

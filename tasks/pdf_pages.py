@@ -14,11 +14,13 @@ import pymupdf
 
 from korpus.datamodel import Unit
 from korpus.settings import Settings
+from tasks.ocr.engine import PageImage
+from tasks.readers.base import UnreadableSourceError
 from tasks.structure import pdf_page_structure
 from tasks.text_quality import PageFacts, TextLayerQuality, text_layer_quality
 
 
-class UnreadablePdfError(RuntimeError):
+class UnreadablePdfError(UnreadableSourceError):
     """The file cannot be opened as a PDF (corrupt, encrypted, not a PDF)."""
 
 
@@ -45,9 +47,10 @@ def page_facts(page: pymupdf.Page) -> PageFacts:
 @dataclass
 class PdfPageText:
     page: int
-    text: str | None
-    """The trusted text layer (rebuilt from its blocks), or None when the page must be OCR'd."""
+    text: str
+    """The text layer rebuilt from its blocks (tables as `a | b` rows), whether trusted or not."""
     quality: TextLayerQuality
+    """The detector's verdict on the layer as the PDF holds it (PyMuPDF's plain text, not the rebuilt one)."""
     units: list[Unit] = field(default_factory=list)
 
 
@@ -66,13 +69,13 @@ def open_pdf(path: str) -> pymupdf.Document:
 
 
 def read_text_layers(path: str, settings: Settings) -> list[PdfPageText]:
-    """One entry per page: its text layer if it passes the quality check, else None (needs OCR)."""
+    """One entry per page: its text layer, structure, and the detector's verdict on it."""
     pages = []
     with open_pdf(path) as doc:
         for number, page in enumerate(doc, start=1):
             text, units = pdf_page_structure(page)
-            quality = text_layer_quality(text, settings, page_facts(page))
-            pages.append(PdfPageText(page=number, text=text if quality.ok else None, quality=quality, units=units))
+            quality = text_layer_quality(page.get_text(), settings, page_facts(page))
+            pages.append(PdfPageText(page=number, text=text, quality=quality, units=units))
     return pages
 
 
@@ -94,6 +97,14 @@ def render_page(path: str, page: int, dpi: int, fmt: str = "png") -> tuple[bytes
         used = render_dpi(target, dpi)
         pix = target.get_pixmap(dpi=used, colorspace=pymupdf.csGRAY, alpha=False)
         return pix.tobytes(fmt), used
+
+
+def pdf_page_image(path: str, page: int, dpi: int, fmt: str) -> PageImage:
+    with open_pdf(path) as doc:
+        target = doc[page - 1]
+        used = render_dpi(target, dpi)
+        pix = target.get_pixmap(dpi=used, colorspace=pymupdf.csGRAY, alpha=False)
+        return PageImage(pix.tobytes(fmt), used, target.rect.width, target.rect.height)
 
 
 def save_page_image(path: str, page: int, out: Path, dpi: int = 100) -> Path | None:

@@ -16,11 +16,9 @@ import yaml
 from pydantic import BaseModel, Field
 
 from korpus.datamodel import ChangeKind, QuarantineItem, ReasonCode, Source, SourceKind
+from tasks.readers.base import kind_of
 
 MANIFEST_NAME = "korpus.yaml"
-PDF_SUFFIXES = {".pdf"}
-AUDIO_SUFFIXES = {".wav", ".mp3", ".m4a", ".ogg", ".opus", ".flac", ".aac", ".wma", ".mp4", ".mkv", ".webm"}
-TEXT_SUFFIXES = {".txt", ".md"}
 METADATA_KEYS = ("owner", "access", "tenant")
 
 
@@ -85,14 +83,8 @@ def glob_regex(pattern: str) -> re.Pattern[str]:
 
 
 def source_kind(path: Path) -> SourceKind | None:
-    suffix = path.suffix.lower()
-    if suffix in PDF_SUFFIXES:
-        return SourceKind.pdf
-    if suffix in AUDIO_SUFFIXES:
-        return SourceKind.audio
-    if suffix in TEXT_SUFFIXES:
-        return SourceKind.text
-    return None
+    """The kind whose reader takes this suffix (tasks/readers), or None: quarantined `unsupported-type`."""
+    return kind_of(path)
 
 
 def file_sha256(path: Path) -> str:

@@ -8,11 +8,14 @@ document and subset at the end. Pages that kept their own text layer are copied 
 
 from __future__ import annotations
 
+import io
 import os
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pymupdf
+from PIL import Image
 
 from korpus.datamodel import PageResult, PageWord, Source, SourceKind
 from korpus.settings import Settings
@@ -56,16 +59,67 @@ def add_text_layer(page: pymupdf.Page, words: list[PageWord], font: pymupdf.Font
     return placed
 
 
+def _blank_cmap() -> bytes:
+    """A ToUnicode map for one-byte fonts that reads every glyph code as a space."""
+    blocks = []
+    for lo in range(0, 256, 100):
+        codes = range(lo, min(lo + 100, 256))
+        entries = "".join(f"<{code:02X}> <0020>\n" for code in codes)
+        blocks.append(f"{len(codes)} beginbfchar\n{entries}endbfchar\n")
+    return (
+        "/CIDInit /ProcSet findresource begin 12 dict begin begincmap /CMapName /korpus-no-text def /CMapType 2 def\n"
+        "1 begincodespacerange <00> <FF> endcodespacerange\n"
+        + "".join(blocks)
+        + "endcmap CMapName currentdict /CMap defineresource pop end end\n"
+    ).encode("ascii")
+
+
+def remove_old_text(doc: pymupdf.Document, page: pymupdf.Page, kept_fonts: set[int]) -> str:
+    """Take the text a replaced layer held out of the copy, so search, copy-paste and pdftotext read only the new
+    layer (as `ocrmypdf --redo-ocr` does for old OCR).
+
+    An invisible layer (an earlier OCR over a scan) is removed outright; the scan stays. Visible glyphs drawn
+    with a font that has no Unicode map («M]heh\\guc») must stay visible: their fonts get a ToUnicode map that
+    reads every glyph as a space. Fonts that also serve a kept page are left alone (returned as "kept-shared").
+    """
+    trace = page.get_texttrace()
+    if trace and all(span["type"] == 3 for span in trace):
+        page.add_redact_annot(page.rect)
+        page.apply_redactions(
+            images=pymupdf.PDF_REDACT_IMAGE_NONE, graphics=pymupdf.PDF_REDACT_LINE_ART_NONE,
+            text=pymupdf.PDF_REDACT_TEXT_REMOVE,
+        )  # fmt: skip
+        return "removed-invisible"
+    blank = None
+    outcome = "unmapped-fonts"
+    for xref, _ext, font_type, *_rest in page.get_fonts(full=True):
+        if xref in kept_fonts or font_type == "Type0":  # two-byte codes: left as they are
+            outcome = "kept-shared" if xref in kept_fonts else "type0-left"
+            continue
+        if blank is None:
+            blank = doc.get_new_xref()
+            doc.update_object(blank, "<<>>")
+            doc.update_stream(blank, _blank_cmap())
+        doc.xref_set_key(xref, "ToUnicode", f"{blank} 0 R")
+    return outcome
+
+
 def write_searchable_pdf(source_pdf: str, pages: list[PageResult], out: Path) -> dict[str, float]:
-    """Copy `source_pdf` to `out` with invisible OCR text on every page that has words. Atomic write."""
+    """Copy `source_pdf` to `out` with invisible OCR text on every page that has words; pages whose layer was
+    replaced lose their old text first. Atomic write."""
     by_page = {p.page: p for p in pages if p.words}
     font = _font()
     out.parent.mkdir(parents=True, exist_ok=True)
     placed = 0
     with pymupdf.open(source_pdf) as doc:
+        replaced = {p.page for p in pages if p.layer_check and p.layer_check.decision == "ocr-replaced-layer"}
+        replaced |= {p.page for p in pages if (p.tier or 0) >= 1 and p.quality_reasons}
+        kept_fonts = {f[0] for n, page in enumerate(doc, start=1) if n not in replaced for f in page.get_fonts()}
         for number, page in enumerate(doc, start=1):
+            if number in replaced:
+                remove_old_text(doc, page, kept_fonts)
             result = by_page.get(number)
-            if result is not None:
+            if result is not None and result.rotation in (0, None):
                 placed += add_text_layer(page, result.words, font)
         doc.subset_fonts()
         tmp = out.with_suffix(f".{os.getpid()}.part")
@@ -73,6 +127,34 @@ def write_searchable_pdf(source_pdf: str, pages: list[PageResult], out: Path) ->
     tmp.replace(out)
     before, after = Path(source_pdf).stat().st_size, out.stat().st_size
     return {"pages_with_text": len(by_page), "words": placed, "size_growth": round(after / before - 1, 4)}
+
+
+def write_searchable_images(
+    frame: Callable[[int], Image.Image], pages: list[PageResult], out: Path, original_size: int
+) -> dict[str, float]:
+    """A searchable PDF of page images: each page upright (turned as OCR found it), greyscale JPEG at its own
+    resolution, with the invisible OCR layer. Atomic write."""
+    font = _font()
+    out.parent.mkdir(parents=True, exist_ok=True)
+    placed = 0
+    with pymupdf.open() as doc:
+        for result in sorted((p for p in pages if p.page), key=lambda p: p.page or 0):
+            image = frame(result.page or 1)
+            dpi = image.info["dpi"][0]
+            upright = image.rotate(-result.rotation, expand=True) if result.rotation else image
+            buffer = io.BytesIO()
+            upright.save(buffer, "JPEG", quality=70, optimize=True)
+            page = doc.new_page(width=upright.width * 72 / dpi, height=upright.height * 72 / dpi)
+            page.insert_image(page.rect, stream=buffer.getvalue())
+            placed += add_text_layer(page, result.words, font)
+        if doc.page_count == 0:
+            return {"pages_with_text": 0, "words": 0, "size_growth": 0.0}
+        doc.subset_fonts()
+        tmp = out.with_suffix(f".{os.getpid()}.part")
+        doc.save(tmp, garbage=3, deflate=True)
+    tmp.replace(out)
+    growth = out.stat().st_size / original_size - 1 if original_size else 0.0
+    return {"pages_with_text": sum(1 for p in pages if p.words), "words": placed, "size_growth": round(growth, 4)}
 
 
 def ocr_document(source_pdf: Path, out: Path, settings: Settings) -> dict[str, float]:

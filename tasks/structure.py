@@ -25,6 +25,7 @@ TABLE_TITLE = re.compile(r"^\s*(?:Таблица|Табл\.)\s*\d*", re.IGNORECA
 TABLE_NOTE = re.compile(r"^\s*(?:Примечани[ея]|Прим\.|Источник)", re.IGNORECASE)
 TIMECODE = re.compile(r"^\[(\d\d):(\d\d):(\d\d)\] ")
 _BLANK = re.compile(r"\n[ \t]*\n+")
+_NOT_HEADINGS = ("за исключением", "кроме ", "если иное", "при этом", "однако")
 pymupdf.no_recommend_layout()  # it prints an advertisement to stdout, which korpus's --json output cannot have
 
 
@@ -72,6 +73,7 @@ def _looks_like_heading(line: str) -> bool:
         and not stripped.endswith((".", ",", ";", ":", "—", "-"))
         and (stripped[0].isupper() or stripped[0].isdigit())
         and not TABLE_TITLE.match(stripped)
+        and not stripped.lower().startswith(_NOT_HEADINGS)
     )
 
 
@@ -131,21 +133,41 @@ def _table_rows(text: str, block: Block) -> list[tuple[int, int]]:
     return [(s, e) for s, e in _lines(text, block.start, block.end) if not _is_separator(text[s:e])]
 
 
+_ENDS_SENTENCE = (".", "!", "?", "…", ".»", '."')
+_ENDS_ENUMERATION = (":", ";")
+
+
 def _prose_units(text: str, lines: list[tuple[int, int]], block_id: int) -> list[Unit]:
-    """List items (a marker line plus its continuation lines) or a paragraph's sentences."""
-    if LIST_MARKER.match(text[lines[0][0] : lines[0][1]]):
-        items: list[list[int]] = []
-        for s, e in lines:
-            if LIST_MARKER.match(text[s:e]) or not items:
-                items.append([s, e])
-            else:
-                items[-1][1] = e
-        return [Unit(kind=UnitKind.list_item, start=s, end=e, block=block_id) for s, e in items]
-    start, end = lines[0][0], lines[-1][1]
-    return [
-        Unit(kind=UnitKind.sentence, start=start + s.start, end=start + s.stop, block=block_id)
-        for s in sentenize(text[start:end])
-    ]
+    """List items and paragraphs of one block, told apart line by line.
+
+    A line joins the one before when it is a wrap continuation (the line before ends mid-sentence). A line after
+    one ending with «:» or «;» is the next item of an enumeration, marked or not; a line after a finished
+    sentence opens a new paragraph — so a law written one paragraph per line never becomes one giant item.
+    """
+    groups: list[list[int]] = []  # [start, end, is_item]
+    for s, e in lines:
+        line = text[s:e]
+        marker = bool(LIST_MARKER.match(line))
+        if groups:
+            before = text[groups[-1][0] : groups[-1][1]].rstrip()
+            finished = before.endswith(_ENDS_SENTENCE) or before.endswith(_ENDS_ENUMERATION)
+            if not marker and not finished:
+                groups[-1][1] = e
+                continue
+            enumerated = before.endswith(_ENDS_ENUMERATION) and not line[:1].isupper()
+            groups.append([s, e, int(marker or enumerated)])
+        else:
+            groups.append([s, e, int(marker)])
+    units: list[Unit] = []
+    for start, end, is_item in groups:
+        if is_item:
+            units.append(Unit(kind=UnitKind.list_item, start=start, end=end, block=block_id))
+        else:
+            units += [
+                Unit(kind=UnitKind.sentence, start=start + sent.start, end=start + sent.stop, block=block_id)
+                for sent in sentenize(text[start:end])
+            ]
+    return units
 
 
 def text_structure(text: str, markdown: bool = False) -> list[Unit]:
@@ -209,6 +231,7 @@ def pdf_page_structure(page) -> tuple[str, list[Unit]]:
         pos += len(chunk)
 
     emitted_tables: set[int] = set()
+    previous: tuple[dict, str] | None = None  # the last plain paragraph block, which the next may continue
     for block in data["blocks"]:
         if block.get("type") != 0:
             continue
@@ -223,6 +246,7 @@ def pdf_page_structure(page) -> tuple[str, list[Unit]]:
                     rows.append((offset, offset + len(row)))
                     offset += len(row) + 1
                 emit(text, "table", rows=rows)
+            previous = None
             continue
         lines = ["".join(span["text"] for span in line["spans"]).strip() for line in block.get("lines", [])]
         lines = [ln for ln in lines if ln]
@@ -237,10 +261,26 @@ def pdf_page_structure(page) -> tuple[str, list[Unit]]:
             emit(text, "heading", level=1 if biggest >= body * 1.4 else 2)
         elif bold and short and not TABLE_TITLE.match(text):
             emit(text, "heading", level=3)
+        elif previous is not None and _continues(previous, block, text, body):
+            parts[-1] += "\n" + text
+            pos += 1 + len(text)
+            blocks[-1].end = pos
         else:
             emit(text)
+        previous = (block, text) if blocks and blocks[-1].hint is None else None
     page_text = "".join(parts)
     return page_text, classify(page_text, blocks)
+
+
+def _continues(previous: tuple[dict, str], block: dict, text: str, body: float) -> bool:
+    """Generated PDFs often make every line its own block: a block just under the one before, at about its left
+    edge, continues that paragraph when the one before stops mid-sentence or this one starts in lowercase."""
+    before, before_text = previous
+    gap = block["bbox"][1] - before["bbox"][3]
+    aligned = abs(block["bbox"][0] - before["bbox"][0]) <= body * 4
+    mid_sentence = not before_text.rstrip().endswith((".", ":", ";", "!", "?", "…"))
+    lowercase = text[:1].islower()
+    return -body * 0.3 <= gap <= body * 0.6 and aligned and (mid_sentence or lowercase)
 
 
 def _find_tables(page) -> list[tuple[tuple[float, float, float, float], list[str]]]:

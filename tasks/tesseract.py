@@ -35,13 +35,12 @@ class OcrPage(BaseModel):
     words: list[PageWord] = Field(default_factory=list)
 
 
-def _run_tsv(image: bytes, language: str, dpi: int, timeout: float) -> str:
+def _run(image: bytes, arguments: list[str], timeout: float) -> str:
     tesseract_version()
     env = dict(os.environ, OMP_THREAD_LIMIT="1")
-    command = ["tesseract", "stdin", "stdout", "-l", language, "--dpi", str(dpi), "--psm", "3"]
     try:
         done = subprocess.run(
-            [*command, "tsv"],
+            ["tesseract", "stdin", "stdout", *arguments],
             input=image,
             capture_output=True,
             env=env,
@@ -54,6 +53,28 @@ def _run_tsv(image: bytes, language: str, dpi: int, timeout: float) -> str:
         message = done.stderr.decode("utf-8", "replace").strip()
         raise TesseractError(f"tesseract failed (exit {done.returncode}): {message[-500:]}")
     return done.stdout.decode("utf-8", "replace")
+
+
+def _run_tsv(image: bytes, language: str, dpi: int, timeout: float) -> str:
+    return _run(image, ["-l", language, "--dpi", str(dpi), "--psm", "3", "tsv"], timeout)
+
+
+def page_orientation(image: bytes, dpi: int = 300, timeout: float = 120.0) -> tuple[int, float]:
+    """Tesseract OSD: degrees to turn the image clockwise to read it upright (0/90/180/270), and confidence.
+
+    Needs `tesseract-ocr-osd`. A page OSD cannot judge (too little text) is reported as (0, 0.0).
+    """
+    try:
+        out = _run(image, ["--dpi", str(dpi), "--psm", "0"], timeout)
+    except TesseractError as exc:
+        if "Too few characters" in str(exc) or "OSD" in str(exc):
+            return 0, 0.0
+        raise
+    fields = dict(line.split(":", 1) for line in out.splitlines() if ":" in line)
+    try:
+        return int(fields["Rotate"].strip()) % 360, float(fields["Orientation confidence"].strip())
+    except (KeyError, ValueError):
+        return 0, 0.0
 
 
 def ocr_page_words(image: bytes, language: str = "rus", dpi: int = 300, timeout: float = 300.0) -> OcrPage:

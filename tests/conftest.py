@@ -9,4 +9,5 @@ import tempfile
 os.environ.setdefault("PREFECT_HOME", tempfile.mkdtemp(prefix="korpus-test-prefect-"))
 os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
 os.environ.setdefault("PREFECT_LOGGING_LEVEL", "WARNING")
+os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "120")  # a loaded 2-core machine (FACTS.md)
 os.environ.setdefault("HF_HUB_OFFLINE", "1")

@@ -56,5 +56,5 @@ def test_an_invisible_layer_is_held_to_stricter_thresholds() -> None:
 
 
 def test_thresholds_come_from_settings() -> None:
-    lax = Settings(text_layer_min_cyrillic=0.0, text_layer_max_mixed_script=1.0)
+    lax = Settings(text_layer_min_cyrillic=0.0, text_layer_max_mixed_script=1.0, text_layer_max_case_flips=1.0)
     assert text_layer_quality("npoTOKon Necepa MocKBa OTPH cocTaB KoMnccnn", lax).ok

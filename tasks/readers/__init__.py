@@ -1,0 +1,1 @@
+"""One Reader per file kind (base.py: the interface and the registry by suffix)."""

@@ -1,0 +1,88 @@
+"""The Reader interface and the registry by file suffix: one reader per file kind.
+
+A reader does tier 0 of PARSE for its kind — the text the file itself holds (a PDF or DjVu text layer, a decoded
+text file, the PDF LibreOffice makes of a Word file) — and lists the pages that need OCR; for those it supplies
+page images to the OCR tiers. Recordings have their own fan-out (tasks/speech.py) and register only their
+suffixes. A new format is one class and one `register_reader` line:
+
+    class Markdownish:
+        kind, suffixes = SourceKind.text, (".note",)
+        def read(self, source, settings): ...            # → ParseOutcome
+        def page_image(self, source, page, settings): ... # → PageImageSource (or raise for text-only kinds)
+        def searchable_copy(self, source, pages, settings): return None
+
+    register_reader(Markdownish())
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+from korpus.datamodel import PageResult, QuarantineItem, ReasonCode, Source, SourceKind
+from korpus.settings import Settings
+from tasks.ocr.engine import PageImageSource
+
+
+class UnreadableSourceError(RuntimeError):
+    """The file cannot be read as its kind (corrupt, encrypted, empty, a converter failed)."""
+
+
+@dataclass
+class ParseOutcome:
+    pages: list[PageResult] = field(default_factory=list)
+    ocr_pending: list[int] = field(default_factory=list)
+    """Pages with no trusted text of their own: to be OCR'd (fanned out by the flow)."""
+    flagged: dict[int, PageResult] = field(default_factory=dict)
+    """Pending pages that do have a layer the detector flagged: OCR decides whether it is kept."""
+    page_count: int = 0
+    problems: list[QuarantineItem] = field(default_factory=list)
+    engine_calls: int = 0
+    vlm_calls: int = 0
+    cache_hits: int = 0
+    stats: dict[str, float] = field(default_factory=dict)
+
+
+def problem(source: Source, reason: ReasonCode, detail: str, page: int | None = None) -> QuarantineItem:
+    return QuarantineItem(
+        source_id=source.source_id, source_version=source.version, page=page, reasons=[reason], detail=detail
+    )
+
+
+class Reader(Protocol):
+    kind: SourceKind
+    suffixes: tuple[str, ...]
+
+    def read(self, source: Source, settings: Settings) -> ParseOutcome: ...
+
+    def page_image(self, source: Source, page: int, settings: Settings) -> PageImageSource: ...
+
+    def searchable_copy(self, source: Source, pages: list[PageResult], settings: Settings) -> dict[str, Any] | None:
+        """Write `<data>/searchable/…` for a source with OCR'd pages; None when the kind has no such copy."""
+        ...
+
+
+READERS: dict[SourceKind, Reader] = {}
+SUFFIXES: dict[str, SourceKind] = {}
+
+
+def register_reader(reader: Reader) -> Reader:
+    READERS[reader.kind] = reader
+    SUFFIXES.update({suffix: reader.kind for suffix in reader.suffixes})
+    return reader
+
+
+def _load_builtin() -> None:
+    if not READERS:
+        import tasks.readers.builtin  # noqa: F401  (registers the built-in readers)
+
+
+def kind_of(path: Path | str) -> SourceKind | None:
+    _load_builtin()
+    return SUFFIXES.get(Path(path).suffix.lower())
+
+
+def reader_for(kind: SourceKind) -> Reader:
+    _load_builtin()
+    return READERS[kind]

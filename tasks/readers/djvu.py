@@ -1,0 +1,92 @@
+"""DjVu through djvulibre (`djvused`, `djvutxt`, `ddjvu`): a page's own hidden text, when present, is judged by the
+same detector as a PDF layer; pages without a good one are rendered and OCR'd. Citations use DjVu page numbers."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from korpus.datamodel import PageResult, ReasonCode, Source, SourceKind
+from korpus.settings import Settings
+from tasks.ocr.engine import PageImage, PageImageSource
+from tasks.readers.base import ParseOutcome, UnreadableSourceError, problem
+from tasks.structure import text_structure
+from tasks.text_quality import text_layer_quality
+
+TIMEOUT = 120
+
+
+def _djvu(program: str, *arguments: str, binary: bool = False) -> Any:
+    if shutil.which(program) is None:
+        raise UnreadableSourceError(f"{program} is not installed: apt-get install djvulibre-bin")
+    done = subprocess.run([program, *arguments], capture_output=True, timeout=TIMEOUT, check=False)
+    if done.returncode != 0:
+        raise UnreadableSourceError(f"{program} failed: {done.stderr.decode('utf-8', 'replace').strip()[-300:]}")
+    return done.stdout if binary else done.stdout.decode("utf-8", "replace")
+
+
+def page_count(path: str) -> int:
+    return int(_djvu("djvused", path, "-e", "n").strip())
+
+
+def page_dpi(path: str, page: int) -> tuple[int, int, int]:
+    """Width and height in pixels and the resolution the page was scanned at."""
+    size = _djvu("djvused", path, "-e", f"select {page}; size")
+    width, height = (int(v) for v in re.findall(r"\d+", size)[:2])
+    dump = _djvu("djvudump", path)
+    dpis = [int(d) for d in re.findall(r"INFO \[\d+\]\s+DjVu \d+x\d+, v\d+, (\d+) dpi", dump)]
+    return width, height, dpis[page - 1] if len(dpis) >= page else 300
+
+
+def djvu_page_image(path: str, page: int, dpi: int, fmt: str) -> PageImage:
+    width, height, own = page_dpi(path, page)
+    with tempfile.TemporaryDirectory(prefix="korpus-djvu-") as tmp:
+        out = Path(tmp) / "page.pgm"
+        _djvu("ddjvu", "-format=pgm", f"-page={page}", f"-scale={dpi}", path, str(out))
+        data = out.read_bytes()
+    if fmt != "pnm":
+        import io
+
+        from PIL import Image
+
+        buffer = io.BytesIO()
+        Image.open(io.BytesIO(data)).save(buffer, fmt.upper())
+        data = buffer.getvalue()
+    return PageImage(data, dpi, width * 72 / own, height * 72 / own)
+
+
+class DjvuReader:
+    kind = SourceKind.djvu
+    suffixes = (".djvu", ".djv")
+
+    def read(self, source: Source, settings: Settings) -> ParseOutcome:
+        try:
+            count = page_count(source.path)
+        except (UnreadableSourceError, ValueError) as exc:
+            return ParseOutcome(problems=[problem(source, ReasonCode.unreadable_file, f"not a readable DjVu: {exc}")])
+        outcome = ParseOutcome(page_count=count)
+        for page in range(1, count + 1):
+            text = _djvu("djvutxt", f"--page={page}", source.path)
+            quality = text_layer_quality(text, settings)
+            result = PageResult(
+                source_id=source.source_id, source_version=source.version, page=page, text=text,
+                method="text-layer", engine="djvutxt", units=text_structure(text), tier=0, quality=quality.score,
+                quality_reasons=quality.reasons,
+            )  # fmt: skip
+            if quality.ok:
+                outcome.pages.append(result)
+                continue
+            outcome.ocr_pending.append(page)
+            if quality.signals["chars"] > 0:
+                outcome.flagged[page] = result
+        return outcome
+
+    def page_image(self, source: Source, page: int, settings: Settings) -> PageImageSource:
+        return lambda dpi, fmt: djvu_page_image(source.path, page, dpi, fmt)
+
+    def searchable_copy(self, source: Source, pages: list[PageResult], settings: Settings) -> dict[str, Any] | None:
+        return None  # the transcript is indexed; a DjVu with a new hidden-text layer (djvused set-txt) is open work

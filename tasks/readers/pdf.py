@@ -1,0 +1,52 @@
+"""PDF: each page's text layer is judged by the detector; trusted pages are kept, the rest go to OCR (a flagged
+layer travels with its page, so OCR can decide whether the layer is kept)."""
+
+from __future__ import annotations
+
+from functools import partial
+from typing import Any
+
+from korpus.datamodel import PageResult, ReasonCode, Source, SourceKind
+from korpus.settings import Settings
+from tasks.ocr.engine import PageImageSource
+from tasks.pdf_pages import UnreadablePdfError, pdf_page_image, read_text_layers
+from tasks.readers.base import ParseOutcome, problem
+from tasks.searchable_pdf import write_searchable_pdf
+
+
+def layer_pages(source: Source, path: str, settings: Settings, engine: str = "pymupdf") -> ParseOutcome:
+    """Tier 0 of any PDF (an original, or one LibreOffice made): trusted layers, flagged layers, empty pages."""
+    outcome = ParseOutcome()
+    try:
+        layers = read_text_layers(path, settings)
+    except UnreadablePdfError as exc:
+        outcome.problems.append(problem(source, ReasonCode.unreadable_file, str(exc)))
+        return outcome
+    outcome.page_count = len(layers)
+    for layer in layers:
+        result = PageResult(
+            source_id=source.source_id, source_version=source.version, page=layer.page, text=layer.text,
+            method="text-layer", engine=engine, units=layer.units, tier=0, quality=layer.quality.score,
+            quality_reasons=layer.quality.reasons,
+        )  # fmt: skip
+        if layer.quality.ok:
+            outcome.pages.append(result)
+            continue
+        outcome.ocr_pending.append(layer.page)
+        if layer.quality.signals["chars"] > 0:
+            outcome.flagged[layer.page] = result
+    return outcome
+
+
+class PdfReader:
+    kind = SourceKind.pdf
+    suffixes = (".pdf",)
+
+    def read(self, source: Source, settings: Settings) -> ParseOutcome:
+        return layer_pages(source, source.path, settings)
+
+    def page_image(self, source: Source, page: int, settings: Settings) -> PageImageSource:
+        return partial(pdf_page_image, source.path, page)
+
+    def searchable_copy(self, source: Source, pages: list[PageResult], settings: Settings) -> dict[str, Any] | None:
+        return write_searchable_pdf(source.path, pages, settings.data / "searchable" / source.source_id)

@@ -1,0 +1,99 @@
+"""Plain text (.txt, .md): the whole file is page 1, decoded from whatever Russian encoding it was saved in.
+
+UTF-8 (with or without BOM) and UTF-16 with a BOM are taken as they are. Otherwise each single-byte Russian
+encoding (cp1251, koi8-r, cp866, mac-cyrillic, iso-8859-5) is tried and scored by how Russian the result reads —
+how many characters are ordinary Russian letters and punctuation, and how many letters are the ten
+commonest lowercase ones (`russian_score`). A file no encoding reads sensibly
+is `unreadable-file`, with the encodings tried.
+"""
+
+from __future__ import annotations
+
+import codecs
+from pathlib import Path
+from typing import Any
+
+from korpus.datamodel import PageResult, ReasonCode, Source, SourceKind
+from korpus.settings import Settings
+from tasks.ocr.engine import PageImageSource
+from tasks.readers.base import ParseOutcome, UnreadableSourceError, problem
+from tasks.structure import text_structure
+from tasks.text_quality import text_layer_quality
+
+SINGLE_BYTE = ("cp1251", "koi8_r", "cp866", "mac_cyrillic", "iso8859_5")
+_COMMON = set("оеаинтсрвл")
+MIN_RUSSIAN_SCORE = 1.2
+
+
+_PLAIN = set("абвгдеёжзийклмнопрстуфхцчшщъыьэюяАБВГДЕЁЖЗИЙКЛМНОПРСТУФХЦЧШЩЪЫЬЭЮЯ.,;:!?\"'()«»-–—№%/")
+
+
+def russian_score(text: str) -> float:
+    """How Russian a decoding reads: the share of characters that are Russian letters, ASCII or ordinary
+    punctuation (a wrong code page turns capitals or dashes into ƒ, √, ћ), plus the share of the ten commonest
+    lowercase letters among Cyrillic ones (koi8-r read as cp1251 comes out in capitals)."""
+    visible = [ch for ch in text if not ch.isspace()]
+    cyrillic = [ch for ch in visible if "\u0400" <= ch <= "\u04ff"]
+    if not cyrillic:
+        return 0.0
+    plain = sum(1 for ch in visible if ch in _PLAIN or ch.isascii()) / len(visible)
+    return plain + sum(1 for ch in cyrillic if ch in _COMMON) / len(cyrillic)
+
+
+def decode_text(raw: bytes) -> tuple[str, str]:
+    """(text, encoding) — or UnreadableSourceError naming every encoding tried."""
+    for bom, name in ((codecs.BOM_UTF8, "utf-8-sig"), (codecs.BOM_UTF16_LE, "utf-16"), (codecs.BOM_UTF16_BE, "utf-16")):
+        if raw.startswith(bom):
+            try:
+                return raw.decode(name), name
+            except UnicodeDecodeError:
+                break
+    try:
+        return raw.decode("utf-8"), "utf-8"
+    except UnicodeDecodeError:
+        pass
+    best: tuple[float, str, str] | None = None
+    for name in SINGLE_BYTE:
+        try:
+            text = raw.decode(name)
+        except UnicodeDecodeError:
+            continue
+        score = russian_score(text)
+        if text_layer_quality(text, Settings.model_construct()).readable and (best is None or score > best[0]):
+            best = (score, text, name)
+    if best is None or best[0] < MIN_RUSSIAN_SCORE:
+        tried = ", ".join(("utf-8", "utf-16 (BOM)", *SINGLE_BYTE))
+        raise UnreadableSourceError(f"no encoding reads it as text (tried {tried})")
+    return best[1], best[2]
+
+
+class TextReader:
+    kind = SourceKind.text
+    suffixes = (".txt", ".md")
+
+    def read(self, source: Source, settings: Settings) -> ParseOutcome:
+        outcome = ParseOutcome(page_count=1)
+        try:
+            text, encoding = decode_text(Path(source.path).read_bytes())
+        except UnreadableSourceError as exc:
+            outcome.problems.append(problem(source, ReasonCode.unreadable_file, str(exc)))
+            return outcome
+        text = text.replace("\r\n", "\n").replace("\r", "\n")
+        outcome.pages.append(
+            PageResult(
+                source_id=source.source_id,
+                source_version=source.version,
+                page=1,
+                text=text,
+                method="plain-text",
+                engine=encoding,
+                units=text_structure(text, markdown=source.path.lower().endswith(".md")),
+            )
+        )
+        return outcome
+
+    def page_image(self, source: Source, page: int, settings: Settings) -> PageImageSource:
+        raise UnreadableSourceError("a text file has no page images")
+
+    def searchable_copy(self, source: Source, pages: list[PageResult], settings: Settings) -> dict[str, Any] | None:
+        return None
