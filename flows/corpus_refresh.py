@@ -37,6 +37,13 @@ from tasks.speech import (
     transcribe_windows,
 )
 from tasks.splitter import LlmSplitter
+from tasks.text_quality import text_language
+
+
+def document_language(pages: list[PageResult], default: str) -> str:
+    """The language recorded on a source's chunks: `en` for a document in Latin script, else the corpus's."""
+    detected = text_language("\n".join(p.text for p in pages[:20]))
+    return detected if detected not in ("und", "ru") else default
 
 
 def dask_task_runner(settings: Settings) -> DaskTaskRunner:
@@ -125,7 +132,7 @@ def chunk(
         pages,
         settings.chunk_policy,
         count=token_counter(str(embed_model_path(settings))),
-        language=settings.language,
+        language=document_language(pages, settings.language),
         spans_override=splitter.page_spans if splitter else None,
     )
 

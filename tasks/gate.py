@@ -19,8 +19,10 @@ class ChunkPolicy:
 
     version: str
     max_chars: int
-    min_cyrillic: float = 0.5
     max_mixed_script: float = 0.1
+    max_glyph_codes: float = 0.05
+    max_mojibake: float = 0.1
+    max_case_flips: float = 0.25  # above the page detector's 0.15: camelCase identifiers in a code chunk
 
 
 POLICIES = {
@@ -35,20 +37,21 @@ POLICIES = {
 
 
 def text_quality_problems(text: str, policy: ChunkPolicy) -> list[str]:
-    """Letters mostly Cyrillic, few words mixing Cyrillic and Latin look-alikes (the corpus language is Russian).
-
-    The same signals as the page detector (tasks/text_quality.py), with the chunk policy's thresholds."""
+    """Garbage, not language: few words mixing Cyrillic and Latin look-alikes («npoTOKon»), few glyph codes of a
+    font without a Unicode map («M]heh\\guc»), little mojibake («Ð¡Ð¾»), few
+    words flipping case inside («cocTaB», a Latin-only earlier OCR). An English chunk or a numbered list
+    passes; the same signals as the page detector (tasks/text_quality.py), with the chunk policy's thresholds."""
     signals = measure(text, PageFacts())
     problems = []
-    if signals["cyrillic_share"] < policy.min_cyrillic and _has_letters(text):
-        problems.append(f"cyrillic share {signals['cyrillic_share']:.2f} < {policy.min_cyrillic}")
-    if signals["mixed_script_share"] > policy.max_mixed_script:
-        problems.append(f"mixed-script words {signals['mixed_script_share']:.2f} > {policy.max_mixed_script}")
+    for signal, limit, name in (
+        ("mixed_script_share", policy.max_mixed_script, "mixed-script words"),
+        ("glyph_code_share", policy.max_glyph_codes, "glyph codes in words"),
+        ("mojibake_share", policy.max_mojibake, "mojibake letters"),
+        ("case_flip_share", policy.max_case_flips, "case flips in words"),
+    ):
+        if signals[signal] > limit:
+            problems.append(f"{name} {signals[signal]:.2f} > {limit}")
     return problems
-
-
-def _has_letters(text: str) -> bool:
-    return any(ch.isalpha() for ch in text)
 
 
 def gate_chunk(

@@ -39,19 +39,21 @@ def choose_text(
     """A flagged layer against the OCR of its page: the better text wins.
 
     Where they agree closely the layer is kept (it is exact; OCR only confirms it). Where they disagree, OCR
-    replaces the layer only when it is readable and the layer is broken (garbage signals), reads far more
-    Cyrillic (a font without a Unicode map, a Latin-only earlier OCR), or holds far more text (a scan under a
-    token layer). Otherwise the layer stays: an English page, a code listing, a table of contents.
+    replaces the layer only when it is readable and the layer is broken (garbage signals); or, for a layer over
+    a scan (invisible, or a token layer on an image), when OCR reads far more Cyrillic (a Latin-only earlier
+    OCR) or far more text. A readable born-digital layer stays: an English page, a code listing, a table of
+    contents — Tesseract turning «SOVA ASR» into «ЗОУА АЗК» never replaces it.
     """
     similarity = word_f1(layer.text, ocr.text)
     s_layer, s_ocr = q_layer.signals, q_ocr.signals
+    over_scan = bool({"invisible-layer", "too-little-text-for-image"} & {*layer.quality_reasons, *q_layer.reasons})
     replace = (
         similarity < agreement
         and q_ocr.readable
         and (
             bool(q_layer.garbage)
-            or s_ocr["cyrillic_share"] - s_layer["cyrillic_share"] >= 0.3
-            or s_ocr["chars"] >= 2 * s_layer["chars"] + 100
+            or (over_scan and s_ocr["cyrillic_share"] - s_layer["cyrillic_share"] >= 0.3)
+            or (over_scan and s_ocr["chars"] >= 2 * s_layer["chars"] + 100)
         )
     )
     check = LayerCheck(
@@ -86,6 +88,11 @@ def ocr_page(
         for position, engine in enumerate(engines):
             result = cached_read(engine, source, page, image, earlier, settings, counts)
             quality = text_layer_quality(result.text, settings)
+            if layer is not None and word_f1(layer.text, result.text) >= settings.layer_agreement:
+                # the page shows what the layer says (a short title page, a table of repeated cells): exact wins
+                q_layer = text_layer_quality(layer.text, settings)
+                outcome.pages.append(choose_text(layer, result, q_layer, quality, settings.layer_agreement))
+                return _counted(outcome, counts)
             best_text = best_text or result.text.strip()
             last = position == len(engines) - 1
             if quality.readable and quality.signals["chars"] > 0 and not (force_vlm and not last):

@@ -31,7 +31,9 @@ _EMPTY_TABLE_ROW = re.compile(r"^[\s|:+\-_]*\|[\s|:+\-_]*$")
 _LEADER = re.compile(r"([.·…_\-‒–—=*])(?:\s?\1){2,}")
 # A font without a Unicode map puts ASCII symbols where Cyrillic letters were: «M]heh\guc», «dh^_dk».
 _GLYPH_CODE_IN_WORD = re.compile(r"[^\W\d_][\[\]\\^`@{}][^\W\d_]|[^\W\d_]\\|\^[^\W\d_]")
-_CASE_FLIP = re.compile(r"[a-zа-яё][A-ZА-ЯЁ][a-zа-яё]")
+# Latin look-alikes for Cyrillic capitals inside lowercase words («npoTOKon», «MocKBa», «cocTaB»); camelCase
+# identifiers («getValue») switch case once, to a capitalised part, and do not count.
+_CASE_FLIP = re.compile(r"[a-zа-яё][A-ZА-ЯЁ]{2}|[a-zа-яё][A-ZА-ЯЁ]$")
 _LATIN1_MOJIBAKE = re.compile(r"[\u00C0-\u00FF]")
 _CP1251_AS_UTF8 = re.compile(r"[РС][\u0400-\u040F\u0450-\u045F\u0490-\u04FF°±µ¶·»«‚„…†‡€‰‹›‘’“”•–—™]")
 

@@ -33,7 +33,7 @@ def image_dpi(image: Image.Image) -> int:
     stated = image.info.get("dpi", (0, 0))[0] or 0
     if stated >= 150:
         return round(stated)
-    return int(min(600, max(100, image.width / A4_WIDTH_INCHES)))
+    return round(min(600, max(100, image.width / A4_WIDTH_INCHES)))
 
 
 def frame(path: str, page: int) -> Image.Image:

@@ -61,7 +61,7 @@ def test_gate_refusal_is_queued_not_indexed(corpus: tuple[Path, Settings]) -> No
     assert "старый_слой.txt" in listing and "text-quality" in listing
     assert _search(settings, "npoTOKon Necepa") == []
     shown = _cli(settings, "review", "show", _item(settings, "старый_слой.txt"))
-    assert "npoTOKon" in shown and "cyrillic share" in shown
+    assert "npoTOKon" in shown and "case flips" in shown
 
 
 def test_release_indexes_as_exception_and_reject_withdraws(corpus: tuple[Path, Settings]) -> None:

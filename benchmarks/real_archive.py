@@ -1,0 +1,140 @@
+"""A real Russian archive through `korpus refresh`: what was indexed, what was refused, and whether any born-digital
+layer was replaced or any broken one missed.
+
+    .venv/bin/python benchmarks/real_archive.py [ROOT] [--json]
+
+ROOT defaults to ../shared/data/real-archive (third-party documents from dedoc's tests, Apache-2.0): folders
+digital/ (born-digital PDFs), broken-layer/, office/, text/, scans/. It is copied into a temporary root with a
+manifest (owner and access for everything), refreshed once by the real flow, and read back from the catalog:
+- per file: kind, pages, how each page was read (text layer kept / layer kept after an OCR check / OCR), chunks,
+  and quarantine reasons;
+- born-digital pages (digital/, office/) whose layer was replaced by OCR — target 0;
+- broken-layer pages caught (read by OCR instead of the layer) — target all;
+- for born-digital PDF pages, the word F1 between the text korpus keeps for the page and `pdftotext` of it —
+  target ≥ 0.98;
+- the refresh's own timings (OCR, LibreOffice, embedding) and the time OCR took per page by kind.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from collections import Counter
+from pathlib import Path
+
+os.environ.setdefault("PREFECT_LOGGING_LEVEL", "WARNING")
+os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
+os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "120")
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import apsw
+
+from flows.corpus_refresh import run_refresh
+from korpus.datamodel import PageResult
+from korpus.settings import Settings
+from tasks.text_quality import word_f1
+
+DEFAULT_ROOT = Path(__file__).resolve().parents[2] / "shared" / "data" / "real-archive"
+MANIFEST = "defaults:\n  owner: Архив\n  access: public\n"
+BORN_DIGITAL = ("digital/", "office/")
+
+
+def pdftotext_page(path: Path, page: int) -> str:
+    done = subprocess.run(["pdftotext", "-f", str(page), "-l", str(page), str(path), "-"], capture_output=True)
+    return done.stdout.decode("utf-8", "replace")
+
+
+def read_catalog(db: Path) -> tuple[dict[str, list[PageResult]], dict[str, int], dict[str, list[str]]]:
+    conn = apsw.Connection(str(db), flags=apsw.SQLITE_OPEN_READONLY)
+    pages: dict[str, list[PageResult]] = {}
+    for source_id, raw in conn.execute(
+        "SELECT p.source_id, p.page FROM pages p JOIN sources s ON s.source_id = p.source_id "
+        "AND s.version = p.version WHERE s.lifecycle = 'current' ORDER BY p.source_id, p.ordinal"
+    ):
+        pages.setdefault(source_id, []).append(PageResult.model_validate_json(raw))
+    chunks = dict(conn.execute("SELECT source_id, count(*) FROM chunks WHERE lifecycle = 'current' GROUP BY source_id"))
+    reasons: dict[str, list[str]] = {}
+    for source_id, codes in conn.execute("SELECT source_id, reasons FROM quarantine"):
+        reasons.setdefault(source_id, []).extend(json.loads(codes))
+    return pages, chunks, reasons
+
+
+def how_read(page: PageResult) -> str:
+    if page.layer_check is not None:
+        return page.layer_check.decision
+    return {"text-layer": "layer", "plain-text": "text"}.get(page.method, page.method)
+
+
+def run(root: Path) -> dict:
+    work = Path(tempfile.mkdtemp(prefix="korpus-real-"))
+    archive = work / "archive"
+    shutil.copytree(root, archive, ignore=shutil.ignore_patterns("LICENSE", "README.md", "*.json"))
+    (archive / "korpus.yaml").write_text(MANIFEST, encoding="utf-8")
+    settings = Settings(data=work / "data")
+    started = time.perf_counter()
+    summary = run_refresh(archive, settings)
+    seconds = time.perf_counter() - started
+    pages, chunks, reasons = read_catalog(settings.index_path)
+    files = sorted(p.relative_to(archive).as_posix() for p in archive.rglob("*") if p.is_file())
+    files = [f for f in files if f != "korpus.yaml"]
+    rows, replaced, sims, broken = [], [], [], Counter()
+    for source_id in files:
+        read = Counter(how_read(p) for p in pages.get(source_id, []))
+        rows.append({
+            "file": source_id, "pages": len(pages.get(source_id, [])), "read": dict(read),
+            "chunks": chunks.get(source_id, 0), "quarantine": dict(Counter(reasons.get(source_id, []))),
+        })  # fmt: skip
+        for page in pages.get(source_id, []):
+            if source_id.startswith(BORN_DIGITAL) and (page.tier or 0) >= 1:
+                replaced.append(f"{source_id} p{page.page}")
+            if source_id.startswith("broken-layer/"):
+                broken["caught" if (page.tier or 0) >= 1 else "missed"] += 1
+            if source_id.startswith("digital/") and source_id.endswith(".pdf") and page.tier == 0:
+                sims.append(word_f1(page.text, pdftotext_page(archive / source_id, page.page or 1)))
+    indexed = [r for r in rows if r["chunks"]]
+    return {
+        "files": len(files),
+        "indexed": len(indexed),
+        "not_indexed": [(r["file"], r["quarantine"]) for r in rows if not r["chunks"]],
+        "born_digital_pages_replaced": replaced,
+        "broken_layer_pages": dict(broken),
+        "born_digital_similarity_min": round(min(sims), 4) if sims else None,
+        "born_digital_similarity_mean": round(sum(sims) / len(sims), 4) if sims else None,
+        "born_digital_pages_compared": len(sims),
+        "refresh_seconds": round(seconds, 1),
+        "summary": {
+            k: summary[k]
+            for k in ("pages_by_method", "layers_checked", "ocr_engine_calls", "chunks_indexed", "quarantine_reasons")
+        },
+        "rows": rows,
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("root", nargs="?", type=Path, default=DEFAULT_ROOT)
+    parser.add_argument("--json", action="store_true")
+    args = parser.parse_args()
+    result = run(args.root)
+    if args.json:
+        print(json.dumps(result, ensure_ascii=False, indent=1))
+        return
+    print("| file | pages | read as | chunks | quarantine |\n|---|---|---|---|---|")
+    for r in result["rows"]:
+        read = ", ".join(f"{k} {v}" for k, v in r["read"].items())
+        quarantine = ", ".join(f"{k} {v}" for k, v in r["quarantine"].items())
+        print(f"| {r['file']} | {r['pages']} | {read} | {r['chunks']} | {quarantine} |")
+    print()
+    for key, value in result.items():
+        if key != "rows":
+            print(f"{key}: {value}")
+
+
+if __name__ == "__main__":
+    main()

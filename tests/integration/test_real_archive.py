@@ -1,0 +1,156 @@
+"""Real third-party Russian documents (tests/fixtures/real-archive, Apache-2.0, from dedoc's test data) through a
+real refresh — Prefect, Dask, Tesseract, LibreOffice, djvulibre, e5 — and per file, what happened to it."""
+
+from __future__ import annotations
+
+import io
+import shutil
+import subprocess
+from pathlib import Path
+
+import pymupdf
+import pytest
+from PIL import Image
+
+from flows.corpus_refresh import run_refresh
+from korpus.datamodel import PageResult, Source
+from korpus.settings import Settings
+from tasks.index_sqlite import SqliteIndex
+from tasks.ocr.engine import PageImage
+from tasks.ocr.tesseract_engine import TesseractEngine
+from tasks.receive import file_sha256, source_kind
+from tasks.searchable_pdf import ocr_document
+from tasks.text_quality import PageFacts, measure, word_f1
+
+pytestmark = pytest.mark.integration
+
+FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "real-archive"
+
+
+@pytest.fixture(scope="module")
+def refreshed(models: dict[str, Path], tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Settings, dict]:
+    base = tmp_path_factory.mktemp("real")
+    root = base / "archive"
+    shutil.copytree(FIXTURE, root, ignore=shutil.ignore_patterns("LICENSE", "README.md"))
+    (root / "korpus.yaml").write_text("defaults:\n  owner: Архив\n  access: public\n", encoding="utf-8")
+    settings = Settings(data=base / "data")
+    return root, settings, run_refresh(root, settings)
+
+
+def _pages(settings: Settings, source_id: str) -> list[PageResult]:
+    with SqliteIndex(settings.index_path) as index:
+        rows = index.conn.execute(
+            "SELECT p.page FROM pages p JOIN sources s ON s.source_id = p.source_id AND s.version = p.version "
+            "WHERE p.source_id = ? AND s.lifecycle = 'current' ORDER BY p.ordinal",
+            (source_id,),
+        ).fetchall()
+    return [PageResult.model_validate_json(r[0]) for r in rows]
+
+
+def _chunks(settings: Settings, source_id: str) -> list[tuple[str, str]]:
+    with SqliteIndex(settings.index_path) as index:
+        return index.conn.execute(
+            "SELECT text, language FROM chunks WHERE source_id = ? AND lifecycle = 'current'", (source_id,)
+        ).fetchall()
+
+
+def test_every_file_is_indexed(refreshed: tuple[Path, Settings, dict]) -> None:
+    root, settings, summary = refreshed
+    files = sorted(p.relative_to(root).as_posix() for p in root.rglob("*") if p.is_file() and p.name != "korpus.yaml")
+    assert len(files) == 13
+    missing = [f for f in files if not _chunks(settings, f)]
+    assert missing == [], summary
+    assert "unsupported-type" not in summary["quarantine_reasons"]
+    assert "oversized" not in summary["quarantine_reasons"]
+
+
+def test_born_digital_layers_are_kept_even_when_flagged(refreshed: tuple[Path, Settings, dict]) -> None:
+    _root, settings, _summary = refreshed
+    for source_id in ("digital/alpaca_tz.pdf", "digital/short_lines.pdf", "digital/multipage_table.pdf"):
+        pages = _pages(settings, source_id)
+        assert pages and all(p.tier == 0 and p.method == "text-layer" for p in pages), source_id
+    checked = [p for p in _pages(settings, "digital/short_lines.pdf") if p.layer_check]
+    assert checked and all(c.layer_check.decision == "layer-kept" and c.layer_check.similarity >= 0.75 for c in checked)
+
+
+def test_a_layer_of_glyph_codes_is_caught_and_replaced(refreshed: tuple[Path, Settings, dict]) -> None:
+    _root, settings, _summary = refreshed
+    pages = _pages(settings, "broken-layer/ukodeksrf.pdf")
+    assert len(pages) == 2 and all(p.layer_check and p.layer_check.decision == "ocr-replaced-layer" for p in pages)
+    assert "glyph-codes" in pages[0].layer_check.layer_reasons
+    assert "Уголовный кодекс" in pages[0].text
+    searchable = settings.data / "searchable" / "broken-layer" / "ukodeksrf.pdf"
+    text = subprocess.run(["pdftotext", str(searchable), "-"], capture_output=True, text=True).stdout
+    assert "Уголовный" in text and "M]heh" not in text
+
+
+def test_office_text_and_encodings(refreshed: tuple[Path, Settings, dict]) -> None:
+    _root, settings, _summary = refreshed
+    docx = _pages(settings, "office/alpaca_tz.docx")
+    assert docx and docx[0].engine == "libreoffice+pymupdf" and "альпак" in docx[0].text.lower()
+    assert any("Уголовный кодекс" in p.text for p in _pages(settings, "office/ukrf.doc"))
+    cp1251 = _pages(settings, "text/cp1251.txt")
+    assert cp1251[0].engine == "cp1251" and "Сэр Джон Монтегю" in cp1251[0].text
+    assert {lang for _t, lang in _chunks(settings, "text/football.txt")} == {"en"}
+    law = _chunks(settings, "text/Pr_2013.02.18_21.txt")
+    assert len(law) >= 10 and max(len(t) for t, _ in law) < 2500
+
+
+def test_images_and_djvu_are_read_upright(refreshed: tuple[Path, Settings, dict]) -> None:
+    _root, settings, _summary = refreshed
+    turned = _pages(settings, "scans/orient_3.png")
+    assert turned[0].rotation == 90 and "МЕДВЕДЬ" in turned[0].text
+    djvu = _pages(settings, "scans/example_with_table7.djvu")
+    assert [p.page for p in djvu] == [1, 2] and "Техническое задание" in djvu[0].text
+    searchable = settings.data / "searchable" / "scans" / "orient_3.png.pdf"
+    text = subprocess.run(["pdftotext", str(searchable), "-"], capture_output=True, text=True).stdout
+    assert "МЕДВЕДЬ" in text
+
+
+def test_rotated_page_reads_like_the_upright_one(tmp_path: Path) -> None:
+    """orient_3.png turned upright by hand is the reference; turned 90/180/270° it must read the same."""
+    upright = Image.open(FIXTURE / "scans" / "orient_3.png").convert("L").rotate(-90, expand=True)
+    engine = TesseractEngine(orientation=True)
+
+    def as_image(img: Image.Image) -> PageImage:
+        buffer = io.BytesIO()
+        img.save(buffer, "PPM")
+        return PageImage(buffer.getvalue(), 300, img.width * 0.24, img.height * 0.24)
+
+    reference = engine.read(lambda dpi, fmt: as_image(upright), None)
+    for degrees in (90, 180, 270):
+        turned = engine.read(lambda dpi, fmt, d=degrees: as_image(upright.rotate(-d, expand=True)), None)
+        assert turned.rotation == (360 - degrees) % 360
+        assert word_f1(turned.text, reference.text) >= 0.9, degrees
+
+
+def test_korpus_ocr_leaves_none_of_the_broken_layer(tmp_path: Path) -> None:
+    source = FIXTURE / "broken-layer" / "ukodeksrf.pdf"
+    out = tmp_path / "out.pdf"
+    summary = ocr_document(source, out, Settings(data=tmp_path / "data"))
+    text = subprocess.run(["pdftotext", str(out), "-"], capture_output=True, text=True).stdout
+    old = subprocess.run(["pdftotext", str(source), "-"], capture_output=True, text=True).stdout
+    old_words = {w for w in old.split() if len(w) >= 4 and any(ch in w for ch in "]\\^[")}
+    assert old_words and not old_words & set(text.split())
+    assert measure(text, PageFacts())["cyrillic_share"] >= 0.9
+    assert summary["size_growth"] <= 0.02
+    with pymupdf.open(out) as doc, pymupdf.open(source) as original:
+        assert doc.page_count == original.page_count
+
+
+def test_source_kinds_come_from_the_reader_registry() -> None:
+    kinds = {
+        name: source_kind(Path(name)) for name in ("a.PDF", "b.jpeg", "c.tif", "d.djvu", "e.doc", "f.rtf", "g.txt")
+    }
+    assert [k.value if k else None for k in kinds.values()] == [
+        "pdf",
+        "image",
+        "image",
+        "djvu",
+        "office",
+        "office",
+        "text",
+    ]
+    assert source_kind(Path("x.xyz")) is None
+    sha = file_sha256(FIXTURE / "text" / "cp1251.txt")
+    assert Source(source_id="t", version=sha, path="/t", kind=source_kind(Path("t.txt"))).kind.paged is False
