@@ -12,7 +12,11 @@ manifest (owner and access for everything), refreshed once by the real flow, and
 - broken-layer pages caught (read by OCR instead of the layer) — target all;
 - for born-digital PDF pages, the word F1 between the text korpus keeps for the page and `pdftotext` of it —
   target ≥ 0.98;
-- the refresh's own timings (OCR, LibreOffice, embedding) and the time OCR took per page by kind.
+- the refresh's wall time;
+- `--part rotation`: real upright scans turned 90/180/270°, read with orientation detection: word F1 to the
+  upright reading (target ≥ 0.9);
+- `--part broken-layers`: `korpus ocr` on each broken-layer PDF — old words left in pdftotext of the output
+  (target 0), Cyrillic share of its letters (≥ 0.9), size growth (≤ 2 %).
 """
 
 from __future__ import annotations
@@ -116,11 +120,76 @@ def run(root: Path) -> dict:
     }
 
 
+def broken_layers(root: Path) -> list[dict]:
+    """`korpus ocr` on each broken-layer PDF: old words left in pdftotext of the output (target 0), Cyrillic
+    share of its letters (≥ 0.9), size growth (≤ 2 %)."""
+    from tasks.searchable_pdf import ocr_document
+    from tasks.text_quality import PageFacts, measure
+
+    out = []
+    work = Path(tempfile.mkdtemp(prefix="korpus-broken-"))
+    for pdf in sorted((root / "broken-layer").glob("*.pdf")):
+        target = work / pdf.name
+        summary = ocr_document(pdf, target, Settings(data=work / "data"))
+        old = subprocess.run(["pdftotext", str(pdf), "-"], capture_output=True, text=True).stdout
+        new = subprocess.run(["pdftotext", str(target), "-"], capture_output=True, text=True).stdout
+        old_words = {w for w in old.split() if len(w) >= 3 and any(ch.isalpha() for ch in w)}
+        out.append({
+            "file": pdf.name, "old_words_left": len(old_words & set(new.split())), "old_words": len(old_words),
+            "cyrillic_share": round(measure(new, PageFacts())["cyrillic_share"], 3),
+            "size_growth": summary["size_growth"],
+        })  # fmt: skip
+    return out
+
+
+ROTATION_PAGES = ("scans/law_image.png", "scans/platezhka.jpg", "scans/invoice.jpg", "scans/example_2_columns.png")
+
+
+def rotations(root: Path) -> list[dict]:
+    """Real upright scans turned 90/180/270°: word F1 of korpus's reading (orientation on) against its reading of
+    the upright page (target ≥ 0.9), and whether the turn was found."""
+    import io
+
+    from PIL import Image
+
+    from tasks.ocr.engine import PageImage
+    from tasks.ocr.tesseract_engine import TesseractEngine
+
+    engine = TesseractEngine()
+
+    def page(image: Image.Image) -> PageImage:
+        buffer = io.BytesIO()
+        image.save(buffer, "PPM")
+        return PageImage(buffer.getvalue(), 300, image.width * 0.24, image.height * 0.24)
+
+    out = []
+    for name in ROTATION_PAGES:
+        upright = Image.open(root / name).convert("L")
+        reference = engine.read(lambda dpi, fmt, im=upright: page(im), None).text
+        for degrees in (90, 180, 270):
+            turned = upright.rotate(-degrees, expand=True)
+            read = engine.read(lambda dpi, fmt, im=turned: page(im), None)
+            out.append({
+                "file": name, "turned": degrees, "found": read.rotation == (360 - degrees) % 360,
+                "f1_to_upright": round(word_f1(read.text, reference), 3),
+            })  # fmt: skip
+    return out
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("root", nargs="?", type=Path, default=DEFAULT_ROOT)
     parser.add_argument("--json", action="store_true")
+    parser.add_argument("--part", choices=["refresh", "broken-layers", "rotation", "all"], default="all")
     args = parser.parse_args()
+    if args.part in ("broken-layers", "all"):
+        for row in broken_layers(args.root):
+            print(json.dumps(row, ensure_ascii=False))
+    if args.part in ("rotation", "all"):
+        for row in rotations(args.root):
+            print(json.dumps(row, ensure_ascii=False))
+    if args.part in ("broken-layers", "rotation"):
+        return
     result = run(args.root)
     if args.json:
         print(json.dumps(result, ensure_ascii=False, indent=1))

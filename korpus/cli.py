@@ -6,7 +6,7 @@ import json
 import os
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 # Before Prefect is imported anywhere: no telemetry lookups on a machine without network.
 os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
@@ -200,6 +200,9 @@ def chunks(
     if as_json:
         typer.echo(json.dumps(rows, ensure_ascii=False, indent=2))
         return
+    for page in pages:
+        if page.layer_check is not None:
+            typer.echo(page_reading(page))
     for row in rows:
         loc = row["locator"]
         where = f"лист {loc['page']}" if loc["page"] is not None else f"{loc['t_start']}-{loc['t_end']} s"
@@ -434,9 +437,23 @@ def review_show(item_id: str, data: DataOption = None) -> None:
 
     with SqliteIndex(_settings(data).index_path) as index:
         item = index.quarantine_item(item_id)
+        found = index.current_source(item["source_id"]) if item is not None else None
     if item is None:
         _fail(f"no quarantine item {item_id!r}")
     typer.echo(describe_item(item))
+    for page in found[1] if found else []:
+        if page.layer_check is not None and (item["page"] is None or page.page == item["page"]):
+            typer.echo(page_reading(page))
+
+
+def page_reading(page: Any) -> str:
+    """How a page whose layer was flagged was read: the decision and both scores."""
+    check = page.layer_check
+    flagged = ", ".join(check.layer_reasons) or "—"
+    return (
+        f"лист {page.page}: {check.decision} (layer score {check.layer_score}, OCR score {check.ocr_score}, "
+        f"agreement {check.similarity}; flagged: {flagged})"
+    )
 
 
 def _decide(item_id: str, action: str, reviewer: str, note: str, data: Path | None) -> None:

@@ -294,9 +294,7 @@ def drop_running_lines(pages: list[PageResult]) -> list[PageResult]:
     out = []
     for page in pages:
         edge = {id(u) for u in [*page.units[:2], *page.units[-2:]]}
-        units = [
-            u for u in page.units if not (id(u) in edge and _running_key(page.text[u.start : u.end]) in running)
-        ]
+        units = [u for u in page.units if not (id(u) in edge and _running_key(page.text[u.start : u.end]) in running)]
         out.append(page.model_copy(update={"units": units}) if len(units) != len(page.units) else page)
     return out
 

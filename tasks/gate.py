@@ -36,6 +36,10 @@ POLICIES = {
 }
 
 
+MIN_BAD_WORDS = 3
+"""A short chunk with one odd word printed in the source («UГИС», «Xxxxгорисполком») is not garbage."""
+
+
 def text_quality_problems(text: str, policy: ChunkPolicy) -> list[str]:
     """Garbage, not language: few words mixing Cyrillic and Latin look-alikes («npoTOKon»), few glyph codes of a
     font without a Unicode map («M]heh\\guc»), little mojibake («Ð¡Ð¾»), few
@@ -43,6 +47,9 @@ def text_quality_problems(text: str, policy: ChunkPolicy) -> list[str]:
     passes; the same signals as the page detector (tasks/text_quality.py), with the chunk policy's thresholds."""
     signals = measure(text, PageFacts())
     problems = []
+    for count, share in (("mixed_script_words", "mixed_script_share"), ("glyph_code_words", "glyph_code_share")):
+        if signals[count] < MIN_BAD_WORDS:
+            signals = {**signals, share: 0.0}
     for signal, limit, name in (
         ("mixed_script_share", policy.max_mixed_script, "mixed-script words"),
         ("glyph_code_share", policy.max_glyph_codes, "glyph codes in words"),

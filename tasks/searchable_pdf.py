@@ -19,6 +19,15 @@ from PIL import Image
 
 from korpus.datamodel import PageResult, PageWord, Source, SourceKind
 from korpus.settings import Settings
+from tasks.unicode_repair import (
+    MIN_COVERAGE,
+    Votes,
+    collect_votes,
+    coverage,
+    learned_map,
+    set_to_unicode,
+    to_unicode_cmap,
+)
 
 FONT_FILE = Path("/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf")
 FONT_NAME = "korpus-ocr"
@@ -59,28 +68,17 @@ def add_text_layer(page: pymupdf.Page, words: list[PageWord], font: pymupdf.Font
     return placed
 
 
-def _blank_cmap() -> bytes:
-    """A ToUnicode map for one-byte fonts that reads every glyph code as a space."""
-    blocks = []
-    for lo in range(0, 256, 100):
-        codes = range(lo, min(lo + 100, 256))
-        entries = "".join(f"<{code:02X}> <0020>\n" for code in codes)
-        blocks.append(f"{len(codes)} beginbfchar\n{entries}endbfchar\n")
-    return (
-        "/CIDInit /ProcSet findresource begin 12 dict begin begincmap /CMapName /korpus-no-text def /CMapType 2 def\n"
-        "1 begincodespacerange <00> <FF> endcodespacerange\n"
-        + "".join(blocks)
-        + "endcmap CMapName currentdict /CMap defineresource pop end end\n"
-    ).encode("ascii")
+def remove_old_text(
+    doc: pymupdf.Document, page: pymupdf.Page, kept_fonts: set[int], learned: dict[int, str],
+    shared: dict[bytes, int],
+) -> str:  # fmt: skip
+    """Take the text a replaced layer held out of the copy, so search, copy-paste and pdftotext read only
+    trusted text (as `ocrmypdf --redo-ocr` does for old OCR).
 
-
-def remove_old_text(doc: pymupdf.Document, page: pymupdf.Page, kept_fonts: set[int]) -> str:
-    """Take the text a replaced layer held out of the copy, so search, copy-paste and pdftotext read only the new
-    layer (as `ocrmypdf --redo-ocr` does for old OCR).
-
-    An invisible layer (an earlier OCR over a scan) is removed outright; the scan stays. Visible glyphs drawn
-    with a font that has no Unicode map («M]heh\\guc») must stay visible: their fonts get a ToUnicode map that
-    reads every glyph as a space. Fonts that also serve a kept page are left alone (returned as "kept-shared").
+    An invisible layer (an earlier OCR over a scan) is removed outright; the scan stays. Visible glyphs drawn with a
+    font that has no Unicode map («M]heh\\guc») must stay visible: their one-byte fonts get a ToUnicode map —
+    learned from the OCR where it could be (tasks/unicode_repair.py), every other code read as a space. Fonts that
+    also serve a kept page, and two-byte (Type0) fonts, are left alone.
     """
     trace = page.get_texttrace()
     if trace and all(span["type"] == 3 for span in trace):
@@ -90,17 +88,12 @@ def remove_old_text(doc: pymupdf.Document, page: pymupdf.Page, kept_fonts: set[i
             text=pymupdf.PDF_REDACT_TEXT_REMOVE,
         )  # fmt: skip
         return "removed-invisible"
-    blank = None
-    outcome = "unmapped-fonts"
+    outcome = "remapped-fonts"
     for xref, _ext, font_type, *_rest in page.get_fonts(full=True):
-        if xref in kept_fonts or font_type == "Type0":  # two-byte codes: left as they are
+        if xref in kept_fonts or font_type == "Type0":
             outcome = "kept-shared" if xref in kept_fonts else "type0-left"
             continue
-        if blank is None:
-            blank = doc.get_new_xref()
-            doc.update_object(blank, "<<>>")
-            doc.update_stream(blank, _blank_cmap())
-        doc.xref_set_key(xref, "ToUnicode", f"{blank} 0 R")
+        set_to_unicode(doc, xref, to_unicode_cmap(learned), shared)
     return outcome
 
 
@@ -115,18 +108,26 @@ def write_searchable_pdf(source_pdf: str, pages: list[PageResult], out: Path) ->
         replaced = {p.page for p in pages if p.layer_check and p.layer_check.decision == "ocr-replaced-layer"}
         replaced |= {p.page for p in pages if (p.tier or 0) >= 1 and p.quality_reasons}
         kept_fonts = {f[0] for n, page in enumerate(doc, start=1) if n not in replaced for f in page.get_fonts()}
+        votes: Votes = {}
+        for number in sorted(replaced & set(by_page)):
+            collect_votes(doc[number - 1], by_page[number].words, votes)
+        learned, shared = learned_map(votes), {}
+        repaired = {n for n in replaced if coverage(doc[n - 1], learned) >= MIN_COVERAGE}
         for number, page in enumerate(doc, start=1):
             if number in replaced:
-                remove_old_text(doc, page, kept_fonts)
+                remove_old_text(doc, page, kept_fonts, learned, shared)
             result = by_page.get(number)
-            if result is not None and result.rotation in (0, None):
+            if result is not None and result.rotation in (0, None) and number not in repaired:
                 placed += add_text_layer(page, result.words, font)
         doc.subset_fonts()
         tmp = out.with_suffix(f".{os.getpid()}.part")
         doc.save(tmp, garbage=3, deflate=True)
     tmp.replace(out)
     before, after = Path(source_pdf).stat().st_size, out.stat().st_size
-    return {"pages_with_text": len(by_page), "words": placed, "size_growth": round(after / before - 1, 4)}
+    return {
+        "pages_with_text": len(by_page), "words": placed, "pages_repaired_in_place": len(repaired),
+        "size_growth": round(after / before - 1, 4),
+    }  # fmt: skip
 
 
 def write_searchable_images(
@@ -175,7 +176,11 @@ def ocr_document(source_pdf: Path, out: Path, settings: Settings) -> dict[str, f
     if first.problems:
         raise ValueError(first.problems[0].detail)
     with ThreadPoolExecutor(settings.dask_threads_per_worker) as pool:
-        done = list(pool.map(lambda page: ocr_pdf_page(source, page, settings), first.ocr_pending))
+        done = list(
+            pool.map(
+                lambda page: ocr_pdf_page(source, page, settings, layer=first.flagged.get(page)), first.ocr_pending
+            )
+        )
     pages = first.pages + [p for outcome in done for p in outcome.pages]
     summary = write_searchable_pdf(str(source_pdf), pages, out)
     summary.update(

@@ -248,7 +248,7 @@ def pdf_page_structure(page) -> tuple[str, list[Unit]]:
                 emit(text, "table", rows=rows)
             previous = None
             continue
-        lines = ["".join(span["text"] for span in line["spans"]).strip() for line in block.get("lines", [])]
+        lines = [_line_text(line["spans"]).strip() for line in block.get("lines", [])]
         lines = [ln for ln in lines if ln]
         if not lines:
             continue
@@ -298,9 +298,28 @@ def _find_tables(page) -> list[tuple[tuple[float, float, float, float], list[str
 
 
 def _inside(inner: tuple, outer: tuple, slack: float = 2.0) -> bool:
-    return (
-        inner[0] >= outer[0] - slack
-        and inner[1] >= outer[1] - slack
-        and inner[2] <= outer[2] + slack
-        and inner[3] <= outer[3] + slack
-    )
+    """Mostly inside: at least half of the inner box lies in the outer one (a cell's text block often pokes out of
+    the ruled table by a few points; counting it twice would put the cell in the page text twice)."""
+    x0, y0 = max(inner[0], outer[0] - slack), max(inner[1], outer[1] - slack)
+    x1, y1 = min(inner[2], outer[2] + slack), min(inner[3], outer[3] + slack)
+    area = max(1e-6, (inner[2] - inner[0]) * (inner[3] - inner[1]))
+    return x1 > x0 and y1 > y0 and (x1 - x0) * (y1 - y0) / area >= 0.5
+
+
+def _line_text(spans: list[dict]) -> str:
+    """A line's spans joined; a space goes between two spans with a visible gap (a footnote mark «⁶Литвинова»,
+    columns of a form) unless one of them already has it."""
+    out = ""
+    right, size = None, 0.0
+    for span in spans:
+        text = span["text"]
+        if out and right is not None and text and not out.endswith(" ") and not text.startswith(" "):
+            gap = span["bbox"][0] - right > 0.15 * span["size"]
+            superscript = abs(span["size"] - size) > 0.25 * max(size, span["size"]) and (
+                out[-1].isdigit() != text[0].isdigit()
+            )
+            if gap or superscript:
+                out += " "
+        out += text
+        right, size = span["bbox"][2], span["size"]
+    return out

@@ -33,6 +33,7 @@ _LEADER = re.compile(r"([.·…_\-‒–—=*])(?:\s?\1){2,}")
 _GLYPH_CODE_IN_WORD = re.compile(r"[^\W\d_][\[\]\\^`@{}][^\W\d_]|[^\W\d_]\\|\^[^\W\d_]")
 # Latin look-alikes for Cyrillic capitals inside lowercase words («npoTOKon», «MocKBa», «cocTaB»); camelCase
 # identifiers («getValue») switch case once, to a capitalised part, and do not count.
+_ADDRESS = re.compile(r"\w@\w|://|^www\.", re.IGNORECASE)  # e-mail addresses and URLs are not glyph codes
 _CASE_FLIP = re.compile(r"[a-zа-яё][A-ZА-ЯЁ]{2}|[a-zа-яё][A-ZА-ЯЁ]$")
 _LATIN1_MOJIBAKE = re.compile(r"[\u00C0-\u00FF]")
 _CP1251_AS_UTF8 = re.compile(r"[РС][\u0400-\u040F\u0450-\u045F\u0490-\u04FF°±µ¶·»«‚„…†‡€‰‹›‘’“”•–—™]")
@@ -100,7 +101,8 @@ def measure(text: str, facts: PageFacts) -> dict[str, float]:
     words = [w for w in _WORD.findall(text) if len(w) >= 3]
     mixed = sum(1 for w in words if _CYRILLIC.search(w) and _LATIN.search(w))
     tokens = _TOKEN.findall(text)
-    wordlike = [t for t in tokens if sum(ch.isalpha() for ch in t) >= 3]
+    wordlike = [t for t in tokens if sum(ch.isalpha() for ch in t) >= 3 and not _ADDRESS.search(t)]
+    glyph_words = sum(1 for t in wordlike if _GLYPH_CODE_IN_WORD.search(t))
     one_letter = sum(1 for t in tokens if len(t) == 1 and t.isalpha())
     lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
     line_counts = Counter(ln for ln in lines if len(ln) >= 15)  # table cells repeat by nature
@@ -113,7 +115,9 @@ def measure(text: str, facts: PageFacts) -> dict[str, float]:
         "latin_share": _share(scripts["latin"], n_letters),
         "foreign_script_share": _share(n_letters - scripts["cyrillic"] - scripts["latin"], n_letters),
         "mixed_script_share": _share(mixed, len(words)),
-        "glyph_code_share": _share(sum(1 for t in wordlike if _GLYPH_CODE_IN_WORD.search(t)), len(wordlike)),
+        "glyph_code_share": _share(glyph_words, len(wordlike)),
+        "glyph_code_words": float(glyph_words),
+        "mixed_script_words": float(mixed),
         "case_flip_share": _share(sum(1 for w in words if _CASE_FLIP.search(w)), len(words)),
         "mojibake_share": _share(
             len(_LATIN1_MOJIBAKE.findall(text)) + 2 * len(_CP1251_AS_UTF8.findall(text)), n_letters

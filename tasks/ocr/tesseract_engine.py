@@ -1,6 +1,7 @@
 """Tier 1: Tesseract (`rus+eng` by default) on the page image, with orientation detection for turned pages.
 
-A page read with low confidence is asked of Tesseract's OSD; when OSD is sure the page is turned 90/180/270°, the
+A page read with low confidence, or with most words in tall boxes (Tesseract read a quarter-turned page
+sideways), is asked of Tesseract's OSD; when OSD is sure the page is turned 90/180/270°, the
 image is turned upright and read again, and the better reading (higher mean word confidence) is kept. Upright
 pages — the usual case — pay nothing for it.
 """
@@ -25,6 +26,12 @@ MIN_OSD_CONFIDENCE = 1.5
 def mean_confidence(words: list[PageWord]) -> float:
     confs = [w.conf for w in words if w.conf >= 0]
     return sum(confs) / len(confs) if confs else 0.0
+
+
+def vertical_share(words: list[PageWord]) -> float:
+    """Words of three letters or more whose box is taller than wide: Tesseract read a turned page sideways."""
+    long = [w for w in words if len(w.text) >= 3]
+    return sum(1 for w in long if (w.y1 - w.y0) > (w.x1 - w.x0)) / len(long) if long else 0.0
 
 
 def turn_image(image: PageImage, degrees: int) -> PageImage:
@@ -56,7 +63,7 @@ class TesseractEngine:
         return True
 
     def cache_key(self) -> str:
-        osd = "|osd" if self.orientation else ""
+        osd = "|osd-v2" if self.orientation else ""
         return f"{tesseract_version()}|{self.language}|{self.dpi}|psm3|tsv{osd}"
 
     def warm_up(self) -> None:
@@ -66,12 +73,14 @@ class TesseractEngine:
         page = image(self.dpi, self.image_format)
         first = ocr_page_words(page.data, self.language, page.dpi)
         best = OcrRead(text=first.text, engine=tesseract_version(), words=first.words)
-        if not self.orientation or mean_confidence(first.words) >= LOW_CONFIDENCE:
+        sideways = vertical_share(first.words) >= 0.5
+        if not self.orientation or (mean_confidence(first.words) >= LOW_CONFIDENCE and not sideways):
             return best
         degrees, confidence = page_orientation(page.data, page.dpi)
         if degrees == 0 or confidence < MIN_OSD_CONFIDENCE:
             return best
         upright = ocr_page_words(turn_image(page, degrees).data, self.language, page.dpi)
-        if mean_confidence(upright.words) > mean_confidence(first.words):
+        gain = mean_confidence(upright.words) - mean_confidence(first.words)
+        if gain > 0 or (sideways and gain > -5):  # a sideways reading may be right, but its boxes are not upright
             return OcrRead(text=upright.text, engine=best.engine, words=upright.words, rotation=degrees)
         return best

@@ -7,6 +7,7 @@ import re
 import shutil
 import subprocess
 import tempfile
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -33,13 +34,22 @@ def page_count(path: str) -> int:
     return int(_djvu("djvused", path, "-e", "n").strip())
 
 
-def page_dpi(path: str, page: int) -> tuple[int, int, int]:
-    """Width and height in pixels and the resolution the page was scanned at."""
-    size = _djvu("djvused", path, "-e", f"select {page}; size")
-    width, height = (int(v) for v in re.findall(r"\d+", size)[:2])
+@lru_cache(maxsize=64)
+def page_sizes(path: str, version: str) -> list[tuple[int, int, int]]:
+    """Width and height in pixels and the scan resolution of every page, from one `djvudump` (cached per file
+    version, so OCR of page after page does not ask again)."""
     dump = _djvu("djvudump", path)
-    dpis = [int(d) for d in re.findall(r"INFO \[\d+\]\s+DjVu \d+x\d+, v\d+, (\d+) dpi", dump)]
-    return width, height, dpis[page - 1] if len(dpis) >= page else 300
+    return [
+        (int(w), int(h), int(d)) for w, h, d in re.findall(r"INFO \[\d+\]\s+DjVu (\d+)x(\d+), v\d+, (\d+) dpi", dump)
+    ]
+
+
+def page_dpi(path: str, page: int) -> tuple[int, int, int]:
+    sizes = page_sizes(path, str(Path(path).stat().st_mtime_ns))
+    if len(sizes) >= page:
+        return sizes[page - 1]
+    width, height = (int(v) for v in re.findall(r"\d+", _djvu("djvused", path, "-e", f"select {page}; size"))[:2])
+    return width, height, 300
 
 
 def djvu_page_image(path: str, page: int, dpi: int, fmt: str) -> PageImage:

@@ -80,7 +80,8 @@ def _counting(target: Any, name: str, calls: dict[str, int], key: str, monkeypat
 @pytest.fixture(scope="session")
 def refreshed(models: dict[str, Path], tmp_path_factory: pytest.TempPathFactory) -> Iterator[Refreshed]:
     import tasks.embedding
-    import tasks.parse
+    import tasks.ocr.tesseract_engine
+    import tasks.ocr.vlm_engine
     import tasks.speech
     from flows.corpus_refresh import run_refresh
 
@@ -95,8 +96,8 @@ def refreshed(models: dict[str, Path], tmp_path_factory: pytest.TempPathFactory)
         first = run_refresh(root, settings)
         calls: dict[str, int] = {}
         with pytest.MonkeyPatch.context() as mp:
-            _counting(tasks.parse, "ocr_page_words", calls, "ocr", mp)
-            _counting(tasks.parse, "read_page", calls, "vlm", mp)
+            _counting(tasks.ocr.tesseract_engine, "ocr_page_words", calls, "ocr", mp)
+            _counting(tasks.ocr.vlm_engine, "read_page", calls, "vlm", mp)
             _counting(tasks.speech, "transcribe_window", calls, "asr", mp)
             _counting(tasks.speech, "decode_to_file", calls, "decode", mp)
             _counting(tasks.speech, "speech_segments", calls, "vad", mp)

@@ -16,6 +16,7 @@ import pymupdf
 import pytest
 from PIL import Image
 
+import tasks.ocr.tesseract_engine
 from korpus.datamodel import ReasonCode, Source, SourceKind
 from korpus.sample_archive import _scan_pdf
 from korpus.settings import Settings
@@ -148,7 +149,6 @@ run_refresh(Path({archive!r}), Settings(data=Path({data!r})))
 
 
 def test_refresh_killed_mid_document_never_redoes_a_finished_page(tmp_path: Path) -> None:
-    import tasks.parse
     from flows.corpus_refresh import run_refresh
 
     archive = tmp_path / "archive"
@@ -171,12 +171,12 @@ def test_refresh_killed_mid_document_never_redoes_a_finished_page(tmp_path: Path
     finished = len(list(cache.rglob("p*-tesseract-*.json")))
     assert 2 <= finished < 8, finished
     calls = []
-    original = tasks.parse.ocr_page_words
-    tasks.parse.ocr_page_words = lambda *a, **k: calls.append(1) or original(*a, **k)
+    original = tasks.ocr.tesseract_engine.ocr_page_words
+    tasks.ocr.tesseract_engine.ocr_page_words = lambda *a, **k: calls.append(1) or original(*a, **k)
     try:
         summary = run_refresh(archive, Settings(data=data))
     finally:
-        tasks.parse.ocr_page_words = original
+        tasks.ocr.tesseract_engine.ocr_page_words = original
     assert len(calls) == 8 - finished, (len(calls), finished)
     assert summary["page_cache_hits"] == finished and summary["pages_by_tier"] == {"tier 1": 8}
     assert (data / "searchable" / "том.pdf").is_file()

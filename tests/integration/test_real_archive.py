@@ -57,7 +57,7 @@ def _chunks(settings: Settings, source_id: str) -> list[tuple[str, str]]:
 def test_every_file_is_indexed(refreshed: tuple[Path, Settings, dict]) -> None:
     root, settings, summary = refreshed
     files = sorted(p.relative_to(root).as_posix() for p in root.rglob("*") if p.is_file() and p.name != "korpus.yaml")
-    assert len(files) == 13
+    assert len(files) == 12
     missing = [f for f in files if not _chunks(settings, f)]
     assert missing == [], summary
     assert "unsupported-type" not in summary["quarantine_reasons"]
