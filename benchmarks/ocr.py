@@ -48,6 +48,7 @@ from tasks.receive import file_sha256
 from tasks.searchable_pdf import ocr_document, write_searchable_pdf
 from tasks.text_quality import text_layer_quality
 
+LANGUAGE = Settings().ocr_language  # rus+eng: every contender reads with the same languages
 XQUAD = Path(__file__).resolve().parents[2] / "shared" / "data" / "xquad-ru" / "corpus.jsonl"
 
 
@@ -111,7 +112,7 @@ def _ocrmypdf(args: list[str], src: Path, out: Path) -> float | None:
     if not Path(exe).exists():
         return None
     started = time.perf_counter()
-    subprocess.run([exe, "-q", "-l", "rus", "-j", "2", *args, str(src), str(out)], check=True)
+    subprocess.run([exe, "-q", "-l", LANGUAGE, "-j", "2", *args, str(src), str(out)], check=True)
     return time.perf_counter() - started
 
 
@@ -125,7 +126,7 @@ def part_throughput(tmp: Path, pages: int = 12) -> dict:
         started = time.perf_counter()
         for page in range(1, pages + 1):
             image, dpi = render_page(str(pdf), page, 300, fmt="pnm")
-            subprocess.run(["tesseract", "stdin", "stdout", "-l", "rus", "--dpi", str(dpi)], input=image,
+            subprocess.run(["tesseract", "stdin", "stdout", "-l", LANGUAGE, "--dpi", str(dpi)], input=image,
                            capture_output=True, check=True, env=env)  # fmt: skip
         loops[name] = time.perf_counter() - started
     t_loop = min(loops.values())
@@ -277,7 +278,7 @@ def part_cer(tmp: Path) -> dict:
                 refused += 1
                 korpus.append(1.0)
             image, dpi = render_page(str(pdf), page, 300, fmt="pnm")
-            text = subprocess.run(["tesseract", "stdin", "stdout", "-l", "rus", "--dpi", str(dpi)], input=image,
+            text = subprocess.run(["tesseract", "stdin", "stdout", "-l", LANGUAGE, "--dpi", str(dpi)], input=image,
                                   capture_output=True, check=True).stdout.decode()  # fmt: skip
             plain.append(_cer(truth, text))
         report[name] = {

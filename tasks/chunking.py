@@ -274,14 +274,14 @@ def _running_key(text: str) -> str:
 
 def running_lines(pages: Sequence[PageResult]) -> set[str]:
     """Running headers and footers: a short unit (a document code «41327606.425000.462-01 33 01», a page number)
-    among the first or last two units of at least half the pages (and three), digits counted as one."""
+    that opens or closes at least half the pages (and three), digits counted as one."""
     paged = [p for p in pages if p.page is not None and p.t_start is None and p.units]
     if len(paged) < 3:
         return set()
     seen: Counter[str] = Counter()
     for page in paged:
-        edges = [*page.units[:2], *page.units[-2:]]
-        seen.update({_running_key(page.text[u.start : u.end]) for u in edges if u.end - u.start <= 120})
+        edges = [page.units[0], page.units[-1]]
+        seen.update({_running_key(page.text[u.start : u.end]) for u in edges if u.end - u.start <= 80})
     return {key for key, n in seen.items() if key and n >= max(3, len(paged) / 2)}
 
 
@@ -293,7 +293,7 @@ def drop_running_lines(pages: list[PageResult]) -> list[PageResult]:
         return pages
     out = []
     for page in pages:
-        edge = {id(u) for u in [*page.units[:2], *page.units[-2:]]}
+        edge = {id(page.units[0]), id(page.units[-1])} if page.units else set()
         units = [u for u in page.units if not (id(u) in edge and _running_key(page.text[u.start : u.end]) in running)]
         out.append(page.model_copy(update={"units": units}) if len(units) != len(page.units) else page)
     return out
