@@ -22,16 +22,14 @@ from korpus.settings import Settings
 from tasks.embedding import shared_embedder
 from tasks.index_sqlite import SqliteIndex
 
-SHARED_AUDIO = Path(__file__).resolve().parents[3] / "shared" / "data" / "audio" / "ru.wav"
+SHARED_AUDIO = Path(__file__).resolve().parents[1] / "fixtures" / "audio" / "ru.wav"  # MIT, see SOURCE.md there
 LECTURE_ID = "записи/лекция_ru.wav"
 
 
 def shared_audio() -> Path:
     path = Path(os.environ.get("KORPUS_TEST_AUDIO", SHARED_AUDIO))
     if not path.is_file():
-        if os.environ.get("CI"):
-            pytest.fail(f"test recording {path} is missing (../shared/data/audio/ru.wav beside the clone)")
-        pytest.skip(f"test recording {path} not found; set KORPUS_TEST_AUDIO")
+        pytest.fail(f"test recording {path} is missing (tests/fixtures/audio/ru.wav is part of the repository)")
     return path
 
 
