@@ -309,8 +309,7 @@ class SqliteIndex:
             "SELECT source_id, version, kind, owner, access, tenant, lifecycle, pages, chunks, switched_at "
             "FROM sources ORDER BY source_id, received_at"
         )
-        names = [d[0] for d in cursor.getdescription()]
-        return [dict(zip(names, row, strict=True)) for row in cursor]
+        return _dicts(cursor)
 
     def record_quarantine(self, items: Iterable[QuarantineItem]) -> int:
         """Add items to the queue; an item seen again keeps its first-seen time and any decision made on it."""
@@ -344,12 +343,11 @@ class SqliteIndex:
 
     def quarantine_items(self, status: str | None = None) -> list[dict[str, Any]]:
         where, params = ("WHERE status = ?", [status]) if status else ("", [])
-        cursor = self.conn.execute(
-            "SELECT item_id, source_id, source_version, page, t_start, chunk_id, reasons, detail, first_seen, "
-            f"last_seen, status FROM quarantine {where} ORDER BY first_seen, source_id, page, t_start",
-            params,
+        names = ("item_id", "source_id", "source_version", "page", "t_start", "chunk_id", "reasons", "detail",
+                 "first_seen", "last_seen", "status")  # fmt: skip
+        cursor = self.conn.execute(  # an empty result has no description in apsw: the names are spelled out
+            f"SELECT {', '.join(names)} FROM quarantine {where} ORDER BY first_seen, source_id, page, t_start", params
         )
-        names = [d[0] for d in cursor.getdescription()]
         items = [dict(zip(names, row, strict=True)) for row in cursor]
         for item in items:
             item["reasons"] = json.loads(item["reasons"])
@@ -358,7 +356,10 @@ class SqliteIndex:
     def quarantine_item(self, item_id: str) -> dict[str, Any] | None:
         """One item with its evidence, refused chunk and decision trail."""
         cursor = self.conn.execute("SELECT * FROM quarantine WHERE item_id = ?", (item_id,))
-        names = [d[0] for d in cursor.getdescription()]
+        try:
+            names = [d[0] for d in cursor.getdescription()]
+        except apsw.ExecutionCompleteError:  # no such item: apsw has no description for an empty result
+            return None
         rows = cursor.fetchall()
         if not rows:
             return None
@@ -831,8 +832,7 @@ class SqliteIndex:
             "AND lifecycle = 'current' ORDER BY source_version, ordinal",
             (source_id,),
         )
-        names = [d[0] for d in cursor.getdescription()]
-        out = [dict(zip(names, row, strict=True)) for row in cursor]
+        out = _dicts(cursor)
         for row in out:
             row["section_path"] = json.loads(row["section_path"])
         return out
@@ -854,3 +854,12 @@ class SqliteIndex:
         if lifecycle is None:
             return self.conn.execute("SELECT count(*) FROM chunks").fetchall()[0][0]
         return self.conn.execute("SELECT count(*) FROM chunks WHERE lifecycle = ?", (lifecycle,)).fetchall()[0][0]
+
+
+def _dicts(cursor: apsw.Cursor) -> list[dict[str, Any]]:
+    """Rows as dicts. apsw has no description for an empty result (ExecutionCompleteError): that is no rows."""
+    try:
+        names = [d[0] for d in cursor.getdescription()]
+    except apsw.ExecutionCompleteError:
+        return []
+    return [dict(zip(names, row, strict=True)) for row in cursor]

@@ -245,3 +245,10 @@ def test_reindex_refuses_vectors_of_the_wrong_shape(index: SqliteIndex) -> None:
         index.reindex_vectors("n", 5, lambda texts: np.zeros((len(texts), 4), dtype=np.float32))
     assert index.stats()["embed_model"] == "m"  # nothing swapped
     assert index.search("склад", _axes(1), ["public"], mode="dense")
+
+
+def test_an_empty_index_answers_with_empty_lists(tmp_path: Path) -> None:
+    """apsw has no column description for an empty result; listing an empty catalog must not raise."""
+    with SqliteIndex(tmp_path / "korpus.db") as index:
+        assert index.sources() == [] and index.quarantine_items() == [] and index.quarantine_items("open") == []
+        assert index.source_chunks("nowhere.pdf") == [] and index.quarantine_item("0" * 16) is None
