@@ -41,6 +41,7 @@ class ReasonCode(StrEnum):
 
     missing_metadata = "missing-metadata"
     unsupported_type = "unsupported-type"
+    outside_root = "outside-root"
     unreadable_file = "unreadable-file"
     empty_text = "empty-text"
     ocr_failed = "ocr-failed"
@@ -79,6 +80,9 @@ class Source(BaseModel):
     owner: str | None = None
     access: str | None = None
     tenant: str | None = None
+    outside_root: bool = Field(
+        default=False, description="A link that leads out of the source root: never read, quarantined."
+    )
 
     @property
     def file_name(self) -> str:

@@ -110,6 +110,19 @@ def discover_sources(root: Path) -> list[Source]:
         if source_id == MANIFEST_NAME:
             continue
         meta = manifest.metadata_for(source_id)
+        if not path.resolve().is_relative_to(root):  # a link (or a linked folder) out of the root: never read
+            sources.append(
+                Source(
+                    source_id=source_id,
+                    version="not-read",
+                    path=str(path),
+                    outside_root=True,
+                    owner=meta["owner"],
+                    access=meta["access"],
+                    tenant=meta["tenant"] or "default",
+                )
+            )
+            continue
         sources.append(
             Source(
                 source_id=source_id,
@@ -127,6 +140,11 @@ def discover_sources(root: Path) -> list[Source]:
 
 def admission_problems(source: Source) -> QuarantineItem | None:
     """A source without owner or access, or of a type korpus cannot read, is quarantined — never defaulted."""
+    if source.outside_root:
+        return QuarantineItem(
+            source_id=source.source_id, source_version=source.version, reasons=[ReasonCode.outside_root],
+            detail="a link that leads out of the source root: korpus reads nothing outside it; copy the file in",
+        )  # fmt: skip
     reasons, details = [], []
     missing = [k for k in ("owner", "access") if not getattr(source, k)]
     if missing:
@@ -158,7 +176,7 @@ def metadata_key(source: Source) -> tuple[str | None, str | None, str | None]:
     return (source.owner, source.access, source.tenant)
 
 
-ADMISSION_REASONS = frozenset({ReasonCode.missing_metadata, ReasonCode.unsupported_type})
+ADMISSION_REASONS = frozenset({ReasonCode.missing_metadata, ReasonCode.unsupported_type, ReasonCode.outside_root})
 
 
 def plan_refresh(

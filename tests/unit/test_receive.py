@@ -130,3 +130,20 @@ def test_refused_for_content_is_not_reprocessed() -> None:
     assert plan.to_process == [] and plan.rejected == []
     changed = plan_refresh([_source("a.txt", version="v2")], {}, {"a.txt": {"v1": {"empty-text"}}})
     assert [s.version for s in changed.to_process] == ["v2"]
+
+
+def test_a_link_out_of_the_root_is_never_read(tmp_path: Path) -> None:
+    root = tmp_path / "root"
+    (root / "sub").mkdir(parents=True)
+    (tmp_path / "outside.txt").write_text("секрет вне корня", encoding="utf-8")
+    (root / "a.txt").write_text("текст документа", encoding="utf-8")
+    (root / "link_out.txt").symlink_to(tmp_path / "outside.txt")
+    (root / "link_in.txt").symlink_to(root / "a.txt")
+    (root / "sub" / "loop").symlink_to(root)
+    (root / "korpus.yaml").write_text("defaults:\n  owner: o\n  access: public\n", encoding="utf-8")
+    sources = {s.source_id: s for s in discover_sources(root)}
+    assert sources["link_out.txt"].outside_root and sources["link_out.txt"].version == "not-read"
+    assert not sources["link_in.txt"].outside_root
+    plan = plan_refresh(list(sources.values()), {}, {})
+    assert [(r.source_id, r.reasons) for r in plan.rejected] == [("link_out.txt", [ReasonCode.outside_root])]
+    assert sorted(s.source_id for s in plan.to_process) == ["a.txt", "link_in.txt"]
