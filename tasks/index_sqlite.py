@@ -1,4 +1,5 @@
-"""The embedded index and catalog: one SQLite file through apsw, FTS5 for BM25, sqlite-vec for exact kNN.
+"""The embedded index and catalog: one SQLite file through apsw, FTS5 for BM25; exact kNN in numpy over an
+in-memory snapshot of the vectors (tasks/vector_cache.py), which sqlite-vec stores and checks against.
 
 Access and lifecycle filters are part of every query on both sides, applied before the top-N cut, so a chunk the
 caller may not see can never take a rank. A source version's chunks are written and switched current in one
