@@ -32,6 +32,7 @@ from korpus.settings import Settings
 from tasks.embedding import Embedder
 from tasks.evaluation import RETRIEVERS, calibrate_no_answer, evaluate, import_beir, load_questions
 from tasks.index_sqlite import SqliteIndex
+from tasks.rerank import search_options
 
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_XQUAD = ROOT.parent / "shared" / "data" / "xquad-ru"
@@ -45,7 +46,7 @@ def run(root: Path, questions: Path, data: Path, changes=None, policy: str | Non
         run_refresh(root, settings)
     embedder = Embedder(embed_model_path(settings))
     qs = load_questions(questions)
-    options = settings.search_options()
+    options = search_options(settings)
     with SqliteIndex(settings.index_path) as index:
         if any(q.type == "no-answer" for q in qs):
             calibration = calibrate_no_answer(qs, index, embedder, settings.default_scopes)

@@ -15,6 +15,7 @@ from korpus.model_store import embed_model_path, set_offline_switches
 from korpus.settings import Settings, parse_scopes
 from tasks.embedding import shared_embedder
 from tasks.index_sqlite import SEARCH_MODES, IndexMismatchError, SqliteIndex
+from tasks.rerank import search_options
 
 TOOLS = [
     {
@@ -138,7 +139,7 @@ def create_app(settings: Settings) -> FastAPI:
             with lock:
                 vector = embedder.embed_query(q)
             idx.bind_embedding(embedder.name, int(vector.shape[0]))
-        options = settings.search_options()
+        options = search_options(settings)
         if read is not idx:
             return read.search(q, vector, allowed, k=k, depth=options["depth"], mode=mode,
                                min_coverage=options["min_coverage"])  # fmt: skip

@@ -127,7 +127,9 @@ def search(
             embedder = Embedder(embed_model_path(settings), settings.embed_batch_size)
             vector = embedder.embed_query(query)
             index.bind_embedding(embedder.name, int(vector.shape[0]))
-        options = settings.search_options()
+        from tasks.rerank import search_options
+
+        options = search_options(settings)
         if settings.backend == "opensearch":
             from tasks.index_opensearch import opensearch_index
 
@@ -279,7 +281,9 @@ def evaluate_cmd(
                        f"{found['balanced_accuracy']}: answerable ≥ {found['answerable_min']} × {found['answerable']}, "
                        f"no-answer ≤ {found['no_answer_max']} × {found['no_answer']})")  # fmt: skip
             return
-        options = settings.search_options()
+        from tasks.rerank import search_options
+
+        options = search_options(settings)
         report = evaluate(load_questions(questions), index, embedder, retriever, settings.default_scopes,
                           settings.no_answer_threshold, options["rrf_k"], options["depth"],
                           options["min_coverage"], options["reranker"])  # fmt: skip

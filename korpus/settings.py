@@ -199,16 +199,6 @@ class Settings(BaseSettings):
     ) -> tuple[PydanticBaseSettingsSource, ...]:
         return (init_settings, env_settings, YamlSettingsSource(settings_cls))
 
-    def search_options(self) -> dict[str, Any]:
-        """Keyword arguments for `SqliteIndex.search` from these settings (the reranker loads on first use)."""
-        reranker = None
-        if self.rerank_model is not None:
-            from tasks.rerank import shared_reranker
-
-            reranker = shared_reranker(str(self.rerank_model))
-        return {"depth": self.rrf_depth, "rrf_k": self.rrf_k, "min_coverage": self.hybrid_min_coverage,
-                "reranker": reranker, "rerank_top": self.rerank_top}  # fmt: skip
-
     @property
     def models_dir(self) -> Path:
         return self.home / "models"
