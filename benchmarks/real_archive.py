@@ -12,6 +12,7 @@ manifest (owner and access for everything), refreshed once by the real flow, and
 - broken-layer pages caught (read by OCR instead of the layer) — target all;
 - for born-digital PDF pages, the word F1 between the text korpus keeps for the page and `pdftotext` of it —
   target ≥ 0.98;
+- the Cyrillic phrases dedoc's own tests assert for these files (headings, table cells), found in korpus's text;
 - the refresh's wall time;
 - `--part rotation`: real upright scans turned 90/180/270°, read with orientation detection: word F1 to the
   upright reading (target ≥ 0.9);
@@ -24,6 +25,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -69,6 +71,35 @@ def read_catalog(db: Path) -> tuple[dict[str, list[PageResult]], dict[str, int],
     return pages, chunks, reasons
 
 
+_QUOTED = re.compile(r'"([^"]*[А-Яа-яЁё][^"]*)"')
+
+
+def _normal(text: str) -> str:
+    return " ".join(text.lower().replace("ё", "е").split())
+
+
+def expected_phrases(root: Path, files: list[str], pages: dict[str, list[PageResult]]) -> dict[str, list[int]]:
+    """Cyrillic strings dedoc's own tests assert for these files (`expected-from-dedoc-tests.json`): how many
+    are found in the text korpus keeps for the file, by folder — [found, total]."""
+    listing = root / "expected-from-dedoc-tests.json"
+    if not listing.is_file():
+        return {}
+    by_name = {Path(f).name: f for f in files}
+    found: dict[str, list[int]] = {}
+    for entry in json.loads(listing.read_text(encoding="utf-8")):
+        for name in entry["files"]:
+            source_id = by_name.get(Path(name).name)
+            if source_id is None:
+                continue
+            text = _normal(" ".join(p.text for p in pages.get(source_id, [])))
+            for assertion in entry.get("cyrillic_assertions", []):
+                for phrase in _QUOTED.findall(assertion):
+                    tally = found.setdefault(source_id.split("/")[0], [0, 0])
+                    tally[0] += _normal(phrase) in text
+                    tally[1] += 1
+    return found
+
+
 def how_read(page: PageResult) -> str:
     if page.layer_check is not None:
         return page.layer_check.decision
@@ -111,6 +142,7 @@ def run(root: Path) -> dict:
         "born_digital_similarity_min": round(min(sims), 4) if sims else None,
         "born_digital_similarity_mean": round(sum(sims) / len(sims), 4) if sims else None,
         "born_digital_pages_compared": len(sims),
+        "dedoc_expected_phrases_found": expected_phrases(root, files, pages),
         "refresh_seconds": round(seconds, 1),
         "summary": {
             k: summary[k]
