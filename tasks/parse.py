@@ -73,8 +73,8 @@ def ocr_page(
 
     A tier's text is kept when it is readable (no garbage signals); otherwise the next tier is asked; a page no
     tier reads is quarantined with every tier's reasons. `layer` is the page's flagged text layer: it and the
-    OCR are compared and the better one kept (`choose_text`). `force_vlm` (a reviewer's re-OCR) skips to the
-    last tier whatever tier 1 read.
+    OCR are compared and the better one kept (`choose_text`). `force_vlm` (a reviewer's re-OCR) reads every tier
+    afresh (no cached text) and goes on to the last tier whatever tier 1 read.
     """
     outcome = ParseOutcome(page_count=1)
     counts = TierCounts()
@@ -86,7 +86,7 @@ def ocr_page(
         engines = [e for e in cascade(settings) if e.available()]
         earlier: PageResult | None = None
         for position, engine in enumerate(engines):
-            result = cached_read(engine, source, page, image, earlier, settings, counts)
+            result = cached_read(engine, source, page, image, earlier, settings, counts, fresh=force_vlm)
             quality = text_layer_quality(result.text, settings)
             if layer is not None and word_f1(layer.text, result.text) >= settings.layer_agreement:
                 # the page shows what the layer says (a short title page, a table of repeated cells): exact wins

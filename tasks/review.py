@@ -17,7 +17,7 @@ from tasks.chunking import build_chunks
 from tasks.embedding import shared_embedder, token_counter
 from tasks.gate import POLICIES, gate_chunk
 from tasks.index_sqlite import SqliteIndex
-from tasks.parse import ocr_pdf_page
+from tasks.parse import ocr_page
 from tasks.receive import file_sha256
 
 
@@ -104,20 +104,20 @@ def _reocr(index: SqliteIndex, item: dict[str, Any], settings: Settings) -> tupl
         (s for s in index.sources() if s["source_id"] == item["source_id"] and s["version"] == item["source_version"]),
         None,
     )
-    if item["page"] is None or source_row is None or source_row["kind"] != SourceKind.pdf.value:
-        raise ReviewError("reocr applies to a page of an indexed PDF version")
+    if item["page"] is None or source_row is None or not SourceKind(source_row["kind"] or "text").paged:
+        raise ReviewError("reocr applies to a page of an indexed PDF, image, DjVu or office version")
     if source_row["lifecycle"] != "current":
         raise ReviewError(f"{item['source_id']} version {item['source_version'][:12]} is no longer current")
     source = Source(
         source_id=source_row["source_id"],
         version=source_row["version"],
         path=_source_path(index, source_row),
-        kind=SourceKind.pdf,
+        kind=SourceKind(source_row["kind"]),
         owner=source_row["owner"],
         access=source_row["access"],
         tenant=source_row["tenant"],
     )
-    outcome = ocr_pdf_page(source, item["page"], settings, force_vlm=True)
+    outcome = ocr_page(source, item["page"], settings, force_vlm=True)
     if outcome.problems:
         return f"re-OCR refused: {outcome.problems[0].detail}", "open"
     page = outcome.pages[0]
@@ -132,7 +132,7 @@ def _reocr(index: SqliteIndex, item: dict[str, Any], settings: Settings) -> tupl
     embedder = shared_embedder(str(embed_model_path(settings)), settings.embed_batch_size)
     for c, vector in zip(chunks, embedder.embed_passages([c.text for c in chunks]), strict=True):
         index.add_reviewed_chunk(c, vector, exception=False, embed_model=embedder.name)
-    return f"re-OCR ({page.engine}, tier {page.tier}) passed the gate and was indexed", "resolved"
+    return f"re-OCR ({page.engine}, tier {page.tier}, read afresh) passed the gate and was indexed", "resolved"
 
 
 def _source_path(index: SqliteIndex, row: dict[str, Any]) -> str:

@@ -116,11 +116,13 @@ def cached_read(
     earlier: PageResult | None,
     settings: Settings,
     counts: TierCounts,
+    fresh: bool = False,
 ) -> PageResult:
-    """One tier on one page through the page cache: (sha256, page, engine name, engine cache key)."""
+    """One tier on one page through the page cache: (sha256, page, engine name, engine cache key). `fresh` (a
+    reviewer's re-OCR) reads the page again and replaces the cached entry."""
     cache = PageCache(settings.page_cache_location)
     unit, key = f"p{page:05d}", engine.cache_key()
-    cached = cache.get(PageResult, source.version, unit, engine.name, key)
+    cached = None if fresh else cache.get(PageResult, source.version, unit, engine.name, key)
     if cached is not None:
         counts.cache_hits += 1
         return cached

@@ -75,7 +75,9 @@ def register_reader(reader: Reader) -> Reader:
 
 def _load_builtin() -> None:
     if not READERS:
-        import tasks.readers.builtin  # noqa: F401  (registers the built-in readers)
+        from tasks.readers.builtin import register_builtin_readers
+
+        register_builtin_readers()
 
 
 def kind_of(path: Path | str) -> SourceKind | None:

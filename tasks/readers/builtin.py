@@ -1,4 +1,4 @@
-"""Registers korpus's own readers (imported once, by tasks/readers/base.py, on first lookup)."""
+"""Registers korpus's own readers (called by tasks/readers/base.py on the first lookup)."""
 
 from tasks.readers.audio import AudioReader
 from tasks.readers.base import register_reader
@@ -8,5 +8,7 @@ from tasks.readers.office import OfficeReader
 from tasks.readers.pdf import PdfReader
 from tasks.readers.text import TextReader
 
-for reader in (PdfReader(), ImageReader(), DjvuReader(), OfficeReader(), TextReader(), AudioReader()):
-    register_reader(reader)
+
+def register_builtin_readers() -> None:
+    for reader in (PdfReader(), ImageReader(), DjvuReader(), OfficeReader(), TextReader(), AudioReader()):
+        register_reader(reader)

@@ -158,10 +158,10 @@ def test_a_toy_engine_and_a_toy_reader_take_one_class_and_one_line_each(tmp_path
         def searchable_copy(self, source, pages, settings):  # type: ignore[no-untyped-def]
             return None
 
+    kind_of("warm.txt")  # the built-in readers are registered first
     saved_readers, saved_suffixes = dict(READERS), dict(SUFFIXES)
     try:
         register_engine(ToyEngine)
-        kind_of("warm.txt")  # the built-in readers are registered first
         register_reader(NoteReader())
         assert kind_of("a.note") is SourceKind.text
         settings = Settings(data=tmp_path, ocr_tiers=["toy"])
@@ -181,3 +181,44 @@ def test_a_toy_engine_and_a_toy_reader_take_one_class_and_one_line_each(tmp_path
 def test_unknown_tiers_are_a_configuration_error() -> None:
     with pytest.raises(ValueError, match="unknown engines"):
         cascade(Settings(ocr_tiers=["tesseract", "nonesuch"]))
+
+
+def test_a_reviewers_reocr_reads_the_page_afresh(tmp_path: Path) -> None:
+    """Normal runs serve the page cache; a forced re-OCR (korpus review reocr) calls the engines again."""
+    from tasks.parse import ocr_page
+
+    calls: list[int] = []
+
+    class CountingEngine:
+        name, tier, dpi, image_format = "counting", 1, 100, "png"
+
+        @classmethod
+        def from_settings(cls, settings: Settings) -> CountingEngine:
+            return cls()
+
+        def available(self) -> bool:
+            return True
+
+        def cache_key(self) -> str:
+            return "counting-1"
+
+        def warm_up(self) -> None:
+            pass
+
+        def read(self, image, earlier):  # type: ignore[no-untyped-def]
+            calls.append(image(self.dpi, self.image_format).dpi)
+            return OcrRead(text="Протокол заседания комиссии по приёмке склада номер семь", engine="counting 1")
+
+    path = tmp_path / "page.png"
+    Image.new("L", (827, 1169), 255).save(path, dpi=(100, 100))
+    source = Source(source_id="page.png", version="cd" * 32, path=str(path), kind=SourceKind.image)
+    settings = Settings(data=tmp_path / "data", ocr_tiers=["counting"])
+    try:
+        register_engine(CountingEngine)
+        first = ocr_page(source, 1, settings)
+        again = ocr_page(source, 1, settings)
+        forced = ocr_page(source, 1, settings, force_vlm=True)
+    finally:
+        ENGINES.pop("counting", None)
+    assert (first.engine_calls, again.cache_hits, forced.engine_calls) == (1, 1, 1)
+    assert len(calls) == 2 and first.pages[0].text == forced.pages[0].text
