@@ -76,11 +76,12 @@ class DjvuReader:
     def read(self, source: Source, settings: Settings) -> ParseOutcome:
         try:
             count = page_count(source.path)
-        except (UnreadableSourceError, ValueError) as exc:
+            page_sizes(source.path, str(Path(source.path).stat().st_mtime_ns))  # the whole file decodes
+            texts = [_djvu("djvutxt", f"--page={page}", source.path) for page in range(1, count + 1)]
+        except (UnreadableSourceError, ValueError, subprocess.TimeoutExpired) as exc:
             return ParseOutcome(problems=[problem(source, ReasonCode.unreadable_file, f"not a readable DjVu: {exc}")])
         outcome = ParseOutcome(page_count=count)
-        for page in range(1, count + 1):
-            text = _djvu("djvutxt", f"--page={page}", source.path)
+        for page, text in enumerate(texts, start=1):
             quality = text_layer_quality(text, settings)
             result = PageResult(
                 source_id=source.source_id, source_version=source.version, page=page, text=text,

@@ -50,8 +50,12 @@ def converted_pdf(source: Source, settings: Settings) -> Path:
             raise UnreadableSourceError(f"LibreOffice took over {settings.office_timeout:.0f} s") from exc
         made = Path(tmp) / "document.pdf"
         if done.returncode != 0 or not made.is_file() or made.stat().st_size == 0:
-            detail = (done.stderr or done.stdout).decode("utf-8", "replace").strip()[-300:]
-            raise UnreadableSourceError(f"LibreOffice could not convert it: {detail or 'no PDF written'}")
+            said = (done.stderr or done.stdout).decode("utf-8", "replace").splitlines()
+            detail = "; ".join(line for line in said if line.strip() and "javaldx" not in line)[-300:]
+            raise UnreadableSourceError(
+                f"LibreOffice could not convert it (damaged, password-protected or not an office file): "
+                f"{detail or 'no PDF written'}"
+            )
         tmp_target = target.with_suffix(f".{os.getpid()}.part")
         shutil.copyfile(made, tmp_target)
         tmp_target.replace(target)

@@ -154,3 +154,20 @@ def test_source_kinds_come_from_the_reader_registry() -> None:
     assert source_kind(Path("x.xyz")) is None
     sha = file_sha256(FIXTURE / "text" / "cp1251.txt")
     assert Source(source_id="t", version=sha, path="/t", kind=source_kind(Path("t.txt"))).kind.paged is False
+
+
+def test_damaged_files_of_each_new_kind_are_refused_with_a_reason(tmp_path: Path) -> None:
+    from tasks.parse import read_source
+
+    (tmp_path / "zero.jpg").write_bytes(b"")
+    (tmp_path / "not_an_image.png").write_text("просто текст", encoding="utf-8")
+    (tmp_path / "cut.djvu").write_bytes((FIXTURE / "scans" / "example_with_table7.djvu").read_bytes()[:5000])
+    (tmp_path / "cut.docx").write_bytes((FIXTURE / "office" / "alpaca_tz.docx").read_bytes()[:3000])
+    (tmp_path / "noise.txt").write_bytes(bytes(range(128, 256)) * 8)
+    settings = Settings(data=tmp_path / "data")
+    for path in sorted(tmp_path.glob("*.*")):
+        source = Source(source_id=path.name, version=file_sha256(path), path=str(path), kind=source_kind(path))
+        outcome = read_source(source, settings)
+        assert [p.reasons[0].value for p in outcome.problems] == ["unreadable-file"], path.name
+        assert outcome.problems[0].detail and not outcome.pages, path.name
+    assert not (tmp_path / "data" / "converted").exists() or not list((tmp_path / "data" / "converted").rglob("*.pdf"))
