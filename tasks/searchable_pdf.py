@@ -1,8 +1,8 @@
 """Searchable PDFs: the original pages untouched, an invisible text layer with the OCR words at their boxes.
 
 Written with PyMuPDF (docs/ocr.md says why not ocrmypdf's renderer): each word is inserted with render mode 3
-(invisible) and scaled horizontally to its box, one Cyrillic-capable font (DejaVu Sans) embedded once per
-document and subset at the end. Pages that kept their own text layer are copied as they are. Output goes to
+(invisible) and scaled horizontally to its box, in korpus's outline-free invisible font (tasks/invisible_font.py)
+subset once per document at the end (~1 KB). Pages that kept their own text layer are copied as they are. Output goes to
 `<data>/searchable/<source path>` — never over the source.
 """
 
@@ -19,6 +19,7 @@ from PIL import Image
 
 from korpus.datamodel import PageResult, PageWord, Source, SourceKind
 from korpus.settings import Settings
+from tasks.invisible_font import invisible_font
 from tasks.unicode_repair import (
     MIN_COVERAGE,
     Votes,
@@ -29,14 +30,10 @@ from tasks.unicode_repair import (
     to_unicode_cmap,
 )
 
-FONT_FILE = Path("/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf")
-FONT_NAME = "korpus-ocr"
-
 
 def _font() -> pymupdf.Font:
-    if not FONT_FILE.is_file():
-        raise FileNotFoundError(f"{FONT_FILE} is missing: apt-get install fonts-dejavu-core")
-    return pymupdf.Font(fontfile=str(FONT_FILE))
+    """Glyphs with no outlines (tasks/invisible_font.py): the layer is never drawn, so ~1 KB per document."""
+    return invisible_font()
 
 
 def add_text_layer(page: pymupdf.Page, words: list[PageWord], font: pymupdf.Font) -> int:
