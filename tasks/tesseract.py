@@ -7,6 +7,7 @@ parallelism comes from running pages side by side, and Tesseract's own OpenMP th
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 from functools import lru_cache
@@ -102,7 +103,7 @@ def ocr_page_words(image: bytes, language: str = "rus", dpi: int = 300, timeout:
             line_index += 1
         else:
             parts.append(" ")
-        parts.append(cols[11])
+        parts.append("")  # filled once the line's neighbours are known (cyrillic_initials)
         last_block, last_par, last_line = block, par, line
         words.append(
             PageWord(
@@ -115,4 +116,25 @@ def ocr_page_words(image: bytes, language: str = "rus", dpi: int = 300, timeout:
                 line=line_index,
             )
         )
-    return OcrPage(text="".join(parts), words=words)
+    words = cyrillic_initials(words)
+    slots = iter(words)
+    text = "".join(next(slots).text if part == "" else part for part in parts)
+    return OcrPage(text=text, words=words)
+
+
+_LOOKALIKE = str.maketrans("ABCEHKMOPTXaceopxy", "АВСЕНКМОРТХасеорху")
+_INITIAL = re.compile(r"[ABCEHKMOPTX]\.?,?")
+_CYRILLIC_WORD = re.compile(r"[А-Яа-яЁё]{2,}")
+
+
+def cyrillic_initials(words: list[PageWord]) -> list[PageWord]:
+    """`rus+eng` reads a lone Cyrillic capital that has a Latin twin as Latin: «Кузнецов H. A.». An initial of
+    look-alike letters next to a Cyrillic word on its line is written in Cyrillic, so «Н. А.» is found by search."""
+    out = list(words)
+    for i, word in enumerate(words):
+        if not _INITIAL.fullmatch(word.text):
+            continue
+        line = [w.text for w in words[max(0, i - 2) : i + 3] if w.line == word.line and w is not word]
+        if any(_CYRILLIC_WORD.search(t) for t in line):
+            out[i] = word.model_copy(update={"text": word.text.translate(_LOOKALIKE)})
+    return out

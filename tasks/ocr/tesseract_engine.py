@@ -64,7 +64,7 @@ class TesseractEngine:
 
     def cache_key(self) -> str:
         osd = "|osd-v2" if self.orientation else ""
-        return f"{tesseract_version()}|{self.language}|{self.dpi}|psm3|tsv{osd}"
+        return f"{tesseract_version()}|{self.language}|{self.dpi}|psm3|tsv|cyr-initials{osd}"
 
     def warm_up(self) -> None:
         tesseract_version()

@@ -222,3 +222,14 @@ def test_a_reviewers_reocr_reads_the_page_afresh(tmp_path: Path) -> None:
         ENGINES.pop("counting", None)
     assert (first.engine_calls, again.cache_hits, forced.engine_calls) == (1, 1, 1)
     assert len(calls) == 2 and first.pages[0].text == forced.pages[0].text
+
+
+def test_latin_twins_of_cyrillic_initials_are_written_in_cyrillic() -> None:
+    from korpus.datamodel import PageWord
+    from tasks.tesseract import cyrillic_initials
+
+    def word(text: str, line: int = 0) -> PageWord:
+        return PageWord(text=text, x0=0, y0=0, x1=1, y1=1, line=line)
+
+    words = [word("Кузнецов"), word("H."), word("A.,"), word("Петрова"), word("SOVA", 1), word("A", 1), word("ASR", 1)]
+    assert [w.text for w in cyrillic_initials(words)] == ["Кузнецов", "Н.", "А.,", "Петрова", "SOVA", "A", "ASR"]
