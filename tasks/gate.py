@@ -47,16 +47,13 @@ def text_quality_problems(text: str, policy: ChunkPolicy) -> list[str]:
     passes; the same signals as the page detector (tasks/text_quality.py), with the chunk policy's thresholds."""
     signals = measure(text, PageFacts())
     problems = []
-    for count, share in (("mixed_script_words", "mixed_script_share"), ("glyph_code_words", "glyph_code_share")):
-        if signals[count] < MIN_BAD_WORDS:
-            signals = {**signals, share: 0.0}
-    for signal, limit, name in (
-        ("mixed_script_share", policy.max_mixed_script, "mixed-script words"),
-        ("glyph_code_share", policy.max_glyph_codes, "glyph codes in words"),
-        ("mojibake_share", policy.max_mojibake, "mojibake letters"),
-        ("case_flip_share", policy.max_case_flips, "case flips in words"),
+    for signal, words, limit, name in (
+        ("mixed_script_share", "mixed_script_words", policy.max_mixed_script, "mixed-script words"),
+        ("glyph_code_share", "glyph_code_words", policy.max_glyph_codes, "glyph codes in words"),
+        ("mojibake_share", None, policy.max_mojibake, "mojibake letters"),
+        ("case_flip_share", None, policy.max_case_flips, "case flips in words"),
     ):
-        if signals[signal] > limit:
+        if signals[signal] > limit and (words is None or signals[words] >= MIN_BAD_WORDS):
             problems.append(f"{name} {signals[signal]:.2f} > {limit}")
     return problems
 

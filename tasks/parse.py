@@ -81,6 +81,7 @@ def ocr_page(
     refusals: list[str] = []
     refused_reasons: list[str] = []
     best_text = ""
+    q_layer = text_layer_quality(layer.text, settings) if layer is not None else None
     try:
         image = reader_for(source.kind).page_image(source, page, settings)  # type: ignore[arg-type]
         engines = [e for e in cascade(settings) if e.available()]
@@ -88,17 +89,19 @@ def ocr_page(
         for position, engine in enumerate(engines):
             result = cached_read(engine, source, page, image, earlier, settings, counts, fresh=force_vlm)
             quality = text_layer_quality(result.text, settings)
-            if layer is not None and word_f1(layer.text, result.text) >= settings.layer_agreement:
+            if (
+                layer is not None
+                and q_layer is not None
+                and word_f1(layer.text, result.text) >= settings.layer_agreement
+            ):
                 # the page shows what the layer says (a short title page, a table of repeated cells): exact wins
-                q_layer = text_layer_quality(layer.text, settings)
                 outcome.pages.append(choose_text(layer, result, q_layer, quality, settings.layer_agreement))
                 return _counted(outcome, counts)
             best_text = best_text or result.text.strip()
             last = position == len(engines) - 1
             if quality.readable and quality.signals["chars"] > 0 and not (force_vlm and not last):
                 kept = result.model_copy(update={"quality": quality.score, "quality_reasons": refused_reasons})
-                if layer is not None:
-                    q_layer = text_layer_quality(layer.text, settings)
+                if layer is not None and q_layer is not None:
                     kept = choose_text(layer, kept, q_layer, quality, settings.layer_agreement)
                 outcome.pages.append(kept)
                 return _counted(outcome, counts)
@@ -110,11 +113,9 @@ def ocr_page(
     except (TesseractError, VlmError, OcrError, UnreadableSourceError) as exc:
         outcome.problems.append(problem(source, ReasonCode.ocr_failed, str(exc), page))
         return _counted(outcome, counts)
-    if layer is not None and layer.text.strip():  # no OCR tier read it: a flagged layer is still the best there is
-        q_layer = text_layer_quality(layer.text, settings)
-        if q_layer.readable:
-            outcome.pages.append(layer)
-            return _counted(outcome, counts)
+    if layer is not None and q_layer is not None and q_layer.readable:
+        outcome.pages.append(layer)  # no OCR tier read it: a readable flagged layer is still the best there is
+        return _counted(outcome, counts)
     item = problem(source, ReasonCode.page_quality if best_text else ReasonCode.empty_text, "; ".join(refusals), page)
     item.evidence = best_text[:4000]
     outcome.problems.append(item)

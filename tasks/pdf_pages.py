@@ -92,14 +92,12 @@ def render_page(path: str, page: int, dpi: int, fmt: str = "png") -> tuple[bytes
 
     `fmt="pnm"` for Tesseract: compressing a 300-dpi page to PNG takes longer (~0.6 s) than recognising it.
     """
-    with open_pdf(path) as doc:
-        target = doc[page - 1]
-        used = render_dpi(target, dpi)
-        pix = target.get_pixmap(dpi=used, colorspace=pymupdf.csGRAY, alpha=False)
-        return pix.tobytes(fmt), used
+    image = pdf_page_image(path, page, dpi, fmt)
+    return image.data, image.dpi
 
 
 def pdf_page_image(path: str, page: int, dpi: int, fmt: str) -> PageImage:
+    """The page as a greyscale image for an OCR engine, with its resolution (≤ `dpi`) and size in points."""
     with open_pdf(path) as doc:
         target = doc[page - 1]
         used = render_dpi(target, dpi)

@@ -110,7 +110,8 @@ def discover_sources(root: Path) -> list[Source]:
         if source_id == MANIFEST_NAME:
             continue
         meta = manifest.metadata_for(source_id)
-        if not path.resolve().is_relative_to(root):  # a link (or a linked folder) out of the root: never read
+        # rglob does not descend into linked folders; a linked file out of the root is never read
+        if path.is_symlink() and not path.resolve().is_relative_to(root):
             sources.append(
                 Source(
                     source_id=source_id,

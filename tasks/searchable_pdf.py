@@ -31,9 +31,12 @@ from tasks.unicode_repair import (
 )
 
 
-def _font() -> pymupdf.Font:
-    """Glyphs with no outlines (tasks/invisible_font.py): the layer is never drawn, so ~1 KB per document."""
-    return invisible_font()
+def save_atomically(doc: pymupdf.Document, out: Path) -> None:
+    """Subset the fonts and write `out` under a temporary name first, so a kill never leaves half a PDF."""
+    doc.subset_fonts()
+    tmp = out.with_suffix(f".{os.getpid()}.part")
+    doc.save(tmp, garbage=3, deflate=True)
+    tmp.replace(out)
 
 
 def add_text_layer(page: pymupdf.Page, words: list[PageWord], font: pymupdf.Font) -> int:
@@ -98,7 +101,7 @@ def write_searchable_pdf(source_pdf: str, pages: list[PageResult], out: Path) ->
     """Copy `source_pdf` to `out` with invisible OCR text on every page that has words; pages whose layer was
     replaced lose their old text first. Atomic write."""
     by_page = {p.page: p for p in pages if p.words}
-    font = _font()
+    font = invisible_font()
     out.parent.mkdir(parents=True, exist_ok=True)
     placed = 0
     with pymupdf.open(source_pdf) as doc:
@@ -116,10 +119,7 @@ def write_searchable_pdf(source_pdf: str, pages: list[PageResult], out: Path) ->
             result = by_page.get(number)
             if result is not None and result.rotation in (0, None) and number not in repaired:
                 placed += add_text_layer(page, result.words, font)
-        doc.subset_fonts()
-        tmp = out.with_suffix(f".{os.getpid()}.part")
-        doc.save(tmp, garbage=3, deflate=True)
-    tmp.replace(out)
+        save_atomically(doc, out)
     before, after = Path(source_pdf).stat().st_size, out.stat().st_size
     return {
         "pages_with_text": len(by_page), "words": placed, "pages_repaired_in_place": len(repaired),
@@ -132,7 +132,7 @@ def write_searchable_images(
 ) -> dict[str, float]:
     """A searchable PDF of page images: each page upright (turned as OCR found it), greyscale JPEG at its own
     resolution, with the invisible OCR layer. Atomic write."""
-    font = _font()
+    font = invisible_font()
     out.parent.mkdir(parents=True, exist_ok=True)
     placed = 0
     with pymupdf.open() as doc:
@@ -147,10 +147,7 @@ def write_searchable_images(
             placed += add_text_layer(page, result.words, font)
         if doc.page_count == 0:
             return {"pages_with_text": 0, "words": 0, "size_growth": 0.0}
-        doc.subset_fonts()
-        tmp = out.with_suffix(f".{os.getpid()}.part")
-        doc.save(tmp, garbage=3, deflate=True)
-    tmp.replace(out)
+        save_atomically(doc, out)
     growth = out.stat().st_size / original_size - 1 if original_size else 0.0
     return {"pages_with_text": sum(1 for p in pages if p.words), "words": placed, "size_growth": round(growth, 4)}
 

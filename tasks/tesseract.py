@@ -85,7 +85,7 @@ def ocr_page_words(image: bytes, language: str = "rus", dpi: int = 300, timeout:
     """
     scale = 72.0 / dpi
     words: list[PageWord] = []
-    parts: list[str] = []
+    breaks: list[str] = []  # what stands before each word: "", " ", a newline, or a blank line
     last_block = last_par = last_line = None
     line_index = -1
     for row in _run_tsv(image, language, dpi, timeout).splitlines()[1:]:
@@ -95,15 +95,13 @@ def ocr_page_words(image: bytes, language: str = "rus", dpi: int = 300, timeout:
         block, par, line = cols[2], cols[3], cols[4]
         left, top, width, height, conf = (float(c) for c in cols[6:11])
         if (block, par) != (last_block, last_par):
-            if parts:
-                parts.append("\n\n")
+            breaks.append("\n\n" if words else "")
             line_index += 1
         elif line != last_line:
-            parts.append("\n")
+            breaks.append("\n")
             line_index += 1
         else:
-            parts.append(" ")
-        parts.append("")  # filled once the line's neighbours are known (cyrillic_initials)
+            breaks.append(" ")
         last_block, last_par, last_line = block, par, line
         words.append(
             PageWord(
@@ -116,10 +114,8 @@ def ocr_page_words(image: bytes, language: str = "rus", dpi: int = 300, timeout:
                 line=line_index,
             )
         )
-    words = cyrillic_initials(words)
-    slots = iter(words)
-    text = "".join(next(slots).text if part == "" else part for part in parts)
-    return OcrPage(text=text, words=words)
+    words = cyrillic_initials(words)  # needs each word's neighbours, so the text is joined afterwards
+    return OcrPage(text="".join(b + w.text for b, w in zip(breaks, words, strict=True)), words=words)
 
 
 _LOOKALIKE = str.maketrans("ABCEHKMOPTXaceopxy", "АВСЕНКМОРТХасеорху")

@@ -23,6 +23,7 @@ from typing import Any, Protocol
 from korpus.datamodel import PageResult, QuarantineItem, ReasonCode, Source, SourceKind
 from korpus.settings import Settings
 from tasks.ocr.engine import PageImageSource
+from tasks.text_quality import TextLayerQuality
 
 
 class UnreadableSourceError(RuntimeError):
@@ -42,6 +43,16 @@ class ParseOutcome:
     vlm_calls: int = 0
     cache_hits: int = 0
     stats: dict[str, float] = field(default_factory=dict)
+
+    def add_layer(self, layer: PageResult, quality: TextLayerQuality) -> None:
+        """A page's own text (PDF or DjVu layer): kept when the detector trusts it; otherwise the page goes to OCR,
+        its layer (when it has any text) travelling along to be compared with the OCR."""
+        if quality.ok:
+            self.pages.append(layer)
+            return
+        self.ocr_pending.append(layer.page or 0)
+        if quality.signals["chars"] > 0:
+            self.flagged[layer.page or 0] = layer
 
 
 def problem(source: Source, reason: ReasonCode, detail: str, page: int | None = None) -> QuarantineItem:

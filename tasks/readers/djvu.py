@@ -88,12 +88,7 @@ class DjvuReader:
                 method="text-layer", engine="djvutxt", units=text_structure(text), tier=0, quality=quality.score,
                 quality_reasons=quality.reasons,
             )  # fmt: skip
-            if quality.ok:
-                outcome.pages.append(result)
-                continue
-            outcome.ocr_pending.append(page)
-            if quality.signals["chars"] > 0:
-                outcome.flagged[page] = result
+            outcome.add_layer(result, quality)
         return outcome
 
     def page_image(self, source: Source, page: int, settings: Settings) -> PageImageSource:

@@ -29,12 +29,7 @@ def layer_pages(source: Source, path: str, settings: Settings, engine: str = "py
             method="text-layer", engine=engine, units=layer.units, tier=0, quality=layer.quality.score,
             quality_reasons=layer.quality.reasons,
         )  # fmt: skip
-        if layer.quality.ok:
-            outcome.pages.append(result)
-            continue
-        outcome.ocr_pending.append(layer.page)
-        if layer.quality.signals["chars"] > 0:
-            outcome.flagged[layer.page] = result
+        outcome.add_layer(result, layer.quality)
     return outcome
 
 

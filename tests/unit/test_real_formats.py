@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import ClassVar
 
 import pytest
 from PIL import Image
@@ -126,26 +127,33 @@ def test_a_multi_page_tiff_is_one_page_per_frame(tmp_path: Path) -> None:
     assert refused.problems and refused.problems[0].reasons[0].value == "unreadable-file"
 
 
+class ToyEngine:
+    """A whole OCR engine: it reads every page as `text`, with the resolution it was given, and counts its reads."""
+
+    name, tier, dpi, image_format = "toy", 1, 100, "png"
+    text = "страница {dpi} dpi"
+    reads: ClassVar[list[int]] = []
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> ToyEngine:
+        return cls()
+
+    def available(self) -> bool:
+        return True
+
+    def cache_key(self) -> str:
+        return f"{self.name}-1"
+
+    def warm_up(self) -> None:
+        pass
+
+    def read(self, image, earlier):  # type: ignore[no-untyped-def]
+        dpi = image(self.dpi, self.image_format).dpi
+        self.reads.append(dpi)
+        return OcrRead(text=self.text.format(dpi=dpi), engine=f"{self.name} 1")
+
+
 def test_a_toy_engine_and_a_toy_reader_take_one_class_and_one_line_each(tmp_path: Path) -> None:
-    class ToyEngine:
-        name, tier, dpi, image_format = "toy", 1, 100, "png"
-
-        @classmethod
-        def from_settings(cls, settings: Settings) -> ToyEngine:
-            return cls()
-
-        def available(self) -> bool:
-            return True
-
-        def cache_key(self) -> str:
-            return "toy-1"
-
-        def warm_up(self) -> None:
-            pass
-
-        def read(self, image, earlier):  # type: ignore[no-untyped-def]
-            return OcrRead(text=f"страница {image(self.dpi, self.image_format).dpi} dpi", engine="toy 1")
-
     class NoteReader:
         kind, suffixes = SourceKind.text, (".note",)
 
@@ -187,27 +195,10 @@ def test_a_reviewers_reocr_reads_the_page_afresh(tmp_path: Path) -> None:
     """Normal runs serve the page cache; a forced re-OCR (korpus review reocr) calls the engines again."""
     from tasks.parse import ocr_page
 
-    calls: list[int] = []
-
-    class CountingEngine:
-        name, tier, dpi, image_format = "counting", 1, 100, "png"
-
-        @classmethod
-        def from_settings(cls, settings: Settings) -> CountingEngine:
-            return cls()
-
-        def available(self) -> bool:
-            return True
-
-        def cache_key(self) -> str:
-            return "counting-1"
-
-        def warm_up(self) -> None:
-            pass
-
-        def read(self, image, earlier):  # type: ignore[no-untyped-def]
-            calls.append(image(self.dpi, self.image_format).dpi)
-            return OcrRead(text="Протокол заседания комиссии по приёмке склада номер семь", engine="counting 1")
+    class CountingEngine(ToyEngine):
+        name = "counting"
+        text = "Протокол заседания комиссии по приёмке склада номер семь"
+        reads: ClassVar[list[int]] = []
 
     path = tmp_path / "page.png"
     Image.new("L", (827, 1169), 255).save(path, dpi=(100, 100))
@@ -221,7 +212,7 @@ def test_a_reviewers_reocr_reads_the_page_afresh(tmp_path: Path) -> None:
     finally:
         ENGINES.pop("counting", None)
     assert (first.engine_calls, again.cache_hits, forced.engine_calls) == (1, 1, 1)
-    assert len(calls) == 2 and first.pages[0].text == forced.pages[0].text
+    assert len(CountingEngine.reads) == 2 and first.pages[0].text == forced.pages[0].text
 
 
 def test_latin_twins_of_cyrillic_initials_are_written_in_cyrillic() -> None:
