@@ -27,8 +27,9 @@ from tasks.index_sqlite import SqliteIndex
 from tasks.parse import ParseOutcome, read_source
 from tasks.parse import ocr_page as ocr_page_stage
 from tasks.pdf_pages import save_page_image
-from tasks.readers.base import reader_for
+from tasks.readers.base import problem, reader_for
 from tasks.receive import RefreshPlan, discover_sources, plan_refresh
+from tasks.retry import RetryPolicy
 from tasks.speech import (
     RecordingOutcome,
     RecordingPlan,
@@ -167,6 +168,29 @@ def sync_opensearch(settings: Settings) -> dict[str, int]:
         return opensearch_index(settings).sync_from(index)
 
 
+@task(name="hold-back", cache_policy=NO_CACHE)
+def hold_back(source: Source, unread: dict[int, str], settings: Settings) -> tuple[list[int], list[QuarantineItem]]:
+    """Pages a transient fault left unread: the document waits for the next refresh (its earlier version stays
+    served) — unless a page has now failed in `pending_max_refreshes` refreshes: that page is quarantined
+    `ocr-failed` and, when no other page waits, the document goes on without it. Returns (pages waiting, items)."""
+    with SqliteIndex(settings.index_path) as index:
+        attempts = index.record_pending(source, unread)
+    given_up = [
+        problem(source, ReasonCode.ocr_failed, f"still failing after {tried} refreshes: {unread[page]}", page)
+        for page, tried in sorted(attempts.items())
+        if tried >= settings.pending_max_refreshes
+    ]
+    waiting = sorted(page for page, tried in attempts.items() if tried < settings.pending_max_refreshes)
+    if waiting:
+        get_run_logger().warning(
+            "%s: pages %s could not be read (%s); the document waits for the next refresh",
+            source.source_id,
+            waiting,
+            unread[waiting[0]],
+        )
+    return waiting, given_up
+
+
 @task(name="catalog-changes", cache_policy=NO_CACHE)
 def apply_catalog_changes(plan: RefreshPlan, problems: list[QuarantineItem], settings: Settings) -> None:
     with SqliteIndex(settings.index_path) as index:
@@ -248,6 +272,8 @@ def _parse_on(runner: DaskTaskRunner, plan: RefreshPlan, settings: Settings) -> 
         target.engine_calls += page_outcome.engine_calls
         target.vlm_calls += page_outcome.vlm_calls
         target.cache_hits += page_outcome.cache_hits
+        target.unread.update(page_outcome.unread)
+        target.retries += page_outcome.retries
         artifact, done = milestones[owner]
         milestones[owner] = (artifact, done + 1)
         update_progress_artifact(
@@ -329,7 +355,12 @@ def corpus_refresh(root: str, data: str | None = None, overrides: dict[str, Any]
         else None
     )
     splitter = (
-        LlmSplitter(settings.splitter_url, settings.splitter_model, settings.splitter_timeout)
+        LlmSplitter(
+            settings.splitter_url,
+            settings.splitter_model,
+            settings.splitter_timeout,
+            RetryPolicy.from_settings(settings),
+        )
         if settings.splitter_url
         else None
     )
@@ -337,8 +368,16 @@ def corpus_refresh(root: str, data: str | None = None, overrides: dict[str, Any]
     problems = list(plan.rejected)
     methods: Counter[str] = Counter()
     indexed_chunks = embedded = 0
+    waiting: dict[str, list[int]] = {}
     for done, source in enumerate(plan.to_process, start=1):
         outcome = outcomes[source.source_id]
+        if outcome.unread:
+            pages_waiting, given_up = hold_back(source, outcome.unread, settings)
+            if pages_waiting:
+                waiting[source.source_id] = pages_waiting
+                update_progress_artifact(progress, progress=100.0 * done / len(plan.to_process))
+                continue
+            problems.extend(given_up)
         problems.extend(outcome.problems)
         methods.update(p.method for p in outcome.pages)
         if any((p.tier or 0) >= 1 for p in outcome.pages):
@@ -389,6 +428,9 @@ def corpus_refresh(root: str, data: str | None = None, overrides: dict[str, Any]
         "chunk_policy": settings.chunk_policy,
         "splitter_used": splitter.used if splitter else None,
         "splitter_fallbacks": dict(splitter.fallbacks) if splitter else None,
+        "transient_retries": sum(o.retries for o in outcomes.values()),
+        "pending_sources": len(waiting),
+        "pending_pages": {source_id: pages for source_id, pages in waiting.items()},
         "chunks_embedded": embedded,
         "chunks_indexed": indexed_chunks,
         "opensearch": mirrored,

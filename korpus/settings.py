@@ -116,6 +116,17 @@ class Settings(BaseSettings):
     )
     vlm_timeout: float = Field(default=120.0, gt=0)
     vlm_dpi: int = Field(default=200, ge=72, le=400, description="Page image resolution sent to the VLM.")
+    retry_attempts: int = Field(
+        default=4, ge=1, description="Calls made to an engine or service before a transient fault counts as failed."
+    )
+    retry_backoff: float = Field(default=0.5, ge=0, description="Seconds before the first retry; doubled each time.")
+    retry_max_delay: float = Field(default=10.0, ge=0, description="The longest wait between two retries.")
+    pending_max_refreshes: int = Field(
+        default=3,
+        ge=1,
+        description="A page a transient fault keeps from being read is retried by this many refreshes, then "
+        "quarantined ocr-failed.",
+    )
     quarantine_whole_document: bool = Field(
         default=False, description="A page that fails every tier quarantines its whole document."
     )

@@ -57,6 +57,9 @@ CREATE TABLE IF NOT EXISTS quarantine (
     item_id TEXT PRIMARY KEY, source_id TEXT NOT NULL, source_version TEXT, page INTEGER, t_start REAL,
     chunk_id TEXT, reasons TEXT NOT NULL, detail TEXT, evidence TEXT, evidence_path TEXT, chunk TEXT,
     first_seen TEXT NOT NULL, last_seen TEXT NOT NULL, status TEXT NOT NULL DEFAULT 'open');
+CREATE TABLE IF NOT EXISTS pending_pages (
+    source_id TEXT NOT NULL, version TEXT NOT NULL, page INTEGER NOT NULL, attempts INTEGER NOT NULL,
+    error TEXT NOT NULL, last_tried TEXT NOT NULL, PRIMARY KEY (source_id, version, page));
 CREATE TABLE IF NOT EXISTS quarantine_decisions (
     item_id TEXT NOT NULL, decided_at TEXT NOT NULL, reviewer TEXT NOT NULL, action TEXT NOT NULL,
     note TEXT NOT NULL DEFAULT '', outcome TEXT NOT NULL DEFAULT '');
@@ -342,6 +345,30 @@ class SqliteIndex:
                 count += 1
         return count
 
+    def record_pending(self, source: Source, unread: dict[int, str]) -> dict[int, int]:
+        """Pages a transient fault kept unread in this refresh: count one more attempt for each; returns page →
+        refreshes tried so far (the flow quarantines a page past `KORPUS_PENDING_MAX_REFRESHES`)."""
+        attempts: dict[int, int] = {}
+        with self.conn:
+            for page, error in unread.items():
+                self.conn.execute(
+                    "INSERT INTO pending_pages VALUES (?, ?, ?, 1, ?, ?) ON CONFLICT(source_id, version, page) "
+                    "DO UPDATE SET attempts = attempts + 1, error = excluded.error, last_tried = excluded.last_tried",
+                    (source.source_id, source.version, page, error[:500], _now()),
+                )
+                attempts[page] = self.conn.execute(
+                    "SELECT attempts FROM pending_pages WHERE source_id = ? AND version = ? AND page = ?",
+                    (source.source_id, source.version, page),
+                ).fetchall()[0][0]
+        return attempts
+
+    def pending_pages(self) -> list[dict[str, Any]]:
+        """Pages left unread by transient faults, with refreshes tried; a page given up (quarantined) keeps its
+        row, counted on, until its document is published or removed."""
+        names = ("source_id", "version", "page", "attempts", "error", "last_tried")
+        cursor = self.conn.execute(f"SELECT {', '.join(names)} FROM pending_pages ORDER BY source_id, version, page")
+        return [dict(zip(names, row, strict=True)) for row in cursor]
+
     def quarantine_items(self, status: str | None = None) -> list[dict[str, Any]]:
         where, params = ("WHERE status = ?", [status]) if status else ("", [])
         names = ("item_id", "source_id", "source_version", "page", "t_start", "chunk_id", "reasons", "detail",
@@ -463,6 +490,7 @@ class SqliteIndex:
             if embed_model is not None and len(chunks):
                 self.bind_embedding(embed_model, int(vectors.shape[1]))
             self._retire(source.source_id, keep_version=source.version)
+            self.conn.execute("DELETE FROM pending_pages WHERE source_id = ?", (source.source_id,))
             self.conn.execute(
                 "DELETE FROM chunk_terms WHERE rowid IN (SELECT rowid FROM chunks WHERE source_id = ? "
                 "AND source_version = ?)",
@@ -580,6 +608,7 @@ class SqliteIndex:
         """A source removed from the root (or no longer admissible): its chunks stop being served."""
         with self.conn:
             self._retire(source_id)
+            self.conn.execute("DELETE FROM pending_pages WHERE source_id = ?", (source_id,))
 
     def relabel_source(self, source: Source) -> None:
         """Manifest metadata of a known version changed: update it in place, no re-parsing."""

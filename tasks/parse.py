@@ -9,8 +9,10 @@ from __future__ import annotations
 
 from korpus.datamodel import LayerCheck, PageResult, ReasonCode, Source, SourceKind
 from korpus.settings import Settings
+from tasks.chat import ChatError
 from tasks.ocr.engine import OcrError, TierCounts, cached_read, cascade
 from tasks.readers.base import ParseOutcome, UnreadableSourceError, problem, reader_for
+from tasks.retry import TransientError, counting_retries
 from tasks.tesseract import TesseractError
 from tasks.text_quality import TextLayerQuality, text_layer_quality, word_f1
 from tasks.vlm import VlmError
@@ -74,8 +76,16 @@ def ocr_page(
     A tier's text is kept when it is readable (no garbage signals); otherwise the next tier is asked; a page no
     tier reads is quarantined with every tier's reasons. `layer` is the page's flagged text layer: it and the
     OCR are compared and the better one kept (`choose_text`). `force_vlm` (a reviewer's re-OCR) reads every tier
-    afresh (no cached text) and goes on to the last tier whatever tier 1 read.
+    afresh (no cached text) and goes on to the last tier whatever tier 1 read. A transient fault that outlasts
+    an engine's retries leaves the page in `unread` (neither text nor quarantine); retries are counted.
     """
+    with counting_retries() as retries:
+        outcome = _cascade(source, page, settings, force_vlm, layer)
+    outcome.retries = retries[0]
+    return outcome
+
+
+def _cascade(source: Source, page: int, settings: Settings, force_vlm: bool, layer: PageResult | None) -> ParseOutcome:
     outcome = ParseOutcome(page_count=1)
     counts = TierCounts()
     refusals: list[str] = []
@@ -110,7 +120,10 @@ def ocr_page(
             earlier = result
         if not any(e.tier >= 2 for e in engines):
             refusals.append("tier 2: no VLM configured (KORPUS_VLM_URL)")
-    except (TesseractError, VlmError, OcrError, UnreadableSourceError) as exc:
+    except TransientError as exc:  # still failing after the engine's retries: the page waits for the next refresh
+        outcome.unread[page] = str(exc)
+        return _counted(outcome, counts)
+    except (TesseractError, VlmError, ChatError, OcrError, UnreadableSourceError) as exc:
         outcome.problems.append(problem(source, ReasonCode.ocr_failed, str(exc), page))
         return _counted(outcome, counts)
     if layer is not None and q_layer is not None and q_layer.readable:

@@ -3,7 +3,8 @@
 The model sees a page's units, numbered, and may answer only `{"splits": [unit indices], "topic": "…"}`: the
 indices where a new chunk starts. The host cuts, so every chunk body stays an exact substring of the page. Any
 invalid answer — not JSON, wrong shape, indices not strictly increasing or out of range, a timeout or an HTTP
-error — falls back to the deterministic policy, and the reason is counted.
+error that outlasts the chat client's retries (tasks/chat.py) — falls back to the deterministic policy, and the
+reason is counted.
 """
 
 from __future__ import annotations
@@ -13,9 +14,9 @@ import json
 from collections import Counter
 from dataclasses import dataclass, field
 
-import httpx
-
 from korpus.datamodel import PageResult, Unit, UnitKind
+from tasks.chat import ChatClient, ChatError, ChatUnavailable
+from tasks.retry import RetryPolicy
 
 SYSTEM_PROMPT = (
     "Ты делишь документ на смысловые фрагменты для поиска. Тебе дан пронумерованный список единиц текста "
@@ -80,6 +81,7 @@ class LlmSplitter:
     url: str
     model: str = "splitter"
     timeout: float = 20.0
+    retry: RetryPolicy = field(default_factory=RetryPolicy)
     used: int = 0
     fallbacks: Counter = field(default_factory=Counter)
 
@@ -87,19 +89,15 @@ class LlmSplitter:
         numbered = "\n".join(
             f"{i}. [{u.kind.value}] {' '.join(page.text[u.start : u.end].split())[:400]}" for i, u in enumerate(units)
         )
-        body = {
-            "model": self.model,
-            "temperature": 0,
-            "messages": [{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": numbered}],
-            "response_format": {"type": "json_schema", "json_schema": {"name": "splits", "schema": RESPONSE_SCHEMA}},
-        }
+        client = ChatClient(self.url, self.model, self.timeout, self.retry)
         try:
-            response = httpx.post(f"{self.url.rstrip('/')}/chat/completions", json=body, timeout=self.timeout)
-            response.raise_for_status()
-            content = response.json()["choices"][0]["message"]["content"]
-        except httpx.TimeoutException as exc:
-            raise SplitterRefused("timeout", str(exc)) from exc
-        except (httpx.HTTPError, KeyError, IndexError, ValueError) as exc:
+            content = client.complete(
+                [{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": numbered}],
+                response_format={"type": "json_schema", "json_schema": {"name": "splits", "schema": RESPONSE_SCHEMA}},
+            )
+        except ChatUnavailable as exc:
+            raise SplitterRefused("timeout" if "no answer within" in str(exc) else "http-error", str(exc)) from exc
+        except ChatError as exc:
             raise SplitterRefused("http-error", str(exc)) from exc
         return validate_splits(content, len(units))
 

@@ -15,10 +15,16 @@ from functools import lru_cache
 from pydantic import BaseModel, Field
 
 from korpus.datamodel import PageWord
+from tasks.retry import TransientError
 
 
 class TesseractError(RuntimeError):
     """Tesseract is missing, lacks the language, or failed on a page."""
+
+
+class TesseractInterrupted(TesseractError, TransientError):
+    """Tesseract was killed from outside (a signal: the OOM killer, an operator) or ran out of time: the page
+    may read fine on the next try."""
 
 
 @lru_cache(maxsize=1)
@@ -49,7 +55,9 @@ def _run(image: bytes, arguments: list[str], timeout: float) -> str:
             check=False,
         )
     except subprocess.TimeoutExpired as exc:
-        raise TesseractError(f"tesseract timed out after {timeout:.0f} s") from exc
+        raise TesseractInterrupted(f"tesseract timed out after {timeout:.0f} s") from exc
+    if done.returncode < 0:
+        raise TesseractInterrupted(f"tesseract was killed by signal {-done.returncode}")
     if done.returncode != 0:
         message = done.stderr.decode("utf-8", "replace").strip()
         raise TesseractError(f"tesseract failed (exit {done.returncode}): {message[-500:]}")

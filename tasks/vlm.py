@@ -10,52 +10,41 @@ from __future__ import annotations
 
 import base64
 
-import httpx
-
 from korpus.datamodel import PageWord
 from korpus.settings import Settings
+from tasks.chat import ChatClient, ChatError, ChatUnavailable
+from tasks.retry import RetryPolicy
 
 CONCURRENCY_LIMIT = "korpus-vlm"
 
 
-class VlmError(RuntimeError):
-    """The VLM endpoint failed, timed out or answered something unusable."""
+class VlmError(ChatError):
+    """The VLM endpoint answered something unusable, or is not configured."""
 
 
 def read_page(png: bytes, settings: Settings) -> str:
-    """Send one page image, get its text."""
+    """Send one page image, get its text. A server that stays down past the retries raises `ChatUnavailable`
+    (the page is left pending); an unusable answer raises `VlmError`."""
     if not settings.vlm_url:
         raise VlmError("no VLM endpoint configured (KORPUS_VLM_URL)")
     image = base64.b64encode(png).decode("ascii")
-    body = {
-        "model": settings.vlm_model,
-        "temperature": 0,
-        "messages": [
-            {
-                "role": "user",
-                "content": [
-                    {"type": "text", "text": settings.vlm_prompt},
-                    {"type": "image_url", "image_url": {"url": f"data:image/png;base64,{image}"}},
-                ],
-            }
+    message = {
+        "role": "user",
+        "content": [
+            {"type": "text", "text": settings.vlm_prompt},
+            {"type": "image_url", "image_url": {"url": f"data:image/png;base64,{image}"}},
         ],
     }
+    client = ChatClient(settings.vlm_url, settings.vlm_model, settings.vlm_timeout, RetryPolicy.from_settings(settings))
     from prefect.concurrency.sync import concurrency
 
     try:
         with concurrency(CONCURRENCY_LIMIT, occupy=1, strict=False):
-            response = httpx.post(
-                f"{settings.vlm_url.rstrip('/')}/chat/completions", json=body, timeout=settings.vlm_timeout
-            )
-        response.raise_for_status()
-        content = response.json()["choices"][0]["message"]["content"]
-    except httpx.TimeoutException as exc:
-        raise VlmError(f"VLM timed out after {settings.vlm_timeout:.0f} s") from exc
-    except (httpx.HTTPError, KeyError, IndexError, ValueError) as exc:
+            return client.complete([message]).strip()
+    except ChatUnavailable:
+        raise
+    except ChatError as exc:
         raise VlmError(f"VLM request failed: {exc}") from exc
-    if not isinstance(content, str):
-        raise VlmError("VLM answered no text")
-    return content.strip()
 
 
 def place_on_lines(text: str, tier1_words: list[PageWord], page_width: float, page_height: float) -> list[PageWord]:

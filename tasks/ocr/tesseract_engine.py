@@ -9,14 +9,15 @@ pages — the usual case — pay nothing for it.
 from __future__ import annotations
 
 import io
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from PIL import Image
 
 from korpus.datamodel import PageResult, PageWord
 from korpus.settings import Settings
 from tasks.ocr.engine import OcrRead, PageImage, PageImageSource, register_engine
-from tasks.tesseract import ocr_page_words, page_orientation, tesseract_version
+from tasks.retry import RetryPolicy, with_retries
+from tasks.tesseract import OcrPage, ocr_page_words, page_orientation, tesseract_version
 
 LOW_CONFIDENCE = 70.0
 """Mean word confidence below which a page is checked for rotation."""
@@ -51,13 +52,19 @@ class TesseractEngine:
     language: str = "rus+eng"
     dpi: int = 300
     orientation: bool = True
+    retry: RetryPolicy = field(default_factory=RetryPolicy)
     name = "tesseract"
     tier = 1
     image_format = "pnm"  # compressing a 300-dpi page to PNG takes longer (~0.6 s) than recognising it
 
     @classmethod
     def from_settings(cls, settings: Settings) -> TesseractEngine:
-        return cls(language=settings.ocr_language, dpi=settings.ocr_dpi, orientation=settings.ocr_orientation)
+        return cls(
+            language=settings.ocr_language,
+            dpi=settings.ocr_dpi,
+            orientation=settings.ocr_orientation,
+            retry=RetryPolicy.from_settings(settings),
+        )
 
     def available(self) -> bool:
         return True
@@ -71,7 +78,7 @@ class TesseractEngine:
 
     def read(self, image: PageImageSource, earlier: PageResult | None) -> OcrRead:
         page = image(self.dpi, self.image_format)
-        first = ocr_page_words(page.data, self.language, page.dpi)
+        first = self._words(page.data, page.dpi)
         best = OcrRead(text=first.text, engine=tesseract_version(), words=first.words)
         sideways = vertical_share(first.words) >= 0.5
         if not self.orientation or (mean_confidence(first.words) >= LOW_CONFIDENCE and not sideways):
@@ -79,8 +86,11 @@ class TesseractEngine:
         degrees, confidence = page_orientation(page.data, page.dpi)
         if degrees == 0 or confidence < MIN_OSD_CONFIDENCE:
             return best
-        upright = ocr_page_words(turn_image(page, degrees).data, self.language, page.dpi)
+        upright = self._words(turn_image(page, degrees).data, page.dpi)
         gain = mean_confidence(upright.words) - mean_confidence(first.words)
         if gain > 0 or (sideways and gain > -5):  # a sideways reading may be right, but its boxes are not upright
             return OcrRead(text=upright.text, engine=best.engine, words=upright.words, rotation=degrees)
         return best
+
+    def _words(self, data: bytes, dpi: int) -> OcrPage:
+        return with_retries(lambda: ocr_page_words(data, self.language, dpi), self.retry, "tesseract")

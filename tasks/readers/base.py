@@ -43,6 +43,10 @@ class ParseOutcome:
     vlm_calls: int = 0
     cache_hits: int = 0
     stats: dict[str, float] = field(default_factory=dict)
+    unread: dict[int, str] = field(default_factory=dict)
+    """Pages a transient fault kept from being read after every retry (page → the last error): the document waits
+    for the next refresh instead of being published without them (tasks/retry.py)."""
+    retries: int = 0
 
     def add_layer(self, layer: PageResult, quality: TextLayerQuality) -> None:
         """A page's own text (PDF or DjVu layer): kept when the detector trusts it; otherwise the page goes to OCR,

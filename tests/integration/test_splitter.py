@@ -12,6 +12,7 @@ import pytest
 
 from korpus.datamodel import PageResult, Source, SourceKind
 from tasks.chunking import build_chunks, chars_as_tokens
+from tasks.retry import RetryPolicy, counting_retries
 from tasks.splitter import LlmSplitter
 from tasks.structure import text_structure
 
@@ -38,7 +39,7 @@ def _run(url: str, timeout: float = 5.0) -> tuple[list, LlmSplitter]:
     source = Source(source_id="a.pdf", version="ee" * 32, path="/a", kind=SourceKind.pdf, owner="o", access="public")
     page = PageResult(source_id="a.pdf", source_version="ee" * 32, page=1, text=TEXT, method="text-layer",
                       units=text_structure(TEXT, markdown=True))  # fmt: skip
-    splitter = LlmSplitter(url, model="splitter-test", timeout=timeout)
+    splitter = LlmSplitter(url, model="splitter-test", timeout=timeout, retry=RetryPolicy(attempts=2, backoff=0.01))
     chunks, _ = build_chunks(source, [page], "structure-v1", count=chars_as_tokens, spans_override=splitter.page_spans)
     for chunk in chunks:
         assert TEXT[chunk.locator.start : chunk.locator.end] == chunk.body
@@ -86,3 +87,18 @@ def test_bad_answers_fall_back_to_the_policy_and_are_counted(stand_in: str, scri
     chunks, splitter = _run(stand_in, timeout=0.5)
     assert splitter.used == 0 and splitter.fallbacks == {reason: 1}
     assert [c.body for c in chunks] == [c.body for c in deterministic]
+
+
+def test_a_restarting_server_is_retried_not_fallen_back_on(stand_in: str) -> None:
+    # one 503 then one connection dropped mid-request: the third call answers, within the policy's 4 attempts
+    _answer(json.dumps({"splits": [3]}))
+    SCRIPT.unavailable, SCRIPT.drop, SCRIPT.faults[:] = 1, 1, []
+    sent = len(SCRIPT.requests)
+    page = PageResult(source_id="a.pdf", source_version="ee" * 32, page=1, text=TEXT, method="text-layer",
+                      units=text_structure(TEXT, markdown=True))  # fmt: skip
+    splitter = LlmSplitter(stand_in, model="splitter-test", retry=RetryPolicy(attempts=4, backoff=0.01))
+    with counting_retries() as retries:
+        spans = splitter.page_spans(page)
+    assert SCRIPT.faults == ["503", "drop"] and len(SCRIPT.requests) == sent + 3
+    assert spans is not None and splitter.used == 1 and not splitter.fallbacks
+    assert retries[0] == 2
