@@ -96,6 +96,7 @@ def main() -> None:
         print(f"== {name}")
         for retriever, r in by_retriever.items():
             types = "  ".join(f"{t}={v['ndcg@10']}" for t, v in r["by_type"].items())
+            types += "".join(f"  {t} passed={v['passed']}" for t, v in r["checks"].items())
             print(f"{retriever:>12}: n={r['n']} R@1={r['recall@1']} R@10={r['recall@10']} MRR@10={r['mrr@10']} "
                   f"nDCG@10={r['ndcg@10']} leaks={r['leaks']}  by type nDCG@10: {types}")  # fmt: skip
 

@@ -22,7 +22,7 @@ from korpus.model_store import embed_model_path, set_offline_switches
 from korpus.settings import Settings
 from tasks.chunking import build_chunks
 from tasks.embedding import shared_embedder, token_counter
-from tasks.gate import POLICIES, route_chunks
+from tasks.gate import route_chunks
 from tasks.index_sqlite import SqliteIndex
 from tasks.parse import ParseOutcome, read_source
 from tasks.parse import ocr_page as ocr_page_stage
@@ -139,8 +139,8 @@ def chunk(
 
 
 @task(name="gate", cache_policy=NO_CACHE)
-def gate(chunks: list[Chunk], policy: str) -> tuple[list[Chunk], list[QuarantineItem]]:
-    return route_chunks(chunks, POLICIES[policy])
+def gate(chunks: list[Chunk]) -> tuple[list[Chunk], list[QuarantineItem]]:
+    return route_chunks(chunks)
 
 
 @task(name="embed", cache_policy=NO_CACHE)
@@ -387,7 +387,7 @@ def corpus_refresh(root: str, data: str | None = None, overrides: dict[str, Any]
             continue
         chunks, empty = chunk(source, outcome.pages, settings, splitter)
         problems.extend(empty)
-        passed, refused = gate(chunks, settings.chunk_policy)
+        passed, refused = gate(chunks)
         problems.extend(refused)
         if chunks:  # parsed: the version is published, even if the gate kept every chunk out
             vectors = embed(passed, settings) if passed else np.zeros((0, 0), dtype=np.float32)

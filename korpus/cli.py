@@ -256,7 +256,8 @@ def evaluate_cmd(
         bool, typer.Option("--calibrate", help="Find the no-answer threshold that best separates the questions.")
     ] = False,
 ) -> None:
-    """Recall@1/5/10, MRR@10, nDCG@10 overall and per question type, and leak counts (must be 0)."""
+    """Recall@1/5/10, MRR@10, nDCG@10 over answerable questions and per type; no-answer and denied-access
+    checks apart (share passed); leak counts (must be 0)."""
     from tasks.embedding import Embedder
     from tasks.evaluation import RETRIEVERS, calibrate_no_answer, evaluate, load_questions
     from tasks.index_sqlite import SqliteIndex
@@ -297,6 +298,8 @@ def evaluate_cmd(
         typer.echo(
             f"  {kind:<15} n={row['n']:<4} R@1={row['recall@1']}  R@10={row['recall@10']}  nDCG@10={row['ndcg@10']}"
         )
+    for kind, row in report["checks"].items():
+        typer.echo(f"  {kind:<15} n={row['n']:<4} passed={row['passed']}")
 
 
 @app.command("import-beir")

@@ -49,15 +49,7 @@ class ReasonCode(StrEnum):
     no_speech = "no-speech"
     page_quality = "page-quality"
     # the contract gate (tasks/gate.py), per chunk
-    missing_source_id = "missing-source-id"
-    missing_version = "missing-version"
-    missing_owner = "missing-owner"
-    missing_access = "missing-access"
-    missing_locator = "missing-locator"
     policy_not_approved = "policy-not-approved"
-    not_current = "not-current"
-    quarantined = "quarantined"
-    starts_inside_heading = "starts-inside-heading"
     oversized = "oversized"
     text_quality = "text-quality"
 
@@ -170,17 +162,17 @@ class Locator(BaseModel):
 class Chunk(BaseModel):
     """A retrievable unit of evidence. `text` starts with the chunk's own address line."""
 
-    chunk_id: str
-    source_id: str
-    source_version: str
+    chunk_id: str = Field(min_length=1)
+    source_id: str = Field(min_length=1)
+    source_version: str = Field(min_length=1)
     section_path: list[str] = Field(default_factory=list)
     locator: Locator
     text: str
     body: str = Field(description="The text without the address line: a substring of the page text.")
     previous_id: str | None = None
     next_id: str | None = None
-    owner: str
-    access_rule: str
+    owner: str = Field(min_length=1, description="Identity and access are required: no chunk exists without them.")
+    access_rule: str = Field(min_length=1)
     tenant: str = "default"
     lifecycle: Lifecycle = Lifecycle.current
     policy_version: str = Field(description="The chunking policy that cut it (tasks/chunking.py POLICIES).")

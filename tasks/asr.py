@@ -18,6 +18,7 @@ from pydantic import BaseModel, Field
 from korpus.model_store import whisper_model_path
 from korpus.settings import Settings
 from tasks.audio import SAMPLE_RATE, SpeechSegment
+from tasks.versions import folder_fingerprint, package_version
 
 GAP_SECONDS = 0.5
 """Silence put between two speech segments inside a window, so Whisper hears a pause there."""
@@ -128,7 +129,8 @@ def whisper_model(settings: Settings):
 
 def whisper_engine_key(model_path: Path, settings: Settings) -> str:
     return (
-        f"faster-whisper 1.2.1|{model_path.name}|{settings.whisper_compute_type}|{settings.language}|"
+        f"{package_version('faster-whisper')}|{package_version('ctranslate2')}|{folder_fingerprint(model_path)}|"
+        f"{settings.whisper_compute_type}|{settings.language}|"
         f"{settings.asr_no_speech_threshold}|{settings.asr_logprob_threshold}|"
         f"{settings.asr_compression_ratio_threshold}|gap{GAP_SECONDS}"
     )

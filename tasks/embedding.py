@@ -6,6 +6,7 @@ folder (bge-m3 and the like). Models that define `query`/`passage` prompts get t
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections.abc import Callable
 from functools import lru_cache
@@ -14,6 +15,8 @@ from pathlib import Path
 import numpy as np
 
 from korpus.model_store import set_offline_switches
+
+logger = logging.getLogger("korpus.embedding")
 
 
 class Embedder:
@@ -82,6 +85,7 @@ def token_counter(model_path: str) -> Callable[[str], int]:
     what the model actually reads. Falls back to ~4 characters per token when the folder has no fast tokenizer."""
     path = Path(model_path) / "tokenizer.json"
     if not path.is_file():
+        logger.warning("%s has no tokenizer.json: chunk sizes are estimated as 4 characters a token", model_path)
         return lambda text: max(1, len(text) // 4)
     from tokenizers import Tokenizer
 

@@ -15,7 +15,7 @@ from korpus.model_store import embed_model_path
 from korpus.settings import Settings
 from tasks.chunking import build_chunks
 from tasks.embedding import shared_embedder, token_counter
-from tasks.gate import POLICIES, gate_chunk
+from tasks.gate import gate_chunk
 from tasks.index_sqlite import SqliteIndex
 from tasks.parse import ocr_page
 from tasks.receive import file_sha256
@@ -88,7 +88,7 @@ def _release(index: SqliteIndex, item: dict[str, Any], settings: Settings) -> tu
         raise ReviewError("nothing to index for this item (no text was produced): use reocr or replace the file")
     if not index.is_current_version(chunk.source_id, chunk.source_version):
         raise ReviewError(f"{chunk.source_id} version {chunk.source_version[:12]} is no longer current")
-    failures = gate_chunk(chunk, POLICIES[chunk.policy_version], approved_exception=True)
+    failures = gate_chunk(chunk, approved_exception=True)
     if failures:
         raise ReviewError(f"an exception cannot lift these rules: {', '.join(code.value for code, _ in failures)}")
     embedder = shared_embedder(str(embed_model_path(settings)), settings.embed_batch_size)
@@ -126,7 +126,7 @@ def _reocr(index: SqliteIndex, item: dict[str, Any], settings: Settings) -> tupl
     if not chunks:
         return "re-OCR produced no text", "open"
     chunks = [c.model_copy(update={"chunk_id": f"{c.chunk_id}-reocr-p{item['page']}"}) for c in chunks]
-    failures = [code.value for c in chunks for code, _ in gate_chunk(c, POLICIES[settings.chunk_policy])]
+    failures = [code.value for c in chunks for code, _ in gate_chunk(c)]
     if failures:
         return f"re-OCR text still refused: {', '.join(sorted(set(failures)))}", "open"
     embedder = shared_embedder(str(embed_model_path(settings)), settings.embed_batch_size)

@@ -38,6 +38,7 @@ from tasks.audio import (
 from tasks.page_cache import PageCache
 from tasks.structure import transcript_structure
 from tasks.vad import speech_segments
+from tasks.versions import ffmpeg_version, package_version
 
 
 class _VadResult(BaseModel):
@@ -75,7 +76,8 @@ def _decoded_path(settings: Settings, version: str) -> Path:
 
 def _vad_key(settings: Settings) -> str:
     return (
-        f"{settings.audio_filters}|silero-vad 6.2.3|{settings.vad_threshold}|{settings.vad_min_silence_ms}|"
+        f"{ffmpeg_version()}|{settings.audio_filters}|{package_version('silero-vad')}|{settings.vad_threshold}|"
+        f"{settings.vad_min_silence_ms}|"
         f"{settings.vad_speech_pad_ms}|{settings.asr_window_seconds}"
     )
 

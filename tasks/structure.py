@@ -10,6 +10,7 @@ Three readers share one block classifier:
 
 from __future__ import annotations
 
+import logging
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -18,6 +19,8 @@ import pymupdf
 from razdel import sentenize
 
 from korpus.datamodel import Unit, UnitKind
+
+logger = logging.getLogger("korpus.structure")
 
 LIST_MARKER = re.compile(r"^\s*(?:\d{1,3}[.)]|[a-zа-я][)]|[-•–—*])\s+\S", re.IGNORECASE)
 MD_HEADING = re.compile(r"^(#{1,6})\s+\S")
@@ -286,7 +289,9 @@ def _continues(previous: tuple[dict, str], block: dict, text: str, body: float) 
 def _find_tables(page) -> list[tuple[tuple[float, float, float, float], list[str]]]:
     try:
         found = page.find_tables()
-    except Exception:  # find_tables is heuristic; a page it cannot read simply has no ruled tables
+    except Exception as exc:  # find_tables is heuristic; a page it cannot read simply has no ruled tables
+        logger.warning("page %s: table detection failed (%s: %s); its text is read without ruled tables",
+                       page.number + 1, type(exc).__name__, exc)  # fmt: skip
         return []
     tables = []
     for table in found.tables:

@@ -9,6 +9,7 @@ applies is the snapshot the rest of the query reads. Memory: 4 × dims bytes a c
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -16,6 +17,8 @@ from pathlib import Path
 
 import apsw
 import numpy as np
+
+logger = logging.getLogger("korpus.vectors")
 
 GENERATION_SQL = """
 INSERT OR IGNORE INTO index_meta VALUES ('generation', '0');
@@ -106,6 +109,12 @@ class VectorCache:
             codes.setdefault(access, len(codes))
         access = np.fromiter((codes[a] for _, _, a in rows), dtype=np.int32, count=len(rows))
         access[~present] = -1
+        if not present.all():
+            logger.warning(
+                "%d current chunks have no vector in %s and are left out of dense ranking (a reindex restores them)",
+                int((~present).sum()),
+                table,
+            )
         rowids = np.fromiter((r for r, _, _ in rows), dtype=np.int64, count=len(rows))
         return Snapshot(rowids, tuple(c for _, c, _ in rows), access, codes, matrix)
 

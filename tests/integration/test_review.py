@@ -86,6 +86,29 @@ def test_release_cannot_invent_owner_or_access(corpus: tuple[Path, Settings]) ->
     assert result.exit_code == 2 and "fix the manifest" in result.output
 
 
+def test_release_refuses_a_chunk_cut_by_a_retired_policy(corpus: tuple[Path, Settings]) -> None:
+    # a quarantine queue outlives releases: an item kept from a korpus whose policy "structure-v0" is gone
+    _root, settings = corpus
+    with SqliteIndex(settings.index_path) as index:
+        row = index.quarantine_item(_item(settings, "старый_слой.txt"))
+        assert row is not None and row["chunk"] is not None
+        old = row["chunk"].model_copy(update={"policy_version": "structure-v0", "chunk_id": "old-release-chunk"})
+        with index.conn:
+            index.conn.execute(
+                "INSERT INTO quarantine (item_id, source_id, source_version, chunk_id, reasons, chunk, first_seen, "
+                "last_seen) VALUES ('old-release-item', ?, ?, ?, '[\"text-quality\"]', ?, '2025-01-01', '2025-01-01')",
+                (old.source_id, old.source_version, old.chunk_id, old.model_dump_json()),
+            )
+    try:
+        result = runner.invoke(app, ["review", "release", "old-release-item", "--reviewer", "x", "--data",
+                                     str(settings.data)])  # fmt: skip
+        assert result.exit_code == 2 and "policy-not-approved" in result.output
+        assert all(h["chunk_id"] != "old-release-chunk" for h in _search(settings, "npoTOKon Necepa"))
+    finally:
+        with SqliteIndex(settings.index_path) as index, index.conn:
+            index.conn.execute("DELETE FROM quarantine WHERE item_id = 'old-release-item'")
+
+
 def test_changed_source_served_only_in_new_version_and_removed_disappears(corpus: tuple[Path, Settings]) -> None:
     root, settings = corpus
     before = _search(settings, "списанию имущества")

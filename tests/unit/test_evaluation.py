@@ -77,3 +77,26 @@ def test_calibration_puts_the_threshold_between_answerable_and_unanswerable(tmp_
     assert report["no_answer_max"] < report["threshold"] < report["answerable_min"]
     assert report["threshold"] == pytest.approx(0.75, abs=1e-3)
     assert (report["answerable"], report["no_answer"]) == (2, 2)  # denied-access left out
+
+
+class _OneAnswerIndex:
+    """Answers every search with one public hit: a.pdf p. 1."""
+
+    def search(self, *_args: object, **_kwargs: object) -> list[dict]:
+        return [{"source_id": "a.pdf", "page": 1, "access": "public", "lifecycle": "current"}]
+
+
+def test_overall_figures_cover_answerable_questions_only() -> None:
+    from tasks.evaluation import Question, evaluate
+
+    questions = [
+        Question(id="q1", question="где б", type="normal", expected=[Expected(source_id="b.pdf")]),
+        Question(id="q2", question="где а", type="normal", expected=[Expected(source_id="a.pdf")]),
+        Question(id="q3", question="чего нет", type="no-answer", expected=[]),
+        Question(id="q4", question="что в hr", type="denied-access", expected=[]),
+    ]
+    report = evaluate(questions, _OneAnswerIndex(), None, "bm25", ["public"], 0.8)  # type: ignore[arg-type]
+    # two trivially passing checks would have lifted recall@1 from 0.5 to 0.75
+    assert report["n"] == 2 and report["recall@1"] == 0.5
+    assert report["checks"] == {"denied-access": {"n": 1, "passed": 1.0}, "no-answer": {"n": 1, "passed": 1.0}}
+    assert set(report["by_type"]) == {"normal"}

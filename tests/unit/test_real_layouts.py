@@ -7,7 +7,7 @@ import pytest
 
 from korpus.datamodel import PageResult, Source, SourceKind, UnitKind
 from tasks.chunking import build_chunks, chars_as_tokens, running_lines
-from tasks.gate import POLICIES, route_chunks
+from tasks.gate import route_chunks
 from tasks.structure import _continues, text_structure
 
 pytestmark = pytest.mark.unit
@@ -36,7 +36,7 @@ def test_a_law_written_one_paragraph_per_line_is_not_one_giant_item() -> None:
     ]  # fmt: skip
     assert max(u.end - u.start for u in units) < 600
     chunks, _ = build_chunks(SOURCE, [_page(text)], "structure-v2", count=chars_as_tokens)
-    passed, refused = route_chunks(chunks, POLICIES["structure-v2"])
+    passed, refused = route_chunks(chunks)
     assert not refused and max(len(c.body) for c in passed) <= 350 * 4 + 200
 
 
@@ -44,7 +44,7 @@ def test_an_over_long_paragraph_is_split_at_sentences_never_refused() -> None:
     sentence = "Настоящий порядок применяется ко всем подразделениям организации без исключения и изъятий"
     text = ". ".join([sentence] * 120) + "."  # one line of ~11 000 characters
     chunks, _ = build_chunks(SOURCE, [_page(text)], "structure-v2", count=chars_as_tokens)
-    passed, refused = route_chunks(chunks, POLICIES["structure-v2"])
+    passed, refused = route_chunks(chunks)
     assert not refused and len(passed) >= 8
     assert all(c.body.endswith(".") for c in passed)
     assert all(text[c.locator.start : c.locator.end] == c.body for c in passed)

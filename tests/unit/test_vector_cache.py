@@ -99,3 +99,33 @@ def test_no_scopes_and_unknown_scopes_see_nothing(tmp_path: Path) -> None:
         assert index.vector_ranking(query, [], 10) == []
         assert index.vector_ranking(query, ["nobody"], 10) == []
         assert len(index.vector_ranking(query, ["public"], 10)) == 3
+
+
+def test_a_current_chunk_without_a_vector_is_left_out_and_said(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    rng = np.random.default_rng(7)
+    with SqliteIndex(tmp_path / "k.db") as index:
+        source, chunks = _source(1, "v" * 64, "public")
+        index.publish_version(source, chunks, _vectors(rng, 3), 3)
+        index.conn.execute(f"DELETE FROM {index._vector_table()} WHERE rowid = (SELECT min(rowid) FROM chunks)")
+        with caplog.at_level("WARNING", logger="korpus.vectors"):
+            ranked = index.vector_ranking(_vectors(rng, 1)[0], ["public"], 10)
+    assert len(ranked) == 2
+    assert "1 current chunks have no vector" in caplog.text
+
+
+def test_silent_fallbacks_are_logged(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    import pymupdf
+
+    import tasks.structure
+    from tasks.embedding import token_counter
+
+    with caplog.at_level("WARNING"):
+        count = token_counter(str(tmp_path / "no-tokenizer"))
+        doc = pymupdf.open()
+        page = doc.new_page()
+        page.find_tables = lambda: (_ for _ in ()).throw(RuntimeError("broken drawing"))  # type: ignore[method-assign]
+        assert tasks.structure._find_tables(page) == []
+    assert count("абвгдежз") == 2 and "no tokenizer.json" in caplog.text
+    assert "table detection failed (RuntimeError: broken drawing)" in caplog.text

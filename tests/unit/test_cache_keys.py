@@ -1,0 +1,43 @@
+"""Cache keys name the engines' installed versions, so an upgrade never serves what the older engine produced."""
+
+from __future__ import annotations
+
+from importlib.metadata import version
+from pathlib import Path
+
+import pytest
+
+import tasks.versions
+from korpus.settings import Settings
+from tasks.asr import whisper_engine_key
+from tasks.speech import _vad_key
+
+pytestmark = pytest.mark.unit
+
+
+def test_keys_carry_the_installed_versions(tmp_path: Path) -> None:
+    model = tmp_path / "whisper-x"
+    model.mkdir()
+    (model / "model.bin").write_bytes(b"0" * 10)
+    settings = Settings(data=tmp_path)
+    key = whisper_engine_key(model, settings)
+    assert f"faster-whisper {version('faster-whisper')}" in key and f"ctranslate2 {version('ctranslate2')}" in key
+    assert f"silero-vad {version('silero-vad')}" in _vad_key(settings) and "ffmpeg" in _vad_key(settings)
+
+
+def test_an_upgrade_or_a_rebuilt_model_changes_the_key(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    model = tmp_path / "whisper-x"
+    model.mkdir()
+    (model / "model.bin").write_bytes(b"0" * 10)
+    settings = Settings(data=tmp_path)
+    before = whisper_engine_key(model, settings)
+    tasks.versions.folder_fingerprint.cache_clear()
+    (model / "model.bin").write_bytes(b"0" * 11)  # the same name, other weights
+    rebuilt = whisper_engine_key(model, settings)
+    assert rebuilt != before
+    monkeypatch.setattr(tasks.versions, "version", lambda name: "99.0")
+    tasks.versions.package_version.cache_clear()
+    try:
+        assert whisper_engine_key(model, settings) not in (before, rebuilt)
+    finally:
+        tasks.versions.package_version.cache_clear()
