@@ -28,7 +28,7 @@ from tasks.parse import ParseOutcome, read_source
 from tasks.parse import ocr_page as ocr_page_stage
 from tasks.pdf_pages import save_page_image
 from tasks.readers.base import problem, reader_for
-from tasks.receive import RefreshPlan, discover_sources, plan_refresh
+from tasks.receive import RefreshPlan, discover_sources, plan_refresh, unchanged_since_discovery
 from tasks.retry import RetryPolicy
 from tasks.speech import (
     RecordingOutcome,
@@ -86,7 +86,10 @@ def discover(root: str) -> list[Source]:
 @task(name="read-source", cache_policy=NO_CACHE)
 def read_own_text(source: Source, settings: Settings) -> ParseOutcome:
     """The file's own text through its reader: PDF/DjVu layers, decoded text, a converted office document."""
-    return read_source(source, settings)
+    try:
+        return read_source(source, settings)
+    except OSError as exc:  # gone or replaced since discovery (the flow then skips it), or unreadable
+        return ParseOutcome(problems=[problem(source, ReasonCode.unreadable_file, f"cannot be read: {exc}")])
 
 
 @task(name="ocr-page", cache_policy=NO_CACHE, retries=1, tags=["ocr"])
@@ -96,7 +99,12 @@ def ocr_page(source: Source, page: int, settings: Settings, layer: PageResult | 
 
 @task(name="speech-segments", cache_policy=NO_CACHE)
 def speech_plan(source: Source, settings: Settings) -> RecordingPlan:
-    return prepare_recording(source, settings)
+    try:
+        return prepare_recording(source, settings)
+    except OSError as exc:
+        failed = RecordingPlan(source_id=source.source_id, version=source.version)
+        failed.problem = problem(source, ReasonCode.unreadable_file, f"cannot be read: {exc}")
+        return failed
 
 
 @task(name="transcribe-windows", cache_policy=NO_CACHE, retries=1, tags=["asr"])
@@ -369,27 +377,35 @@ def corpus_refresh(root: str, data: str | None = None, overrides: dict[str, Any]
     methods: Counter[str] = Counter()
     indexed_chunks = embedded = 0
     waiting: dict[str, list[int]] = {}
+    moved: list[str] = []
     for done, source in enumerate(plan.to_process, start=1):
         outcome = outcomes[source.source_id]
+        if not unchanged_since_discovery(source):  # replaced or removed mid-run: what was read is not this version
+            logger.warning("%s changed or vanished during the refresh; the next refresh takes it", source.source_id)
+            moved.append(source.source_id)
+            continue
+        found = list(outcome.problems)
         if outcome.unread:
             pages_waiting, given_up = hold_back(source, outcome.unread, settings)
             if pages_waiting:
                 waiting[source.source_id] = pages_waiting
                 update_progress_artifact(progress, progress=100.0 * done / len(plan.to_process))
                 continue
-            problems.extend(given_up)
-        problems.extend(outcome.problems)
+            found += given_up
+        problems.extend(found)
         methods.update(p.method for p in outcome.pages)
         if any((p.tier or 0) >= 1 for p in outcome.pages):
             searchable(source, outcome.pages, settings)
-        if settings.quarantine_whole_document and any(p.page for p in outcome.problems):
+        if settings.quarantine_whole_document and any(p.page for p in found):
             problems.append(_whole_document(source, outcome))
             continue
         chunks, empty = chunk(source, outcome.pages, settings, splitter)
         problems.extend(empty)
         passed, refused = gate(chunks)
         problems.extend(refused)
-        if chunks:  # parsed: the version is published, even if the gate kept every chunk out
+        if chunks or any(p.page for p in found):
+            # read: the version is published — even if the gate kept every chunk out, or every page is in the
+            # quarantine (it is then current with no chunks: the next refresh leaves it alone, a reviewer decides)
             vectors = embed(passed, settings) if passed else np.zeros((0, 0), dtype=np.float32)
             embedded += len(passed)
             indexed_chunks += publish(source, passed, vectors, outcome.pages, settings)
@@ -428,6 +444,7 @@ def corpus_refresh(root: str, data: str | None = None, overrides: dict[str, Any]
         "chunk_policy": settings.chunk_policy,
         "splitter_used": splitter.used if splitter else None,
         "splitter_fallbacks": dict(splitter.fallbacks) if splitter else None,
+        "changed_during_run": moved,
         "transient_retries": sum(o.retries for o in outcomes.values()),
         "pending_sources": len(waiting),
         "pending_pages": {source_id: pages for source_id, pages in waiting.items()},

@@ -54,6 +54,26 @@ class ReasonCode(StrEnum):
     text_quality = "text-quality"
 
 
+REASON_ADVICE: dict[ReasonCode, str] = {
+    ReasonCode.missing_metadata: "add owner and access for this path to korpus.yaml; the next refresh admits it",
+    ReasonCode.unsupported_type: "convert it to PDF, an image, DjVu, an office format, text or audio — or leave it out",
+    ReasonCode.outside_root: "copy the file into the source root instead of linking to it",
+    ReasonCode.unreadable_file: "replace the file with a readable copy (undamaged, without a password, a known "
+    "encoding), or fix the link or permission the detail names; the next refresh reads it",
+    ReasonCode.empty_text: "look at the page: if it holds text, `korpus review reocr` or replace the scan; if blank, "
+    "reject",
+    ReasonCode.ocr_failed: "check the engine named in the detail, then `korpus review reocr`",
+    ReasonCode.asr_failed: "replace the recording with a readable copy, or reject",
+    ReasonCode.no_speech: "no speech was found: reject a silent recording; a quiet one may need other audio filters",
+    ReasonCode.page_quality: "`korpus review reocr` (the VLM tier when configured), release the text as it is, or "
+    "replace the scan",
+    ReasonCode.policy_not_approved: "reject it; a refresh cuts the source again under the current policy",
+    ReasonCode.oversized: "release it as an exception if the text is right, or fix the source's layout",
+    ReasonCode.text_quality: "`korpus review reocr`, or release it if the source is printed that way",
+}
+"""What a reviewer can do about each reason, shown with every quarantine item."""
+
+
 class ChangeKind(StrEnum):
     new = "new"
     changed = "changed"
@@ -69,11 +89,17 @@ class Source(BaseModel):
     path: str = Field(description="Absolute path the file was read from.")
     kind: SourceKind | None = None
     size: int = 0
+    mtime_ns: int = Field(
+        default=0, description="Modification time at discovery: a file changed mid-run is not published."
+    )
     owner: str | None = None
     access: str | None = None
     tenant: str | None = None
     outside_root: bool = Field(
         default=False, description="A link that leads out of the source root: never read, quarantined."
+    )
+    unreadable: str | None = Field(
+        default=None, description="Why discovery could not read the file (a link loop, no permission): quarantined."
     )
 
     @property

@@ -14,7 +14,7 @@ from tasks.ocr.engine import OcrError, TierCounts, cached_read, cascade
 from tasks.readers.base import ParseOutcome, UnreadableSourceError, problem, reader_for
 from tasks.retry import TransientError, counting_retries
 from tasks.tesseract import TesseractError
-from tasks.text_quality import TextLayerQuality, text_layer_quality, word_f1
+from tasks.text_quality import TextLayerQuality, readings_agree, text_layer_quality, word_f1
 from tasks.vlm import VlmError
 
 __all__ = ["ParseOutcome", "ocr_page", "ocr_pdf_page", "parse_pdf_text_layers", "read_plain_text", "read_source"]
@@ -102,7 +102,7 @@ def _cascade(source: Source, page: int, settings: Settings, force_vlm: bool, lay
             if (
                 layer is not None
                 and q_layer is not None
-                and word_f1(layer.text, result.text) >= settings.layer_agreement
+                and readings_agree(layer.text, result.text, settings.layer_agreement)
             ):
                 # the page shows what the layer says (a short title page, a table of repeated cells): exact wins
                 outcome.pages.append(choose_text(layer, result, q_layer, quality, settings.layer_agreement))

@@ -79,7 +79,7 @@ def glob_regex(pattern: str) -> re.Pattern[str]:
         else:
             out.append(re.escape(pattern[i]))
             i += 1
-    return re.compile("".join(out))
+    return re.compile("".join(out), re.DOTALL)  # a name may hold a newline
 
 
 def source_kind(path: Path) -> SourceKind | None:
@@ -104,39 +104,55 @@ def discover_sources(root: Path) -> list[Source]:
     sources = []
     for path in sorted(root.rglob("*")):
         rel = path.relative_to(root)
-        if not path.is_file() or any(part.startswith(".") for part in rel.parts):
+        if any(part.startswith(".") for part in rel.parts) or rel.as_posix() == MANIFEST_NAME:
             continue
-        source_id = rel.as_posix()
-        if source_id == MANIFEST_NAME:
-            continue
-        meta = manifest.metadata_for(source_id)
-        # rglob does not descend into linked folders; a linked file out of the root is never read
-        if path.is_symlink() and not path.resolve().is_relative_to(root):
-            sources.append(
-                Source(
-                    source_id=source_id,
-                    version="not-read",
-                    path=str(path),
-                    outside_root=True,
-                    owner=meta["owner"],
-                    access=meta["access"],
-                    tenant=meta["tenant"] or "default",
-                )
-            )
-            continue
-        sources.append(
-            Source(
-                source_id=source_id,
-                version=file_sha256(path),
-                path=str(path),
-                kind=source_kind(path),
-                size=path.stat().st_size,
-                owner=meta["owner"],
-                access=meta["access"],
-                tenant=meta["tenant"] or "default",
-            )
-        )
+        found = _discovered(path, rel.as_posix(), root, manifest)
+        if found is not None:
+            sources.append(found)
     return sources
+
+
+def _discovered(path: Path, source_id: str, root: Path, manifest: Manifest) -> Source | None:
+    """One entry under the root as a source; None for folders, linked folders (rglob does not descend into them)
+    and a file that vanished while being discovered (it is not there: a known one is retired)."""
+    meta = manifest.metadata_for(source_id)
+    common = {"source_id": source_id, "path": str(path), "owner": meta["owner"], "access": meta["access"],
+              "tenant": meta["tenant"] or "default"}  # fmt: skip
+    if path.is_symlink():
+        try:
+            target = path.resolve(strict=True)
+        except (OSError, RuntimeError):  # a loop, or a target that is not there
+            detail = "a link that leads nowhere (a loop or a missing target): point it at a file or remove it"
+            return Source(version="not-read", kind=source_kind(path), unreadable=detail, **common)
+        if not target.is_relative_to(root):  # a linked file out of the root is never read
+            return Source(version="not-read", outside_root=True, **common)
+    if not path.is_file():
+        if path.exists() and not path.is_dir():  # a pipe, socket or device: never opened (a pipe would block)
+            detail = "not a regular file (a pipe, socket or device): korpus reads regular files only"
+            return Source(version="not-read", unreadable=detail, **common)
+        return None
+    try:
+        stat = path.stat()
+        version = file_sha256(path)
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        detail = f"cannot be read ({exc.strerror or exc}): give the korpus user read access to the file"
+        return Source(version="not-read", kind=source_kind(path), unreadable=detail, **common)
+    if stat.st_size == 0:
+        detail = "the file is empty (0 bytes): copy the real file in again"
+        return Source(version=version, kind=source_kind(path), unreadable=detail, **common)
+    return Source(version=version, kind=source_kind(path), size=stat.st_size, mtime_ns=stat.st_mtime_ns, **common)
+
+
+def unchanged_since_discovery(source: Source) -> bool:
+    """The file is still there with the size and modification time discovery saw: what was read from it belongs
+    to the version (sha256) discovery computed. A file replaced or removed mid-run is left to the next refresh."""
+    try:
+        stat = Path(source.path).stat()
+    except OSError:
+        return False
+    return stat.st_size == source.size and stat.st_mtime_ns == source.mtime_ns
 
 
 def admission_problems(source: Source) -> QuarantineItem | None:
@@ -146,6 +162,9 @@ def admission_problems(source: Source) -> QuarantineItem | None:
             source_id=source.source_id, source_version=source.version, reasons=[ReasonCode.outside_root],
             detail="a link that leads out of the source root: korpus reads nothing outside it; copy the file in",
         )  # fmt: skip
+    if source.unreadable:
+        return QuarantineItem(source_id=source.source_id, source_version=source.version,
+                              reasons=[ReasonCode.unreadable_file], detail=source.unreadable)  # fmt: skip
     reasons, details = [], []
     missing = [k for k in ("owner", "access") if not getattr(source, k)]
     if missing:
@@ -178,6 +197,8 @@ def metadata_key(source: Source) -> tuple[str | None, str | None, str | None]:
 
 
 ADMISSION_REASONS = frozenset({ReasonCode.missing_metadata, ReasonCode.unsupported_type, ReasonCode.outside_root})
+"""Refusals of what the manifest or the root says, re-judged each refresh; `unreadable-file` at discovery has the
+version `not-read` and is judged again once the file can be read (it then has a real version)."""
 
 
 def plan_refresh(

@@ -10,7 +10,7 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
-from korpus.datamodel import Chunk, ReasonCode, Source, SourceKind
+from korpus.datamodel import REASON_ADVICE, Chunk, ReasonCode, Source, SourceKind
 from korpus.model_store import embed_model_path
 from korpus.settings import Settings
 from tasks.chunking import build_chunks
@@ -41,6 +41,7 @@ def describe_item(item: dict[str, Any]) -> str:
         f"- version: `{(item['source_version'] or '')[:12]}`",
         f"- reasons: {', '.join(item['reasons'])}",
         f"- detail: {item['detail'] or '—'}",
+        *(f"- what to do ({code}): {REASON_ADVICE[ReasonCode(code)]}" for code in item["reasons"]),
         f"- first seen: {item['first_seen']}",
     ]
     if item.get("evidence_path"):

@@ -212,3 +212,9 @@ def word_f1(a: str, b: str) -> float:
     common = sum((wa & wb).values())
     total = sum(wa.values()) + sum(wb.values())
     return 2 * common / total if total else 1.0
+
+
+def readings_agree(a: str, b: str, threshold: float) -> bool:
+    """Two readings say the same words (F1 ≥ threshold) — and say some: two readings without a word (a layer of
+    dingbats, a page OCR reads as blank) confirm nothing."""
+    return bool(_NORMAL_WORD.search(a)) and bool(_NORMAL_WORD.search(b)) and word_f1(a, b) >= threshold

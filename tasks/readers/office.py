@@ -10,6 +10,7 @@ import os
 import shutil
 import subprocess
 import tempfile
+import zipfile
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -29,11 +30,37 @@ def soffice() -> str:
     raise UnreadableSourceError("LibreOffice is not installed: apt-get install libreoffice-writer-nogui")
 
 
+OFFICE_SIGNATURES = {
+    ".docx": (b"PK\x03\x04", "[Content_Types].xml"),
+    ".odt": (b"PK\x03\x04", "mimetype"),
+    ".doc": (b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1", None),  # OLE2 compound file
+    ".rtf": (b"{\\rtf", None),
+}
+
+
+def check_signature(path: Path) -> None:
+    """LibreOffice opens almost anything as *some* document (a damaged .docx as an empty page): a file whose
+    bytes are not the format its name says is refused before conversion."""
+    suffix = path.suffix.lower()
+    magic, member = OFFICE_SIGNATURES.get(suffix, (b"", None))
+    with open(path, "rb") as handle:
+        head = handle.read(len(magic))
+    if head != magic:
+        raise UnreadableSourceError(f"not a {suffix} file (its first bytes say otherwise): damaged or misnamed")
+    if member is not None:
+        try:
+            with zipfile.ZipFile(path) as archive:
+                archive.getinfo(member)
+        except (zipfile.BadZipFile, KeyError, OSError) as exc:
+            raise UnreadableSourceError(f"a damaged {suffix} (its zip container does not read: {exc})") from exc
+
+
 def converted_pdf(source: Source, settings: Settings) -> Path:
     """The PDF of an office document, made once per version (sha256) and reused by every later stage."""
     target = settings.converted_dir / source.version[:2] / f"{source.version}.pdf"
     if target.is_file():
         return target
+    check_signature(Path(source.path))
     target.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="korpus-office-") as tmp:
         # a private profile per conversion: two LibreOffice processes never share one

@@ -48,6 +48,8 @@ def decode_text(raw: bytes) -> tuple[str, str]:
                 return raw.decode(name), name
             except UnicodeDecodeError:
                 break
+    if b"\x00" in raw:  # no text encoding korpus reads has NUL bytes outside UTF-16: an executable, an archive
+        raise UnreadableSourceError("binary data (NUL bytes), not text: a misnamed file")
     try:
         return raw.decode("utf-8"), "utf-8"
     except UnicodeDecodeError:

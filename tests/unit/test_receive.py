@@ -3,7 +3,7 @@ from pathlib import Path
 import pytest
 
 from korpus.datamodel import ChangeKind, ReasonCode, Source, SourceKind
-from tasks.receive import Manifest, discover_sources, glob_regex, plan_refresh
+from tasks.receive import Manifest, admission_problems, discover_sources, glob_regex, plan_refresh
 
 pytestmark = pytest.mark.unit
 
@@ -147,3 +147,26 @@ def test_a_link_out_of_the_root_is_never_read(tmp_path: Path) -> None:
     plan = plan_refresh(list(sources.values()), {}, {})
     assert [(r.source_id, r.reasons) for r in plan.rejected] == [("link_out.txt", [ReasonCode.outside_root])]
     assert sorted(s.source_id for s in plan.to_process) == ["a.txt", "link_in.txt"]
+
+
+def test_a_file_discovery_cannot_read_is_refused_with_what_to_do(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import tasks.receive
+
+    (tmp_path / "закрыт.txt").write_text("текст", encoding="utf-8")
+    (tmp_path / "открыт.txt").write_text("текст", encoding="utf-8")
+    real = tasks.receive.file_sha256
+
+    def denied(path: Path) -> str:  # what chmod 000 does for a user other than root
+        if path.name == "закрыт.txt":
+            raise PermissionError(13, "Permission denied")
+        return real(path)
+
+    monkeypatch.setattr(tasks.receive, "file_sha256", denied)
+    found = {s.source_id: s for s in discover_sources(tmp_path)}
+    assert found["открыт.txt"].unreadable is None and found["открыт.txt"].mtime_ns > 0
+    refused = found["закрыт.txt"]
+    assert refused.version == "not-read" and "give the korpus user read access" in (refused.unreadable or "")
+    item = admission_problems(refused.model_copy(update={"owner": "o", "access": "public"}))
+    assert item is not None and item.reasons == [ReasonCode.unreadable_file]
