@@ -1,0 +1,188 @@
+"""Access holds on every query path, whoever asks and whatever they pass (hypothesis over principals, requested
+scopes, extra parameters, queries and modes): the API's /search, /exact, /count and /sources, the CLI's search
+and exact search, and eval. Zero hits outside the caller's granted scopes; superseded and withdrawn chunks
+never returned; asking for more scopes than granted is a 403, never a wider answer."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from urllib.parse import quote
+
+import pytest
+from fastapi.testclient import TestClient
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from typer.testing import CliRunner
+
+from korpus.api import create_app
+from korpus.cli import app as cli
+from korpus.datamodel import Chunk, Locator, Source, SourceKind, chunk_id_for
+from korpus.model_store import embed_model_path
+from korpus.settings import Settings
+from tasks.embedding import shared_embedder
+from tasks.evaluation import Expected, Question, evaluate
+from tasks.index_sqlite import SEARCH_MODES, SqliteIndex
+
+pytestmark = pytest.mark.integration
+SCOPES = ("public", "hr", "finance", "legal")
+KEYS = {"k-pub": ["public"], "k-hr": ["public", "hr"], "k-fin": ["finance"], "k-all": list(SCOPES)}
+TOPICS = ("приказ о премировании сотрудников", "договор поставки насосов", "протокол заседания комиссии",
+          "служебная записка об отпусках")  # fmt: skip
+WORDS = ["приказ", "премировании", "договор", "поставки", "насосов", "протокол", "комиссии", "записка", "отпусках",
+         "сотрудников", "устаревший", "отозванный", *SCOPES]  # fmt: skip
+ACCESS: dict[str, str] = {}  # source id → access rule
+RETIRED: set[str] = set()  # chunk ids that must never come back
+
+
+def _chunks(source: Source, texts: list[str]) -> list[Chunk]:
+    return [
+        Chunk(
+            chunk_id=chunk_id_for(source.version, source.source_id, i),
+            source_id=source.source_id,
+            source_version=source.version,
+            locator=Locator(page=i + 1, start=0, end=len(t)),
+            text=f"[{source.file_name} · лист {i + 1}]\n{t}",
+            body=t,
+            owner="Архив",
+            access_rule=source.access or "",
+            policy_version="structure-v2",
+        )
+        for i, t in enumerate(texts)
+    ]
+
+
+@pytest.fixture(scope="module")
+def served(models: dict[str, Path], tmp_path_factory: pytest.TempPathFactory) -> Settings:
+    data = tmp_path_factory.mktemp("access") / "data"
+    settings = Settings(data=data, api_keys=KEYS, default_scopes=["public"])
+    embedder = shared_embedder(str(embed_model_path(settings)))
+    with SqliteIndex(settings.index_path) as index:
+
+        def publish(source: Source, texts: list[str]) -> list[Chunk]:
+            chunks = _chunks(source, texts)
+            index.publish_version(source, chunks, embedder.embed_passages([c.text for c in chunks]), len(chunks),
+                                  embed_model=embedder.name)  # fmt: skip
+            return chunks
+
+        for scope in SCOPES:
+            for n, topic in enumerate(TOPICS):
+                source_id = f"{scope}/документ_{n}.txt"
+                ACCESS[source_id] = scope
+                source = Source(source_id=source_id, version=f"{scope}{n}".ljust(64, "0"), path="/x",
+                                kind=SourceKind.text, owner="Архив", access=scope)  # fmt: skip
+                publish(source, [f"{topic.capitalize()} ({scope}), раздел {i}. Номер 7{n}{i}." for i in range(3)])
+        # a public document's old version, superseded by a new one; a chunk withdrawn by a reviewer
+        old = Source(source_id="public/меняется.txt", version="a" * 64, path="/x", kind=SourceKind.text,
+                     owner="Архив", access="public")  # fmt: skip
+        RETIRED.update(c.chunk_id for c in publish(old, ["Устаревший приказ о премировании сотрудников."]))
+        publish(old.model_copy(update={"version": "b" * 64}), ["Новый приказ о премировании сотрудников."])
+        ACCESS["public/меняется.txt"] = "public"
+        pulled = Source(source_id="public/отозван.txt", version="c" * 64, path="/x", kind=SourceKind.text,
+                        owner="Архив", access="public")  # fmt: skip
+        withdrawn = publish(pulled, ["Отозванный протокол заседания комиссии."])
+        index.withdraw_chunk(withdrawn[0].chunk_id)
+        RETIRED.add(withdrawn[0].chunk_id)
+        ACCESS["public/отозван.txt"] = "public"
+    return settings
+
+
+@pytest.fixture(scope="module")
+def client(served: Settings) -> TestClient:
+    return TestClient(create_app(served))
+
+
+_queries = st.lists(st.sampled_from(WORDS), min_size=1, max_size=4).map(" ".join)
+_scope_params = st.one_of(
+    st.none(),
+    st.lists(st.sampled_from([*SCOPES, "HR", " hr ", "рublic", "*", "", "public,hr,finance,legal"]), max_size=3).map(
+        ",".join
+    ),
+)  # fmt: skip
+_extras = st.dictionaries(st.sampled_from(["access", "access_rule", "tenant", "filter", "scope", "lifecycle"]),
+                          st.sampled_from(["hr", "legal", "*", "superseded", "quarantined"]), max_size=2)  # fmt: skip
+FUZZ = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+
+
+def _get(client: TestClient, path: str, key: str | None, params: dict[str, str]) -> tuple[int, object]:
+    query = "&".join(f"{quote(k)}={quote(v)}" for k, v in params.items())
+    headers = {} if key is None else ({"X-API-Key": key} if len(key) % 2 else {"Authorization": f"Bearer {key}"})
+    response = client.get(f"{path}?{query}", headers=headers)
+    return response.status_code, response.json()
+
+
+def _allowed(key: str | None, requested: str | None) -> tuple[int, set[str]]:
+    """What the server must answer: (status, scopes the answer may draw on)."""
+    if key not in KEYS:
+        return 401, set()
+    granted = set(KEYS[key])
+    if requested is None:
+        return 200, granted
+    wanted = {s.strip() for s in requested.split(",") if s.strip()}
+    return (403, set()) if wanted - granted else (200, wanted)
+
+
+@FUZZ
+@given(key=st.sampled_from([*KEYS, None, "wrong-key"]), requested=_scope_params, extras=_extras, q=_queries,
+       mode=st.sampled_from([m for m in SEARCH_MODES if m != "hybrid+rerank"]))  # fmt: skip
+def test_api_never_answers_beyond_the_granted_scopes(
+    client: TestClient, key: str | None, requested: str | None, extras: dict, q: str, mode: str
+) -> None:
+    expected_status, may_see = _allowed(key, requested)
+    params = {**extras, "q": q, "mode": mode, "text": q, "k": "50", **({"scopes": requested} if requested else {})}
+    if requested == "":  # an empty scopes= narrows to nothing at all
+        params["scopes"] = ""
+        expected_status, may_see = (200, set()) if key in KEYS else (401, set())
+    for path in ("/search", "/exact", "/count"):
+        status, body = _get(client, path, key, params)
+        assert status == expected_status, (path, status, body)
+        if status != 200:
+            continue
+        if path == "/search":
+            assert all(h["access"] in may_see and h["lifecycle"] == "current" for h in body)
+            assert not {h["chunk_id"] for h in body} & RETIRED
+        else:
+            seen = {*body["by_source"], *(o["source_id"] for o in body.get("occurrences", []))}
+            assert all(ACCESS[s] in may_see for s in seen), (path, seen, may_see)
+            found = json.dumps(body.get("occurrences", []), ensure_ascii=False).lower()
+            assert "устаревший" not in found and "отозванный" not in found
+    for source_id, access in ACCESS.items():
+        status, _ = _get(
+            client, f"/sources/{quote(source_id)}", key, {k: v for k, v in params.items() if k == "scopes"}
+        )
+        visible = expected_status == 200 and access in may_see
+        assert status == (200 if visible else expected_status if expected_status != 200 else 404), (source_id, status)
+
+
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(scopes=st.lists(st.sampled_from(SCOPES), min_size=1, max_size=3, unique=True), q=_queries,
+       mode=st.sampled_from(["bm25", "hybrid", "dense"]))  # fmt: skip
+def test_cli_search_and_exact_stay_inside_the_scopes_given(
+    served: Settings, scopes: list[str], q: str, mode: str
+) -> None:
+    runner = CliRunner()
+    given_scopes = ",".join(scopes)
+    found = runner.invoke(cli, ["search", q, "--scopes", given_scopes, "--mode", mode, "-k", "50", "--json", "--data",
+                                str(served.data)])  # fmt: skip
+    assert found.exit_code == 0, found.output
+    hits = json.loads(found.stdout)
+    assert all(h["access"] in scopes for h in hits) and not {h["chunk_id"] for h in hits} & RETIRED
+
+
+def test_eval_counts_no_leaks_for_any_question_scopes(served: Settings) -> None:
+    questions = [
+        Question(
+            id=f"q{i}",
+            question=f"{TOPICS[i % 4]} {SCOPES[j]}",
+            scopes=[SCOPES[j]],
+            expected=[Expected(source_id=f"{SCOPES[j]}/документ_{i % 4}.txt")],
+        )
+        for i in range(4)
+        for j in range(4)
+    ]
+    embedder = shared_embedder(str(embed_model_path(served)))
+    with SqliteIndex(served.index_path) as index:
+        for retriever in ("bm25", "dense", "hybrid"):
+            report = evaluate(questions, index, embedder, retriever, ["public"], 0.8)
+            assert report["leaks"] == {"denied_access": 0, "superseded": 0}
+            assert report["recall@10"] == 1.0  # each question finds its own scope's document
