@@ -5,7 +5,6 @@ scopes configured for it in `KORPUS_API_KEYS`; a request may narrow its scopes w
 them (403). With no keys configured the API is anonymous and sees `KORPUS_DEFAULT_SCOPES` only.
 """
 
-import threading
 from typing import Annotated, Any
 
 from fastapi import Depends, FastAPI, Header, HTTPException, Query, Request
@@ -13,7 +12,7 @@ from fastapi.responses import JSONResponse
 
 from korpus.model_store import embed_model_path, set_offline_switches
 from korpus.settings import Settings, parse_scopes
-from tasks.embedding import shared_embedder
+from tasks.embedding import shared_query_batcher
 from tasks.index_sqlite import SEARCH_MODES, IndexMismatchError, SqliteIndex
 from tasks.rerank import search_options
 
@@ -66,7 +65,6 @@ def create_app(settings: Settings) -> FastAPI:
     """The API over one data directory. Opens a SQLite connection per request (apsw connections are cheap)."""
     set_offline_switches()
     app = FastAPI(title="korpus", version="0.1.0", description=__doc__)
-    lock = threading.Lock()
 
     @app.exception_handler(IndexMismatchError)
     def model_mismatch(_request: Request, exc: IndexMismatchError) -> JSONResponse:
@@ -135,10 +133,11 @@ def create_app(settings: Settings) -> FastAPI:
             )
         vector = None
         if mode not in ("bm25", "bm25-nostem"):
-            embedder = shared_embedder(str(embed_model_path(settings)), settings.embed_batch_size)
-            with lock:
-                vector = embedder.embed_query(q)
-            idx.bind_embedding(embedder.name, int(vector.shape[0]))
+            batcher = shared_query_batcher(
+                str(embed_model_path(settings)), settings.embed_batch_size, settings.query_batch_size
+            )
+            vector = batcher.embed_query(q)  # concurrent requests share one forward pass
+            idx.bind_embedding(batcher.embedder.name, int(vector.shape[0]))
         options = search_options(settings)
         if read is not idx:
             return read.search(q, vector, allowed, k=k, depth=options["depth"], mode=mode,

@@ -60,6 +60,11 @@ class Settings(BaseSettings):
         description="Any sentence-transformers model folder; default: e5-small rebuilt under home/models.",
     )
     embed_batch_size: int = Field(default=16, ge=1)
+    query_batch_size: int = Field(
+        default=32,
+        ge=1,
+        description="`korpus serve`: concurrent queries embedded in one forward pass (1: one at a time).",
+    )
     whisper_model: Path | None = Field(
         default=None, description="A CTranslate2 Whisper folder; default: Whisper base under home/models."
     )

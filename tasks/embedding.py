@@ -9,6 +9,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable
+from concurrent.futures import Future
 from functools import lru_cache
 from pathlib import Path
 
@@ -72,11 +73,62 @@ class Embedder:
     def embed_query(self, text: str) -> np.ndarray:
         return self._encode([text], "query")[0]
 
+    def embed_queries(self, texts: list[str]) -> np.ndarray:
+        return self._encode(texts, "query")
+
+
+class QueryBatcher:
+    """Query embeddings of concurrent requests in one forward pass.
+
+    A server answering many clients at once used to embed each query behind one lock: at 20 clients a hybrid
+    query waited for 19 others, one forward pass each. Here every caller queues its query and waits; one worker
+    thread takes whatever has queued (up to `max_batch`) and embeds it in a single pass, so a burst of queries
+    costs little more than one. Nothing waits on purpose: a lone query goes at once. `max_batch=1` is the old
+    one-at-a-time behaviour (the baseline in benchmarks/api_load.py).
+    """
+
+    def __init__(self, embedder: Embedder, max_batch: int = 32) -> None:
+        self.embedder = embedder
+        self.max_batch = max_batch
+        self.batches = 0
+        self._queue: list[tuple[str, Future]] = []
+        self._ready = threading.Condition()
+        threading.Thread(target=self._work, name="korpus-query-embedder", daemon=True).start()
+
+    def embed_query(self, text: str) -> np.ndarray:
+        future: Future = Future()
+        with self._ready:
+            self._queue.append((text, future))
+            self._ready.notify()
+        return future.result()
+
+    def _work(self) -> None:
+        while True:
+            with self._ready:
+                while not self._queue:
+                    self._ready.wait()
+                batch, self._queue = self._queue[: self.max_batch], self._queue[self.max_batch :]
+            try:
+                vectors = self.embedder.embed_queries([text for text, _ in batch])
+            except BaseException as exc:  # the callers get the error; the worker lives on
+                for _, future in batch:
+                    future.set_exception(exc)
+                continue
+            self.batches += 1
+            for (_, future), vector in zip(batch, vectors, strict=True):
+                future.set_result(vector)
+
 
 @lru_cache(maxsize=2)
 def shared_embedder(model_path: str, batch_size: int = 16) -> Embedder:
     """One embedder per process and model, shared by every task thread."""
     return Embedder(Path(model_path), batch_size=batch_size)
+
+
+@lru_cache(maxsize=4)
+def shared_query_batcher(model_path: str, batch_size: int = 16, max_batch: int = 32) -> QueryBatcher:
+    """One query batcher per process and model, over the shared embedder."""
+    return QueryBatcher(shared_embedder(model_path, batch_size), max_batch)
 
 
 @lru_cache(maxsize=2)

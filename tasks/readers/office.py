@@ -30,29 +30,31 @@ def soffice() -> str:
     raise UnreadableSourceError("LibreOffice is not installed: apt-get install libreoffice-writer-nogui")
 
 
-OFFICE_SIGNATURES = {
-    ".docx": (b"PK\x03\x04", "[Content_Types].xml"),
-    ".odt": (b"PK\x03\x04", "mimetype"),
-    ".doc": (b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1", None),  # OLE2 compound file
-    ".rtf": (b"{\\rtf", None),
-}
+ZIP, OLE2 = b"PK\x03\x04", b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1"
+ZIP_MEMBERS = ("[Content_Types].xml", "mimetype")  # OOXML (.docx) and ODF (.odt) containers
+MARKUP = (b"{\\rtf", b"<?xml", b"<html", b"<!doctype html")  # RTF; Word 2003 XML and «Web page» .doc
 
 
 def check_signature(path: Path) -> None:
-    """LibreOffice opens almost anything as *some* document (a damaged .docx as an empty page): a file whose
-    bytes are not the format its name says is refused before conversion."""
-    suffix = path.suffix.lower()
-    magic, member = OFFICE_SIGNATURES.get(suffix, (b"", None))
+    """LibreOffice opens almost anything as *some* document (a damaged .docx as an empty page), so the bytes
+    are checked first: an OLE2 Word file, an OOXML/ODF zip container that opens, RTF, or Word's XML/HTML — by
+    content, not name (a real archive holds ODF files named .doc). Anything else is refused."""
     with open(path, "rb") as handle:
-        head = handle.read(len(magic))
-    if head != magic:
-        raise UnreadableSourceError(f"not a {suffix} file (its first bytes say otherwise): damaged or misnamed")
-    if member is not None:
+        head = handle.read(512)
+    if head.startswith(OLE2) or head.lstrip().lower().startswith(MARKUP):
+        return
+    if head.startswith(ZIP):
         try:
             with zipfile.ZipFile(path) as archive:
-                archive.getinfo(member)
-        except (zipfile.BadZipFile, KeyError, OSError) as exc:
-            raise UnreadableSourceError(f"a damaged {suffix} (its zip container does not read: {exc})") from exc
+                names = set(archive.namelist())
+        except (zipfile.BadZipFile, OSError) as exc:
+            raise UnreadableSourceError(f"a damaged office file (its zip container does not open: {exc})") from exc
+        if names & set(ZIP_MEMBERS):
+            return
+        raise UnreadableSourceError("a zip archive, not an office document (no [Content_Types].xml or mimetype)")
+    raise UnreadableSourceError(
+        "not an office document (its bytes are none of Word, OOXML, ODF, RTF or HTML): if it is text, name it .txt"
+    )
 
 
 def converted_pdf(source: Source, settings: Settings) -> Path:

@@ -37,3 +37,23 @@ def test_rebuilt_e5_ranks_paraphrases_above_unrelated(models: dict[str, Path]) -
     assert (sims.argmax(axis=1) == np.arange(len(PARAPHRASES))).all(), sims
     assert matched.min() - unrelated.max() > 0.02, sims
     assert matched.mean() - unrelated.mean() > 0.05, sims
+
+
+def test_concurrent_queries_share_forward_passes_and_get_their_own_vectors(models: dict[str, Path]) -> None:
+    from concurrent.futures import ThreadPoolExecutor
+
+    from tasks.embedding import Embedder, QueryBatcher
+
+    embedder = Embedder(embed_model_path(Settings()))
+    queries = [f"приказ номер {i} о премировании сотрудников отдела" for i in range(24)]
+    alone = [embedder.embed_query(q) for q in queries]
+    batcher = QueryBatcher(embedder, max_batch=32)
+    with ThreadPoolExecutor(24) as pool:
+        together = list(pool.map(batcher.embed_query, queries))
+    assert batcher.batches < len(queries)  # 24 queries, fewer forward passes
+    for a, b in zip(alone, together, strict=True):
+        assert np.allclose(a, b, atol=1e-4)  # padding in a batch changes nothing but float rounding
+    one_by_one = QueryBatcher(embedder, max_batch=1)
+    with ThreadPoolExecutor(8) as pool:
+        list(pool.map(one_by_one.embed_query, queries[:8]))
+    assert one_by_one.batches == 8

@@ -1,0 +1,158 @@
+"""API under concurrent clients: `korpus serve` (uvicorn, one process) on loopback, N client threads each looping
+requests for a fixed time; p50/p95 latency and errors for bm25 and hybrid queries.
+
+Side by side in one run: the server with query embeddings one at a time (KORPUS_QUERY_BATCH_SIZE=1, the old
+lock) and batched (the default, 32). Target (issue #13): hybrid p95 at 20 clients ÷ p95 of one client ≤ 4.
+
+    .venv/bin/python benchmarks/api_load.py                    # 1, 20 and 50 clients, 20 s each
+    .venv/bin/python benchmarks/api_load.py --seconds 60 --clients 50
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import httpx
+
+ROOT = Path(__file__).resolve().parents[1]
+WORDS = ("приказ премировании сотрудников договор поставки насосов протокол заседания комиссии записка отпусках "
+         "ремонт кровли склада акт сверки расчётов квартал поставщик оборудование смета").split()  # fmt: skip
+
+
+def build_index(data: Path, documents: int = 200, seed: int = 1) -> list[str]:
+    """A synthetic index of `documents` × 3 chunks (real embeddings); returns queries that find them."""
+    sys.path.insert(0, str(ROOT))
+    from korpus.datamodel import Chunk, Locator, Source, SourceKind, chunk_id_for
+    from korpus.model_store import embed_model_path
+    from korpus.settings import Settings
+    from tasks.embedding import shared_embedder
+    from tasks.index_sqlite import SqliteIndex
+
+    rnd = random.Random(seed)
+    settings = Settings(data=data)
+    embedder = shared_embedder(str(embed_model_path(settings)))
+    with SqliteIndex(settings.index_path) as index:
+        for n in range(documents):
+            source = Source(source_id=f"doc_{n:04d}.txt", version=f"{n:064x}", path="/x", kind=SourceKind.text,
+                            owner="Архив", access="public" if n % 4 else "hr")  # fmt: skip
+            texts = [" ".join(rnd.choices(WORDS, k=40)) + f". Номер {n}-{i}." for i in range(3)]
+            chunks = [
+                Chunk(chunk_id=chunk_id_for(source.version, source.source_id, i), source_id=source.source_id,
+                      source_version=source.version, locator=Locator(page=i + 1, start=0, end=len(t)), text=t,
+                      body=t, owner="Архив", access_rule=source.access or "", policy_version="structure-v2")
+                for i, t in enumerate(texts)
+            ]  # fmt: skip
+            vectors = embedder.embed_passages([c.text for c in chunks])
+            index.publish_version(source, chunks, vectors, 3, embed_model=embedder.name)
+    # distinct questions (a repeated one would only measure a cache): 3 words of 29 and a number
+    return [f"{' '.join(rnd.sample(WORDS, 3))} {n}" for n in range(5000)]
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@contextmanager
+def serving(data: Path, **env: str) -> Iterator[str]:
+    """`korpus serve` in a subprocess on a free loopback port until the block ends; yields the base URL."""
+    port = free_port()
+    command = [sys.executable, "-c", "from korpus.cli import app; app()", "serve", "--port", str(port), "--data",
+               str(data)]  # fmt: skip
+    proc = subprocess.Popen(command, cwd=ROOT, env={**os.environ, **env}, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE)  # fmt: skip
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 120
+        while True:
+            try:
+                if httpx.get(f"{url}/health", timeout=2).status_code == 200:
+                    break
+            except httpx.TransportError:
+                pass
+            if proc.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(f"korpus serve did not start: {proc.stderr.read().decode()[-2000:]}")
+            time.sleep(0.2)
+        httpx.get(f"{url}/search", params={"q": "прогрев", "mode": "hybrid"}, timeout=120)  # load the model
+        yield url
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+
+
+def load(url: str, queries: list[str], clients: int, mode: str, seconds: float = 0, per_client: int = 0) -> dict:
+    """`clients` threads, each sending requests until `seconds` pass (or `per_client` requests are made)."""
+    latencies: list[float] = []
+    errors: list[str] = []
+    lock = threading.Lock()
+    stop = time.monotonic() + seconds if seconds else None
+    start = threading.Barrier(clients)
+
+    def client(n: int) -> None:
+        rnd = random.Random(n)
+        with httpx.Client(base_url=url, timeout=60) as http:
+            start.wait()
+            made = 0
+            while (stop is None and made < per_client) or (stop is not None and time.monotonic() < stop):
+                began = time.perf_counter()
+                try:
+                    response = http.get("/search", params={"q": rnd.choice(queries), "mode": mode, "k": 10})
+                    ok = response.status_code == 200
+                    problem = None if ok else f"HTTP {response.status_code}"
+                except httpx.HTTPError as exc:
+                    problem = f"{type(exc).__name__}: {exc}"
+                took = time.perf_counter() - began
+                with lock:
+                    (errors.append(problem) if problem else latencies.append(took))
+                made += 1
+
+    threads = [threading.Thread(target=client, args=(n,)) for n in range(clients)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    ordered = sorted(latencies)
+    p95 = ordered[int(0.95 * (len(ordered) - 1))] if ordered else float("nan")
+    return {"clients": clients, "mode": mode, "requests": len(latencies), "errors": len(errors),
+            "error_kinds": sorted(set(errors))[:3], "p50_ms": round(1000 * statistics.median(ordered), 1) if ordered
+            else None, "p95_ms": round(1000 * p95, 1)}  # fmt: skip
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--seconds", type=float, default=20.0)
+    parser.add_argument("--clients", type=int, nargs="+", default=[1, 20, 50])
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        data = Path(tmp) / "data"
+        queries = build_index(data)
+        report: dict[str, list[dict]] = {}
+        for label, batch in (("one at a time (baseline)", "1"), ("batched", "32")):
+            with serving(data, KORPUS_QUERY_BATCH_SIZE=batch) as url:
+                report[label] = [load(url, queries, n, mode, seconds=args.seconds) for mode in ("bm25", "hybrid")
+                                 for n in args.clients]  # fmt: skip
+        for label, rows in report.items():
+            print(f"== {label}")
+            for row in rows:
+                print(f"  {row['mode']:>6} × {row['clients']:>2} clients: {row['requests']:>5} requests, "
+                      f"{row['errors']} errors, p50 {row['p50_ms']} ms, p95 {row['p95_ms']} ms")  # fmt: skip
+            hybrid = {r["clients"]: r["p95_ms"] for r in rows if r["mode"] == "hybrid"}
+            if 1 in hybrid and 20 in hybrid:
+                print(f"  hybrid p95 at 20 clients ÷ 1 client: {hybrid[20] / hybrid[1]:.2f}")
+
+
+if __name__ == "__main__":
+    main()
