@@ -21,6 +21,7 @@ from korpus.datamodel import Chunk, PageResult, QuarantineItem, ReasonCode, Sour
 from korpus.model_store import embed_model_path, set_offline_switches
 from korpus.settings import Settings
 from tasks.chunking import build_chunks
+from tasks.crash_points import crash_point
 from tasks.embedding import shared_embedder, token_counter
 from tasks.gate import route_chunks
 from tasks.index_sqlite import SqliteIndex
@@ -87,7 +88,9 @@ def discover(root: str) -> list[Source]:
 def read_own_text(source: Source, settings: Settings) -> ParseOutcome:
     """The file's own text through its reader: PDF/DjVu layers, decoded text, a converted office document."""
     try:
-        return read_source(source, settings)
+        outcome = read_source(source, settings)
+        crash_point("after-read-source")
+        return outcome
     except OSError as exc:  # gone or replaced since discovery (the flow then skips it), or unreadable
         return ParseOutcome(problems=[problem(source, ReasonCode.unreadable_file, f"cannot be read: {exc}")])
 
@@ -119,7 +122,9 @@ def transcript(source: Source, plan: RecordingPlan, results: list, settings: Set
 
 @task(name="searchable-pdf", cache_policy=NO_CACHE)
 def searchable(source: Source, pages: list[PageResult], settings: Settings) -> dict[str, Any] | None:
-    return reader_for(source.kind).searchable_copy(source, pages, settings)  # type: ignore[arg-type]
+    written = reader_for(source.kind).searchable_copy(source, pages, settings)  # type: ignore[arg-type]
+    crash_point("after-searchable")
+    return written
 
 
 def _whole_document(source: Source, outcome: ParseOutcome) -> QuarantineItem:
@@ -211,6 +216,7 @@ def apply_catalog_changes(plan: RefreshPlan, problems: list[QuarantineItem], set
                 saved = save_page_image(source.path, item.page, image)
                 item.evidence_path = str(saved) if saved else None
         index.record_quarantine(problems)
+        crash_point("catalog-after-quarantine")
         for source in plan.relabel:
             index.relabel_source(source)
         inadmissible = {item.source_id for item in plan.rejected}
@@ -350,6 +356,7 @@ def corpus_refresh(root: str, data: str | None = None, overrides: dict[str, Any]
     settings = Settings(**(overrides or {}), **({"data": Path(data)} if data else {}))
     indexed, refused = read_catalog(settings)
     plan = plan_refresh(discover(root), indexed, refused)
+    crash_point("after-discover")
     logger.info(
         "%d to process, %d unchanged, %d removed, %d refused",
         len(plan.to_process),
@@ -373,6 +380,7 @@ def corpus_refresh(root: str, data: str | None = None, overrides: dict[str, Any]
         else None
     )
     outcomes = _parse_all(plan, settings)
+    crash_point("after-parse")
     problems = list(plan.rejected)
     methods: Counter[str] = Counter()
     indexed_chunks = embedded = 0
@@ -400,6 +408,7 @@ def corpus_refresh(root: str, data: str | None = None, overrides: dict[str, Any]
             problems.append(_whole_document(source, outcome))
             continue
         chunks, empty = chunk(source, outcome.pages, settings, splitter)
+        crash_point("after-chunk")
         problems.extend(empty)
         passed, refused = gate(chunks)
         problems.extend(refused)
@@ -407,8 +416,10 @@ def corpus_refresh(root: str, data: str | None = None, overrides: dict[str, Any]
             # read: the version is published — even if the gate kept every chunk out, or every page is in the
             # quarantine (it is then current with no chunks: the next refresh leaves it alone, a reviewer decides)
             vectors = embed(passed, settings) if passed else np.zeros((0, 0), dtype=np.float32)
+            crash_point("after-embed")
             embedded += len(passed)
             indexed_chunks += publish(source, passed, vectors, outcome.pages, settings)
+            crash_point("after-publish")
         logger.info(
             "%s → %d/%d pages, %d chunks",
             source.source_id,

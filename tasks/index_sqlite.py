@@ -23,6 +23,7 @@ import sqlite_vec
 from korpus.datamodel import Chunk, Lifecycle, PageResult, QuarantineItem, Source
 from tasks.analysis import analyse, terms_of, words
 from tasks.audio import timecode
+from tasks.crash_points import crash_point
 from tasks.identifiers import extract_identifiers
 from tasks.vector_cache import GENERATION_SQL, Snapshot, cache_for
 
@@ -516,6 +517,7 @@ class SqliteIndex:
                     "INSERT INTO pages (source_id, version, ordinal, page) VALUES (?, ?, ?, ?)",
                     (source.source_id, source.version, ordinal, page.model_dump_json()),
                 )
+            crash_point("publish-mid-transaction")
             self.conn.execute(
                 "INSERT INTO sources (source_id, version, kind, size, path, owner, access, tenant, lifecycle, "
                 "pages, chunks, received_at, switched_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'current', ?, ?, ?, ?) "
@@ -608,6 +610,7 @@ class SqliteIndex:
         """A source removed from the root (or no longer admissible): its chunks stop being served."""
         with self.conn:
             self._retire(source_id)
+            crash_point("retire-mid-transaction")
             self.conn.execute("DELETE FROM pending_pages WHERE source_id = ?", (source_id,))
 
     def relabel_source(self, source: Source) -> None:

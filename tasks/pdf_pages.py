@@ -72,7 +72,11 @@ def read_text_layers(path: str, settings: Settings) -> list[PdfPageText]:
     """One entry per page: its text layer, structure, and the detector's verdict on it."""
     pages = []
     with open_pdf(path) as doc:
-        for number, page in enumerate(doc, start=1):
+        for number in range(1, doc.page_count + 1):
+            try:
+                page = doc.load_page(number - 1)
+            except Exception as exc:  # a damaged page tree (found by fuzzing): the file cannot be trusted
+                raise UnreadablePdfError(f"page {number} cannot be loaded (a damaged page tree): {exc}") from exc
             text, units = pdf_page_structure(page)
             quality = text_layer_quality(page.get_text(), settings, page_facts(page))
             pages.append(PdfPageText(page=number, text=text, quality=quality, units=units))

@@ -25,6 +25,7 @@ from typing import Protocol
 
 from korpus.datamodel import PageResult, PageWord, Source
 from korpus.settings import Settings
+from tasks.crash_points import crash_point
 from tasks.page_cache import PageCache
 from tasks.structure import text_structure
 
@@ -138,4 +139,5 @@ def cached_read(
         rotation=read.rotation,
     )  # fmt: skip
     cache.put(result, source.version, unit, engine.name, key)
+    crash_point("after-ocr-page")
     return result
