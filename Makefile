@@ -66,7 +66,7 @@ demo: setup
 	@cat "$(DEMO)/data/transcripts/записи/совещание_2023-05-15.wav.txt"
 
 test: setup
-	$(BIN)/python -m pytest -m "unit or integration" -q
+	$(BIN)/python -m pytest -m "(unit or integration) and not slow" -q
 
 # The whole OpenSearch backend suite — lexical, admin, kNN, hybrid pipeline, routing — against a real cluster.
 test-opensearch: python
