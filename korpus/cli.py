@@ -85,8 +85,12 @@ def refresh(
     except ModelMissingError as exc:
         _fail(str(exc))
     from flows.corpus_refresh import run_refresh
+    from tasks.index_sqlite import IndexWriteError
 
-    summary = run_refresh(root.resolve(), settings)
+    try:
+        summary = run_refresh(root.resolve(), settings)
+    except IndexWriteError as exc:
+        _fail(str(exc))
     if as_json:
         typer.echo(json.dumps(summary, ensure_ascii=False, indent=2))
         return

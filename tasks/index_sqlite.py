@@ -91,6 +91,10 @@ INSERT OR REPLACE INTO chunk_visibility SELECT rowid, CASE WHEN lifecycle = 'cur
 DERIVED_TRIGGERS = 6  # chunks_generation_* (tasks/vector_cache.py) and chunks_visibility_*
 
 
+class IndexWriteError(RuntimeError):
+    """The index file could not be written (disk full, read-only): the refresh stops, nothing half-switched."""
+
+
 class IndexMismatchError(RuntimeError):
     """The index was built with another embedding model or dimension than the one asked to query it."""
 
@@ -481,7 +485,26 @@ class SqliteIndex:
     ) -> None:
         """Store a source version's chunks (and page texts, for re-chunking without re-parsing) and make it the
         only current version, in one transaction. With `embed_model`, the vectors' model is checked against the
-        index inside that transaction (a reindex may have swapped models since they were computed)."""
+        index inside that transaction (a reindex may have swapped models since they were computed). A disk that
+        is full or a file that cannot be written rolls the transaction back: `IndexWriteError` says so, and
+        every version current before stays served."""
+        try:
+            self._publish_version(source, chunks, vectors, pages, embed_model)
+        except (apsw.FullError, apsw.ReadOnlyError, apsw.IOError, apsw.CantOpenError) as exc:
+            raise IndexWriteError(
+                f"cannot write the index {self.path} ({type(exc).__name__}: {exc}) while publishing "
+                f"{source.source_id}: nothing was switched, the versions current before are still served; free "
+                "disk space or make the data directory writable, then run `korpus refresh` again"
+            ) from exc
+
+    def _publish_version(
+        self,
+        source: Source,
+        chunks: Sequence[Chunk],
+        vectors: np.ndarray,
+        pages: Sequence[PageResult] | int,
+        embed_model: str | None = None,
+    ) -> None:
         page_results = [] if isinstance(pages, int) else list(pages)
         page_count = pages if isinstance(pages, int) else len(page_results)
         if len(chunks) != len(vectors):
