@@ -31,10 +31,30 @@ WORDS = ("приказ премировании сотрудников дого�
          "ремонт кровли склада акт сверки расчётов квартал поставщик оборудование смета").split()  # fmt: skip
 
 
+def page_chunks(source, bodies: list[str]) -> list:
+    """One chunk per page of `source`, each body under its address line, owner and access from the source."""
+    from korpus.datamodel import Chunk, Locator, chunk_id_for
+
+    return [
+        Chunk(
+            chunk_id=chunk_id_for(source.version, source.source_id, i),
+            source_id=source.source_id,
+            source_version=source.version,
+            locator=Locator(page=i + 1, start=0, end=len(body)),
+            text=f"[{source.file_name} · лист {i + 1}]\n{body}",
+            body=body,
+            owner=source.owner,
+            access_rule=source.access,
+            policy_version="structure-v2",
+        )
+        for i, body in enumerate(bodies)
+    ]
+
+
 def build_index(data: Path, documents: int = 200, seed: int = 1) -> list[str]:
     """A synthetic index of `documents` × 3 chunks (real embeddings); returns queries that find them."""
     sys.path.insert(0, str(ROOT))
-    from korpus.datamodel import Chunk, Locator, Source, SourceKind, chunk_id_for
+    from korpus.datamodel import Source, SourceKind
     from korpus.model_store import embed_model_path
     from korpus.settings import Settings
     from tasks.embedding import shared_embedder
@@ -47,13 +67,7 @@ def build_index(data: Path, documents: int = 200, seed: int = 1) -> list[str]:
         for n in range(documents):
             source = Source(source_id=f"doc_{n:04d}.txt", version=f"{n:064x}", path="/x", kind=SourceKind.text,
                             owner="Архив", access="public" if n % 4 else "hr")  # fmt: skip
-            texts = [" ".join(rnd.choices(WORDS, k=40)) + f". Номер {n}-{i}." for i in range(3)]
-            chunks = [
-                Chunk(chunk_id=chunk_id_for(source.version, source.source_id, i), source_id=source.source_id,
-                      source_version=source.version, locator=Locator(page=i + 1, start=0, end=len(t)), text=t,
-                      body=t, owner="Архив", access_rule=source.access or "", policy_version="structure-v2")
-                for i, t in enumerate(texts)
-            ]  # fmt: skip
+            chunks = page_chunks(source, [" ".join(rnd.choices(WORDS, k=40)) + f". Номер {n}-{i}." for i in range(3)])
             vectors = embedder.embed_passages([c.text for c in chunks])
             index.publish_version(source, chunks, vectors, 3, embed_model=embedder.name)
     # distinct questions (a repeated one would only measure a cache): 3 words of 29 and a number

@@ -34,7 +34,8 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from korpus.datamodel import Chunk, Locator, Source, SourceKind, chunk_id_for
+from benchmarks.api_load import page_chunks
+from korpus.datamodel import Chunk, Source, SourceKind, chunk_id_for
 from tasks.index_sqlite import SqliteIndex
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -63,24 +64,13 @@ def generate(n: int, seed: int = 1) -> list[tuple[Source, list[Chunk], np.ndarra
         source = Source(source_id=f"gen/{s:05d}.txt", version=f"v{s}", path="/gen", kind=SourceKind.text,
                         owner="bench", access=access, tenant="default")  # fmt: skip
         count = min(PER_SOURCE, n - s * PER_SOURCE)
-        chunks = []
-        for i in range(count):
+        bodies = []
+        for _ in range(count):
             body = " ".join(nrng.choice(vocab, size=rng.randint(60, 140), p=p))
             if rng.random() < 0.01:
                 body += f" по договору № {rng.randint(10, 99)}-{rng.randint(1, 30)}/{rng.randint(2015, 2024)}"
-            chunks.append(
-                Chunk(
-                    chunk_id=chunk_id_for(source.version, source.source_id, i),
-                    source_id=source.source_id,
-                    source_version=source.version,
-                    locator=Locator(page=i + 1, start=0, end=len(body)),
-                    text=f"[{s:05d}.txt · лист {i + 1}]\n{body}",
-                    body=body,
-                    owner="bench",
-                    access_rule=access,
-                    policy_version="structure-v2",
-                )
-            )
+            bodies.append(body)
+        chunks = page_chunks(source, bodies)
         vectors = nrng.standard_normal((count, DIMS), dtype=np.float32)
         vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
         sources.append((source, chunks, vectors))

@@ -11,7 +11,8 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -488,29 +489,12 @@ class SqliteIndex:
         index inside that transaction (a reindex may have swapped models since they were computed). A disk that
         is full or a file that cannot be written rolls the transaction back: `IndexWriteError` says so, and
         every version current before stays served."""
-        try:
-            self._publish_version(source, chunks, vectors, pages, embed_model)
-        except (apsw.FullError, apsw.ReadOnlyError, apsw.IOError, apsw.CantOpenError) as exc:
-            raise IndexWriteError(
-                f"cannot write the index {self.path} ({type(exc).__name__}: {exc}) while publishing "
-                f"{source.source_id}: nothing was switched, the versions current before are still served; free "
-                "disk space or make the data directory writable, then run `korpus refresh` again"
-            ) from exc
-
-    def _publish_version(
-        self,
-        source: Source,
-        chunks: Sequence[Chunk],
-        vectors: np.ndarray,
-        pages: Sequence[PageResult] | int,
-        embed_model: str | None = None,
-    ) -> None:
         page_results = [] if isinstance(pages, int) else list(pages)
         page_count = pages if isinstance(pages, int) else len(page_results)
         if len(chunks) != len(vectors):
             raise ValueError(f"{len(chunks)} chunks but {len(vectors)} vectors for {source.source_id}")
         vectors = np.asarray(vectors, dtype=np.float32)
-        with self.conn:
+        with self._written(source.source_id), self.conn:
             if embed_model is not None and len(chunks):
                 self.bind_embedding(embed_model, int(vectors.shape[1]))
             self._retire(source.source_id, keep_version=source.version)
@@ -562,6 +546,19 @@ class SqliteIndex:
                     _now(),
                 ),
             )
+
+    @contextmanager
+    def _written(self, source_id: str) -> Iterator[None]:
+        """A write SQLite cannot make (disk full, read-only file, I/O error) as `IndexWriteError`, saying what to do;
+        the transaction inside has rolled back by then."""
+        try:
+            yield
+        except (apsw.FullError, apsw.ReadOnlyError, apsw.IOError, apsw.CantOpenError) as exc:
+            raise IndexWriteError(
+                f"cannot write the index {self.path} ({type(exc).__name__}: {exc}) while publishing {source_id}: "
+                "nothing was switched, the versions current before are still served; free disk space or make the "
+                "data directory writable, then run `korpus refresh` again"
+            ) from exc
 
     def _add_chunk(
         self, chunk: Chunk, ordinal: int, vector: np.ndarray, exception: bool = False, table: str | None = None

@@ -15,9 +15,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from typer.testing import CliRunner
 
+from benchmarks.api_load import page_chunks
 from korpus.api import create_app
 from korpus.cli import app as cli
-from korpus.datamodel import Chunk, Locator, Source, SourceKind, chunk_id_for
+from korpus.datamodel import Chunk, Source, SourceKind
 from korpus.model_store import embed_model_path
 from korpus.settings import Settings
 from tasks.embedding import shared_embedder
@@ -35,23 +36,6 @@ ACCESS: dict[str, str] = {}  # source id → access rule
 RETIRED: set[str] = set()  # chunk ids that must never come back
 
 
-def _chunks(source: Source, texts: list[str]) -> list[Chunk]:
-    return [
-        Chunk(
-            chunk_id=chunk_id_for(source.version, source.source_id, i),
-            source_id=source.source_id,
-            source_version=source.version,
-            locator=Locator(page=i + 1, start=0, end=len(t)),
-            text=f"[{source.file_name} · лист {i + 1}]\n{t}",
-            body=t,
-            owner="Архив",
-            access_rule=source.access or "",
-            policy_version="structure-v2",
-        )
-        for i, t in enumerate(texts)
-    ]
-
-
 @pytest.fixture(scope="module")
 def served(models: dict[str, Path], tmp_path_factory: pytest.TempPathFactory) -> Settings:
     data = tmp_path_factory.mktemp("access") / "data"
@@ -60,7 +44,7 @@ def served(models: dict[str, Path], tmp_path_factory: pytest.TempPathFactory) ->
     with SqliteIndex(settings.index_path) as index:
 
         def publish(source: Source, texts: list[str]) -> list[Chunk]:
-            chunks = _chunks(source, texts)
+            chunks = page_chunks(source, texts)
             index.publish_version(source, chunks, embedder.embed_passages([c.text for c in chunks]), len(chunks),
                                   embed_model=embedder.name)  # fmt: skip
             return chunks

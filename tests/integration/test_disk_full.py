@@ -29,7 +29,7 @@ def test_index_unwritable_during_publish(
     runner = CliRunner()
     assert runner.invoke(app, ["refresh", "--root", str(root), "--data", str(data)]).exit_code == 0
     (root / "приказ.txt").write_text("Приказ об отмене премирования " + "сотрудников отдела " * 400, encoding="utf-8")
-    original = SqliteIndex._publish_version
+    original = SqliteIndex.publish_version
 
     def on_a_full_disk(self: SqliteIndex, *args: object, **kwargs: object) -> None:
         if fault == "disk-full":
@@ -39,7 +39,7 @@ def test_index_unwritable_during_publish(
             self.conn.execute("PRAGMA query_only = 1")  # SQLITE_READONLY, as for a file root cannot write
         original(self, *args, **kwargs)
 
-    monkeypatch.setattr(tasks.index_sqlite.SqliteIndex, "_publish_version", on_a_full_disk)
+    monkeypatch.setattr(tasks.index_sqlite.SqliteIndex, "publish_version", on_a_full_disk)
     full = runner.invoke(app, ["refresh", "--root", str(root), "--data", str(data)])
     error = "FullError" if fault == "disk-full" else "ReadOnlyError"
     assert full.exit_code == 2 and error in full.output and "free disk space" in full.output, full.output
