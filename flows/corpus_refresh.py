@@ -30,7 +30,7 @@ from tasks.parse import ocr_page as ocr_page_stage
 from tasks.pdf_pages import save_page_image
 from tasks.readers.base import problem, reader_for
 from tasks.receive import RefreshPlan, discover_sources, plan_refresh, unchanged_since_discovery
-from tasks.retry import RetryPolicy
+from tasks.retry import RetryPolicy, TransientError, counting_retries
 from tasks.speech import (
     RecordingOutcome,
     RecordingPlan,
@@ -171,14 +171,21 @@ def publish(
     return len(chunks)
 
 
-@task(name="sync-opensearch", cache_policy=NO_CACHE, retries=2, retry_delay_seconds=10)
-def sync_opensearch(settings: Settings) -> dict[str, int]:
-    """Mirror what the catalog serves to the cluster (KORPUS_BACKEND=opensearch); idempotent, so a retry or the
-    next refresh completes an interrupted one."""
+@task(name="sync-opensearch", cache_policy=NO_CACHE)
+def sync_opensearch(settings: Settings) -> dict[str, Any]:
+    """Mirror what the catalog serves to the cluster (KORPUS_BACKEND=opensearch). Each request is retried with
+    backoff while the cluster is down or overloaded; when it stays down the catalog's changes stand, the cluster
+    keeps serving what it served, and the answer says `pending` — the sync is idempotent, so the next refresh (or
+    `korpus sync-opensearch`) completes it."""
     from tasks.index_opensearch import opensearch_index
 
-    with SqliteIndex(settings.index_path) as index:
-        return opensearch_index(settings).sync_from(index)
+    with SqliteIndex(settings.index_path) as index, counting_retries() as retries:
+        try:
+            report: dict[str, Any] = opensearch_index(settings).sync_from(index)
+        except TransientError as exc:
+            get_run_logger().error("OpenSearch mirror left pending: %s", exc)
+            report = {"pending": True, "error": str(exc)}
+    return report | {"retries": retries[0]}
 
 
 @task(name="hold-back", cache_policy=NO_CACHE)

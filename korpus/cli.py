@@ -93,9 +93,16 @@ def refresh(
         _fail(str(exc))
     if as_json:
         typer.echo(json.dumps(summary, ensure_ascii=False, indent=2))
-        return
-    for key, value in summary.items():
-        typer.echo(f"{key:>20}: {value}")
+    else:
+        for key, value in summary.items():
+            typer.echo(f"{key:>20}: {value}")
+    if (summary.get("opensearch") or {}).get("pending"):
+        typer.echo(
+            f"error: the catalog is refreshed but the OpenSearch mirror is not: {summary['opensearch']['error']}. "
+            "The cluster still serves its previous state; the next refresh or `korpus sync-opensearch` completes it.",
+            err=True,
+        )
+        raise typer.Exit(3)
 
 
 @app.command()
@@ -367,6 +374,7 @@ def sync_opensearch_cmd(data: DataOption = None) -> None:
     KORPUS_BACKEND=opensearch): missing chunks indexed from stored text and vectors, lifecycles and labels switched."""
     from tasks.index_opensearch import opensearch_index
     from tasks.index_sqlite import SqliteIndex
+    from tasks.retry import TransientError
 
     settings = _settings(data)
     if not settings.index_path.is_file():
@@ -375,7 +383,7 @@ def sync_opensearch_cmd(data: DataOption = None) -> None:
         cluster = opensearch_index(settings)
         with SqliteIndex(settings.index_path) as index:
             report = cluster.sync_from(index)
-    except ValueError as exc:
+    except (ValueError, TransientError) as exc:
         _fail(str(exc))
     typer.echo(f"{cluster.alias}: {report['indexed']} indexed, {report['updated']} updated, "
                f"{report['superseded']} superseded")  # fmt: skip

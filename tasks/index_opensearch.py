@@ -22,8 +22,9 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable, Sequence
-from typing import Any
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from functools import partial
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -40,10 +41,14 @@ from tasks.index_sqlite import (
     locate_occurrences,
     rrf_fuse,
 )
+from tasks.retry import RetryPolicy, TransientError, with_retries
 
 HIT_FIELDS = ["chunk_id", "source_id", "source_version", "page", "t_start", "t_end", "section_path", "text",
               "lifecycle", "access", "exception"]  # fmt: skip
 _SLUG = re.compile(r"[^a-z0-9]+")
+# A cluster restarting, overloaded or behind a restarting proxy: worth trying again (with backoff).
+RETRY_STATUSES = frozenset({429, 502, 503, 504})
+T = TypeVar("T")
 
 
 def server_version(info: dict[str, Any]) -> tuple[int, int]:
@@ -182,8 +187,9 @@ class OpenSearchIndex:
     >>> index.search("договор поставки", vector, scopes=["public"], k=5)
     """
 
-    def __init__(self, client: Any, prefix: str = "korpus", rrf_k: int = 60) -> None:
+    def __init__(self, client: Any, prefix: str = "korpus", rrf_k: int = 60, retry: RetryPolicy | None = None) -> None:
         self.client = client
+        self.retry = retry or RetryPolicy()
         self.prefix = prefix
         self.alias = f"{prefix}-chunks"
         self.pipeline = f"{prefix}-rrf"
@@ -222,25 +228,60 @@ class OpenSearchIndex:
 
     # --- writes ----------------------------------------------------------------------------------------
 
-    def _ids(self, query: dict[str, Any]) -> list[str]:
-        found, after = [], None
+    def _retrying(self, what: str, call: Callable[[], T]) -> T:
+        """`call()` with the configured retries on what a restart or overload looks like: a refused, dropped or
+        timed-out connection, HTTP 429/502/503/504. Any other error (a 400: a mapping or query korpus got wrong)
+        is raised at once. Every write korpus sends is idempotent (documents by chunk id, updates to fixed
+        values), so a bulk that reached the cluster before the connection dropped is safe to send again."""
+        from opensearchpy.exceptions import ConnectionError as Unreachable
+        from opensearchpy.exceptions import TransportError
+
+        def attempt() -> T:
+            try:
+                return call()
+            except Unreachable as exc:
+                raise TransientError(f"OpenSearch unreachable during {what}: {exc.error}") from exc
+            except TransportError as exc:
+                if exc.status_code in RETRY_STATUSES:
+                    raise TransientError(f"OpenSearch answered {exc.status_code} to {what}") from exc
+                raise
+
+        return with_retries(attempt, self.retry, f"OpenSearch {what}")
+
+    def _every(
+        self, query: dict[str, Any], source: list[str] | bool, sort: Sequence[str] = ("chunk_id",)
+    ) -> Iterator[dict[str, Any]]:
+        """Every hit of `query`, 1,000 a page through `search_after` (each page retried like a write)."""
+        after = None
         while True:
-            body: dict[str, Any] = {"size": 1000, "_source": False, "query": query, "sort": [{"chunk_id": "asc"}]}
+            body: dict[str, Any] = {"size": 1000, "_source": source, "query": query,
+                                    "sort": [{field: "asc"} for field in sort]}  # fmt: skip
             if after is not None:
                 body["search_after"] = after
-            hits = self.client.search(index=self.alias, body=body)["hits"]["hits"]
-            found += [h["_id"] for h in hits]
+            hits = self._retrying("search", partial(self.client.search, index=self.alias, body=body))["hits"]["hits"]
+            yield from hits
             if len(hits) < 1000:
-                return found
+                return
             after = hits[-1]["sort"]
+
+    def _ids(self, query: dict[str, Any]) -> list[str]:
+        return [hit["_id"] for hit in self._every(query, source=False)]
 
     def _bulk(self, actions: list[dict[str, Any]], refresh: bool | str = False) -> None:
         if not actions:
             return
-        response = self.client.bulk(body=actions, refresh=refresh)
-        if response.get("errors"):
-            failed = [item for item in response["items"] if next(iter(item.values())).get("error")]
-            raise RuntimeError(f"bulk request refused {len(failed)} of {len(response['items'])} actions: {failed[:2]}")
+
+        def send() -> None:
+            response = self.client.bulk(body=actions, refresh=refresh)
+            if response.get("errors"):
+                failed = [next(iter(item.values())) for item in response["items"]]
+                failed = [item for item in failed if item.get("error")]
+                message = f"bulk request refused {len(failed)} of {len(response['items'])} actions: {failed[:2]}"
+                if all(item.get("status") in RETRY_STATUSES for item in failed):  # rejected under load: all again
+                    raise TransientError(message)
+                raise RuntimeError(message)
+
+        self._retrying("bulk", send)
 
     def publish_version(self, source: Source, chunks: Sequence[Chunk], vectors: np.ndarray) -> None:
         """Stage the new version's chunks, then switch: one bulk of partial updates, refresh=wait_for."""
@@ -276,19 +317,11 @@ class OpenSearchIndex:
 
     def states(self) -> dict[str, tuple[Any, ...]]:
         """chunk id → (lifecycle, access, owner, tenant, exception) of every document behind the alias."""
-        states: dict[str, tuple[Any, ...]] = {}
-        after = None
         fields = ["lifecycle", "access", "owner", "tenant", "exception"]
-        while True:
-            body: dict[str, Any] = {"size": 1000, "_source": fields, "query": {"match_all": {}},
-                                    "sort": [{"chunk_id": "asc"}]}  # fmt: skip
-            if after is not None:
-                body["search_after"] = after
-            hits = self.client.search(index=self.alias, body=body)["hits"]["hits"]
-            states.update((h["_id"], tuple(h["_source"].get(f) for f in fields)) for h in hits)
-            if len(hits) < 1000:
-                return states
-            after = hits[-1]["sort"]
+        return {
+            hit["_id"]: tuple(hit["_source"].get(f) for f in fields)
+            for hit in self._every({"match_all": {}}, source=fields)
+        }
 
     def sync_from(self, catalog: SqliteIndex, batch: int = 500) -> dict[str, int]:
         """Make the cluster serve exactly what the embedded catalog serves: index the current chunks it lacks (as
@@ -298,7 +331,7 @@ class OpenSearchIndex:
         meta = dict(catalog.conn.execute("SELECT key, value FROM index_meta"))
         if "embed_model" not in meta:
             return {"indexed": 0, "updated": 0, "superseded": 0}
-        self.ensure(meta["embed_model"], int(meta["embed_dims"]))
+        self._retrying("setup", partial(self.ensure, meta["embed_model"], int(meta["embed_dims"])))
         want = {
             row[0]: (row[1], row[2], row[3], row[4], bool(row[5]))
             for row in catalog.conn.execute("SELECT chunk_id, lifecycle, access, owner, tenant, exception FROM chunks")
@@ -430,22 +463,13 @@ class OpenSearchIndex:
         tokens = words(text)
         if not tokens or not scopes:
             return {"query": text, "total": 0, "by_source": {}, "occurrences": []}
-        rows, after = [], None
-        while True:
-            body: dict[str, Any] = {
-                "size": 1000, "_source": ["source_id", "page", "t_start", "body", "chunk_id"],
-                "query": {"bool": {"must": [{"match_phrase": {"text.exact": " ".join(tokens)}}],
-                                   "filter": visible(scopes)}},
-                "sort": [{"source_id": "asc"}, {"page": "asc"}, {"chunk_id": "asc"}],
-            }  # fmt: skip
-            if after is not None:
-                body["search_after"] = after
-            hits = self.client.search(index=self.alias, body=body)["hits"]["hits"]
-            rows += [(h["_source"]["source_id"], h["_source"].get("page"), h["_source"].get("t_start"),
-                      h["_source"]["body"], h["_source"]["chunk_id"]) for h in hits]  # fmt: skip
-            if len(hits) < 1000:
-                break
-            after = hits[-1]["sort"]
+        query = {"bool": {"must": [{"match_phrase": {"text.exact": " ".join(tokens)}}], "filter": visible(scopes)}}
+        fields = ["source_id", "page", "t_start", "body", "chunk_id"]
+        rows = [
+            (h["_source"]["source_id"], h["_source"].get("page"), h["_source"].get("t_start"), h["_source"]["body"],
+             h["_source"]["chunk_id"])
+            for h in self._every(query, source=fields, sort=("source_id", "page", "chunk_id"))
+        ]  # fmt: skip
         return locate_occurrences(text, rows, limit)
 
     def count_mentions(self, text: str, scopes: Sequence[str]) -> dict[str, Any]:
@@ -459,5 +483,8 @@ def opensearch_index(settings: Settings) -> OpenSearchIndex:
         raise ValueError("KORPUS_BACKEND=opensearch needs KORPUS_OPENSEARCH_URL=http://host:9200")
     from opensearchpy import OpenSearch
 
-    client = OpenSearch(hosts=[settings.opensearch_url], timeout=60)
-    return OpenSearchIndex(client, prefix=settings.opensearch_prefix, rrf_k=settings.rrf_k)
+    # korpus retries itself (with backoff, counted); the client's own immediate retries are switched off.
+    client = OpenSearch(hosts=[settings.opensearch_url], timeout=60, max_retries=0)
+    return OpenSearchIndex(
+        client, prefix=settings.opensearch_prefix, rrf_k=settings.rrf_k, retry=RetryPolicy.from_settings(settings)
+    )

@@ -1,0 +1,89 @@
+"""A fault-injecting HTTP proxy for tests only: it forwards every request to a real server (here osmem-server,
+the in-memory stand-in speaking OpenSearch's REST API) and, for the requests it is told to, fails the way a
+cluster restarting mid-bulk fails.
+
+Faults, consumed in order by the matching requests (`Faults.script`):
+- `"drop-after"`: forward the request, let the server apply it, then close the connection without an answer —
+  the client cannot know the bulk landed;
+- `"drop-before"`: close the connection before forwarding (nothing applied);
+- `"503"`: answer 503 without forwarding.
+`Faults.down = True` drops every request before forwarding, until it is set back.
+"""
+
+from __future__ import annotations
+
+import socket
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import httpx
+
+
+@dataclass
+class Faults:
+    path: str = "/_bulk"
+    script: list[str] = field(default_factory=list)
+    down: bool = False
+    seen: list[str] = field(default_factory=list)
+    """What happened to each matching request, in order: a fault's name, or `"ok"`."""
+
+
+@contextmanager
+def fault_proxy(upstream: str, faults: Faults) -> Iterator[str]:
+    """Listen on a free loopback port in front of `upstream`; yields the proxy's URL."""
+    client = httpx.Client(base_url=upstream, timeout=30)
+    lock = threading.Lock()
+
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def _fault(self) -> str | None:
+            with lock:
+                if faults.down:
+                    faults.seen.append("down")
+                    return "drop-before"
+                if self.path.split("?")[0].endswith(faults.path):
+                    fault = faults.script.pop(0) if faults.script else None
+                    faults.seen.append(fault or "ok")
+                    return fault
+            return None
+
+        def _drop(self) -> None:
+            self.close_connection = True
+            self.connection.shutdown(socket.SHUT_RDWR)
+
+        def _forward(self) -> None:
+            body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+            fault = self._fault()
+            if fault == "drop-before":
+                return self._drop()
+            if fault == "503":
+                return self._answer(503, b'{"error":"unavailable","status":503}', "application/json")
+            headers = {k: v for k, v in self.headers.items() if k.lower() not in ("host", "content-length")}
+            response = client.request(self.command, self.path, content=body, headers=headers)
+            if fault == "drop-after":
+                return self._drop()
+            self._answer(response.status_code, response.content, response.headers.get("content-type", ""))
+
+        def _answer(self, status: int, data: bytes, content_type: str) -> None:
+            self.send_response(status)
+            self.send_header("Content-Type", content_type)
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        do_GET = do_POST = do_PUT = do_DELETE = do_HEAD = _forward
+
+        def log_message(self, *_args: object) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        client.close()

@@ -1,0 +1,92 @@
+"""The OpenSearch cluster failing mid-bulk during a refresh's mirror sync. The cluster is osmem-server (an in-memory
+stand-in speaking the OpenSearch REST API); the faults come from `fault_proxy`, an HTTP proxy in front of it that
+drops connections after the bulk was applied, before it was forwarded, or answers 503."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from korpus.cli import app
+from korpus.settings import Settings
+from tasks.index_opensearch import opensearch_index
+from tasks.index_sqlite import SqliteIndex
+
+from .fault_proxy import Faults, fault_proxy
+
+pytestmark = [pytest.mark.integration, pytest.mark.opensearch]
+
+
+def _archive(root: Path) -> None:
+    root.mkdir()
+    (root / "korpus.yaml").write_text("defaults:\n  owner: o\n  access: public\n", encoding="utf-8")
+    (root / "записка.txt").write_text("Служебная записка о ремонте кровли склада.\n", encoding="utf-8")
+    (root / "акт.txt").write_text("Акт приёмки работ по замене труб отопления.\n", encoding="utf-8")
+
+
+def _served(settings: Settings, upstream: str) -> set[str]:
+    """Chunk ids the cluster itself (not the proxy) serves as current."""
+    direct = opensearch_index(settings.model_copy(update={"opensearch_url": upstream}))
+    return {chunk_id for chunk_id, state in direct.states().items() if state[0] == "current"}
+
+
+def _catalog(settings: Settings) -> set[str]:
+    with SqliteIndex(settings.index_path) as index:
+        return {row[0] for row in index.conn.execute("SELECT chunk_id FROM chunks WHERE lifecycle = 'current'")}
+
+
+def test_osmem_bulk_dropped_mid_sync_is_retried_and_nothing_is_lost(models, osmem_clone, tmp_path: Path) -> None:
+    from flows.corpus_refresh import run_refresh
+
+    _archive(tmp_path / "root")
+    faults = Faults(script=["drop-after", "503", "drop-before"])
+    with fault_proxy(osmem_clone.url, faults) as url:
+        settings = Settings(data=tmp_path / "data", backend="opensearch", opensearch_url=url, opensearch_prefix="x",
+                            retry_backoff=0.05)  # fmt: skip
+        summary = run_refresh(tmp_path / "root", settings)
+    # Staging bulk: applied then dropped, 503, dropped unsent, then through; the switch bulk went through first time.
+    assert faults.seen == ["drop-after", "503", "drop-before", "ok", "ok"]
+    assert summary["opensearch"]["retries"] == 3 and not summary["opensearch"].get("pending")
+    assert summary["opensearch"]["indexed"] == summary["chunks_indexed"] > 0
+    assert summary["quarantined"] == 0
+    assert _served(settings, osmem_clone.url) == _catalog(settings) and len(_catalog(settings)) == 2
+
+
+def test_osmem_cluster_down_leaves_the_mirror_pending_until_it_returns(
+    models, osmem_clone, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = tmp_path / "root"
+    _archive(root)
+    faults = Faults()
+    runner = CliRunner()
+    with fault_proxy(osmem_clone.url, faults) as url:
+        for key, value in {"BACKEND": "opensearch", "OPENSEARCH_URL": url, "OPENSEARCH_PREFIX": "y",
+                           "RETRY_BACKOFF": "0.05", "RETRY_ATTEMPTS": "3"}.items():  # fmt: skip
+            monkeypatch.setenv(f"KORPUS_{key}", value)
+        settings = Settings(data=tmp_path / "data")
+        first = runner.invoke(app, ["refresh", "--root", str(root), "--data", str(settings.data), "--json"])
+        assert first.exit_code == 0, first.output
+        served = _served(settings, osmem_clone.url)
+        assert served == _catalog(settings)
+
+        # A changed file; the cluster goes down for the whole sync: the catalog switches, the cluster keeps serving
+        # the previous version, the refresh says so and exits 3.
+        (root / "записка.txt").write_text("Служебная записка: ремонт кровли отменён.\n", encoding="utf-8")
+        faults.down = True
+        second = runner.invoke(app, ["refresh", "--root", str(root), "--data", str(settings.data)])
+        assert second.exit_code == 3 and "OpenSearch mirror is not" in second.output
+        assert "unreachable" in second.output and "sync-opensearch" in second.output
+        assert "down" in faults.seen
+        assert _served(settings, osmem_clone.url) == served != _catalog(settings)
+        refused = runner.invoke(app, ["sync-opensearch", "--data", str(settings.data)])
+        assert refused.exit_code == 2 and "unreachable" in refused.output
+
+        # Back up: an unchanged refresh completes the mirror.
+        faults.down = False
+        third = runner.invoke(app, ["refresh", "--root", str(root), "--data", str(settings.data), "--json"])
+        assert third.exit_code == 0, third.output
+        assert _served(settings, osmem_clone.url) == _catalog(settings)
+        hits = opensearch_index(settings).search("кровли", None, ["public"], mode="bm25")
+        assert len(hits) == 1 and "отменён" in hits[0]["text"]
