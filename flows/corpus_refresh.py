@@ -171,6 +171,27 @@ def publish(
     return len(chunks)
 
 
+@task(name="meta-documents", cache_policy=NO_CACHE)
+def build_meta_documents(settings: Settings) -> dict[str, Any]:
+    """The collection's table of contents, chronology and registers, per access scope, rebuilt where the sources
+    they come from changed (tasks/meta)."""
+    from tasks.chat import ChatClient
+    from tasks.meta.facts import FactCache
+    from tasks.meta.llm import LlmEvents
+    from tasks.meta.publish import refresh_meta
+
+    llm = None
+    if settings.llm_url:
+        client = ChatClient(
+            settings.llm_url, settings.llm_model, settings.llm_timeout, RetryPolicy.from_settings(settings)
+        )
+        llm = LlmEvents(client)
+    cache = FactCache(settings.meta_cache_dir, variant=llm.variant if llm else "")
+    with SqliteIndex(settings.index_path) as index:
+        return refresh_meta(index, cache, lambda chunks: embed.fn(chunks, settings), embed_model_path(settings).name,
+                            llm=llm)  # fmt: skip
+
+
 @task(name="sync-opensearch", cache_policy=NO_CACHE)
 def sync_opensearch(settings: Settings) -> dict[str, Any]:
     """Mirror what the catalog serves to the cluster (KORPUS_BACKEND=opensearch). Each request is retried with
@@ -436,6 +457,7 @@ def corpus_refresh(root: str, data: str | None = None, overrides: dict[str, Any]
         )
         update_progress_artifact(progress, progress=100.0 * done / len(plan.to_process))
     apply_catalog_changes(plan, problems, settings)
+    meta = build_meta_documents(settings) if settings.meta_documents else None
     mirrored = sync_opensearch(settings) if settings.backend == "opensearch" else None
     kinds = {s.source_id: s.kind for s in plan.to_process}
     summary = {
@@ -468,6 +490,7 @@ def corpus_refresh(root: str, data: str | None = None, overrides: dict[str, Any]
         "pending_pages": {source_id: pages for source_id, pages in waiting.items()},
         "chunks_embedded": embedded,
         "chunks_indexed": indexed_chunks,
+        "meta_documents": meta,
         "opensearch": mirrored,
         "seconds": round(time.perf_counter() - started, 2),
     }

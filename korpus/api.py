@@ -168,6 +168,15 @@ def create_app(settings: Settings) -> FastAPI:
             "chunks": len(idx.source_chunks(source_id)),
         }
 
+    @app.get("/meta/{kind}", summary="A meta-document: toc, chronology, persons or organisations, per scope")
+    def meta(kind: str, idx: Index, allowed: Scopes) -> list[dict[str, Any]]:
+        from tasks.meta.publish import read_meta
+
+        try:
+            return read_meta(idx, kind, allowed)
+        except ValueError as exc:
+            raise HTTPException(status_code=404, detail=str(exc)) from exc
+
     @app.get("/health", summary="Liveness and the state of the index")
     def health() -> dict:
         if not settings.index_path.is_file():

@@ -15,7 +15,8 @@ from pydantic import BaseModel, Field, model_validator
 
 class SourceKind(StrEnum):
     """What reads a file (tasks/readers): its pages come from a PDF, an image, a DjVu, an office document
-    (through a PDF LibreOffice makes of it), a text file, or a recording."""
+    (through a PDF LibreOffice makes of it), a text file, or a recording. `meta`: a document korpus writes about
+    the collection (tasks/meta), not a file."""
 
     pdf = "pdf"
     audio = "audio"
@@ -23,6 +24,7 @@ class SourceKind(StrEnum):
     image = "image"
     djvu = "djvu"
     office = "office"
+    meta = "meta"
 
     @property
     def paged(self) -> bool:

@@ -196,6 +196,18 @@ class Settings(BaseSettings):
         default=None, description="A local sentence-transformers CrossEncoder folder for retriever hybrid+rerank."
     )
     rerank_top: int = Field(default=20, ge=1, description="Fused hits the cross-encoder reorders.")
+    llm_url: str | None = Field(
+        default=None,
+        description="OpenAI-compatible endpoint that also extracts dated events for the chronology (optional; "
+        "records are validated, merging stays code — docs/meta.md).",
+    )
+    llm_model: str = Field(default="extractor", description="Model name sent to KORPUS_LLM_URL.")
+    llm_timeout: float = Field(default=60.0, gt=0, description="Seconds before the extraction endpoint counts as down.")
+    meta_documents: bool = Field(
+        default=True,
+        description="After a refresh, build the collection's table of contents, chronology and registers of "
+        "persons and organisations per access scope, and index them (docs/meta.md).",
+    )
 
     @field_validator("default_scopes", "ocr_tiers", mode="before")
     @classmethod
@@ -231,6 +243,11 @@ class Settings(BaseSettings):
     def page_cache_location(self) -> Path | str:
         """Where OCR pages and transcripts are cached: KORPUS_PAGE_CACHE_URL, or under the data directory."""
         return self.page_cache_url or self.page_cache_dir
+
+    @property
+    def meta_cache_dir(self) -> Path:
+        """Facts extracted for the meta-documents, per source version."""
+        return self.data / "cache" / "meta"
 
     @property
     def converted_dir(self) -> Path:

@@ -106,6 +106,8 @@ def is_exception_sentence(text: str) -> bool:
 
 
 def address_line(source: Source, page: PageResult, part: int | None) -> str:
+    if source.kind is SourceKind.meta:  # one part a page: «[Хронология событий · часть 7]»
+        return f"[{source.file_name} · часть {page.page}]"
     if page.page is None:
         return f"[{source.file_name} · {timecode(page.t_start or 0.0)}]"
     if source.kind is SourceKind.text and page.page == 1:

@@ -8,6 +8,7 @@ transaction: readers see the old version or the new one, never both or neither.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import re
@@ -294,14 +295,36 @@ class SqliteIndex:
     # --- catalog ---------------------------------------------------------------------------------------
 
     def indexed_versions(self) -> dict[str, dict[str, tuple]]:
-        """Source id → {version: (owner, access, tenant)} for every version that is current."""
+        """Source id → {version: (owner, access, tenant)} for every version that is current (the files under the
+        root; the meta-documents korpus writes about them are not files and are left out)."""
         known: dict[str, dict[str, tuple]] = {}
         rows = self.conn.execute(
-            "SELECT source_id, version, owner, access, tenant FROM sources WHERE lifecycle = 'current'"
+            "SELECT source_id, version, owner, access, tenant FROM sources WHERE lifecycle = 'current' "
+            "AND kind IS NOT 'meta'"
         )
         for source_id, version, owner, access, tenant in rows:
             known.setdefault(source_id, {})[version] = (owner, access, tenant)
         return known
+
+    def served_chunk_keys(self) -> dict[str, str]:
+        """Source id → a digest of the chunk ids it serves now (changes with a new version and a review decision)."""
+        rows = self.conn.execute(
+            "SELECT source_id, group_concat(chunk_id, ',') FROM (SELECT source_id, chunk_id FROM chunks "
+            "WHERE lifecycle = 'current' ORDER BY source_id, chunk_id) GROUP BY source_id"
+        )
+        return {source_id: hashlib.sha256(ids.encode()).hexdigest()[:32] for source_id, ids in rows}
+
+    def meta_fingerprints(self) -> dict[str, str]:
+        """Scope (`tenant/access`) → the fingerprint of the sources its meta-documents were last built from."""
+        rows = self.conn.execute("SELECT key, value FROM index_meta WHERE key LIKE 'meta:%'")
+        return {key.removeprefix("meta:"): value for key, value in rows}
+
+    def set_meta_fingerprint(self, scope: str, fingerprint: str | None) -> None:
+        with self.conn:
+            if fingerprint is None:
+                self.conn.execute("DELETE FROM index_meta WHERE key = ?", (f"meta:{scope}",))
+            else:
+                self.conn.execute("INSERT OR REPLACE INTO index_meta VALUES (?, ?)", (f"meta:{scope}", fingerprint))
 
     def refused_versions(self) -> dict[str, dict[str, set[str]]]:
         """Source id → {version: reason codes} for versions refused as a whole (not single pages)."""

@@ -1,7 +1,8 @@
 """Access holds on every query path, whoever asks and whatever they pass (hypothesis over principals, requested
-scopes, extra parameters, queries and modes): the API's /search, /exact, /count and /sources, the CLI's search
-and exact search, and eval. Zero hits outside the caller's granted scopes; superseded and withdrawn chunks
-never returned; asking for more scopes than granted is a 403, never a wider answer."""
+scopes, extra parameters, queries and modes): the API's /search, /exact, /count, /sources and /meta (each scope's
+meta-documents name only that scope's people), the CLI's search and exact search, and eval. Zero hits outside the
+caller's granted scopes; superseded and withdrawn chunks never returned; asking for more scopes than granted is a
+403, never a wider answer."""
 
 from __future__ import annotations
 
@@ -18,12 +19,14 @@ from typer.testing import CliRunner
 from benchmarks.api_load import page_chunks
 from korpus.api import create_app
 from korpus.cli import app as cli
-from korpus.datamodel import Chunk, Source, SourceKind
+from korpus.datamodel import Chunk, PageResult, Source, SourceKind
 from korpus.model_store import embed_model_path
 from korpus.settings import Settings
 from tasks.embedding import shared_embedder
 from tasks.evaluation import Expected, Question, evaluate
 from tasks.index_sqlite import SEARCH_MODES, SqliteIndex
+from tasks.meta.facts import FactCache
+from tasks.meta.publish import meta_kind, refresh_meta
 
 pytestmark = pytest.mark.integration
 SCOPES = ("public", "hr", "finance", "legal")
@@ -32,6 +35,7 @@ TOPICS = ("приказ о премировании сотрудников", "д
           "служебная записка об отпусках")  # fmt: skip
 WORDS = ["приказ", "премировании", "договор", "поставки", "насосов", "протокол", "комиссии", "записка", "отпусках",
          "сотрудников", "устаревший", "отозванный", *SCOPES]  # fmt: skip
+SIGNED = {"public": "Смирнов А. Б.", "hr": "Кузнецова Е. В.", "finance": "Попов И. И.", "legal": "Лебедева О. П."}
 ACCESS: dict[str, str] = {}  # source id → access rule
 RETIRED: set[str] = set()  # chunk ids that must never come back
 
@@ -45,7 +49,9 @@ def served(models: dict[str, Path], tmp_path_factory: pytest.TempPathFactory) ->
 
         def publish(source: Source, texts: list[str]) -> list[Chunk]:
             chunks = page_chunks(source, texts)
-            index.publish_version(source, chunks, embedder.embed_passages([c.text for c in chunks]), len(chunks),
+            pages = [PageResult(source_id=source.source_id, source_version=source.version, page=n, text=text,
+                                method="plain-text") for n, text in enumerate(texts, start=1)]  # fmt: skip
+            index.publish_version(source, chunks, embedder.embed_passages([c.text for c in chunks]), pages,
                                   embed_model=embedder.name)  # fmt: skip
             return chunks
 
@@ -55,7 +61,10 @@ def served(models: dict[str, Path], tmp_path_factory: pytest.TempPathFactory) ->
                 ACCESS[source_id] = scope
                 source = Source(source_id=source_id, version=f"{scope}{n}".ljust(64, "0"), path="/x",
                                 kind=SourceKind.text, owner="Архив", access=scope)  # fmt: skip
-                publish(source, [f"{topic.capitalize()} ({scope}), раздел {i}. Номер 7{n}{i}." for i in range(3)])
+                signed = f"Подписал(а) {SIGNED[scope]}."
+                publish(
+                    source, [f"{topic.capitalize()} ({scope}), раздел {i}. Номер 7{n}{i}. {signed}" for i in range(3)]
+                )
         # a public document's old version, superseded by a new one; a chunk withdrawn by a reviewer
         old = Source(source_id="public/меняется.txt", version="a" * 64, path="/x", kind=SourceKind.text,
                      owner="Архив", access="public")  # fmt: skip
@@ -68,6 +77,13 @@ def served(models: dict[str, Path], tmp_path_factory: pytest.TempPathFactory) ->
         index.withdraw_chunk(withdrawn[0].chunk_id)
         RETIRED.add(withdrawn[0].chunk_id)
         ACCESS["public/отозван.txt"] = "public"
+        # The meta-documents of each scope, built from that scope's sources (their registers name its signer).
+        refresh_meta(index, FactCache(settings.meta_cache_dir), lambda chunks: embedder.embed_passages(
+            [c.text for c in chunks]), embedder.name)  # fmt: skip
+        for row in index.sources():
+            if row["kind"] == "meta" and row["lifecycle"] == "current":
+                ACCESS[row["source_id"]] = row["access"]
+    assert sum(meta_kind(s) is not None for s in ACCESS) == 4 * len(SCOPES)
     return settings
 
 
@@ -130,6 +146,13 @@ def test_api_never_answers_beyond_the_granted_scopes(
             assert all(ACCESS[s] in may_see for s in seen), (path, seen, may_see)
             found = json.dumps(body.get("occurrences", []), ensure_ascii=False).lower()
             assert "устаревший" not in found and "отозванный" not in found
+    for kind in ("toc", "chronology", "persons", "organisations"):
+        status, body = _get(client, f"/meta/{kind}", key, {k: v for k, v in params.items() if k != "q"})
+        assert status == expected_status, (kind, status, body)
+        if status == 200:
+            assert {d["access"] for d in body} == may_see & {ACCESS[s] for s in ACCESS}, (kind, body)
+            text = json.dumps(body, ensure_ascii=False)
+            assert not any(name.split()[0][:-1] in text for scope, name in SIGNED.items() if scope not in may_see)
     for source_id, access in ACCESS.items():
         status, _ = _get(
             client, f"/sources/{quote(source_id)}", key, {k: v for k, v in params.items() if k == "scopes"}

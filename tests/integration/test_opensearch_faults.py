@@ -43,8 +43,9 @@ def test_osmem_bulk_dropped_mid_sync_is_retried_and_nothing_is_lost(models, osme
     _archive(tmp_path / "root")
     faults = Faults(script=["drop-after", "503", "drop-before"])
     with fault_proxy(osmem_clone.url, faults) as url:
+        # Meta-documents off: the bulks this test counts are the files' own.
         settings = Settings(data=tmp_path / "data", backend="opensearch", opensearch_url=url, opensearch_prefix="x",
-                            retry_backoff=0.05)  # fmt: skip
+                            retry_backoff=0.05, meta_documents=False)  # fmt: skip
         summary = run_refresh(tmp_path / "root", settings)
     # Staging bulk: applied then dropped, 503, dropped unsent, then through; the switch bulk went through first time.
     assert faults.seen == ["drop-after", "503", "drop-before", "ok", "ok"]
@@ -62,8 +63,9 @@ def test_osmem_cluster_down_leaves_the_mirror_pending_until_it_returns(
     faults = Faults()
     runner = CliRunner()
     with fault_proxy(osmem_clone.url, faults) as url:
-        for key, value in {"BACKEND": "opensearch", "OPENSEARCH_URL": url, "OPENSEARCH_PREFIX": "y",
-                           "RETRY_BACKOFF": "0.05", "RETRY_ATTEMPTS": "3"}.items():  # fmt: skip
+        environment = {"BACKEND": "opensearch", "OPENSEARCH_URL": url, "OPENSEARCH_PREFIX": "y",
+                       "RETRY_BACKOFF": "0.05", "RETRY_ATTEMPTS": "3", "META_DOCUMENTS": "false"}  # fmt: skip
+        for key, value in environment.items():
             monkeypatch.setenv(f"KORPUS_{key}", value)
         settings = Settings(data=tmp_path / "data")
         first = runner.invoke(app, ["refresh", "--root", str(root), "--data", str(settings.data), "--json"])

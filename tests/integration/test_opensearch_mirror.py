@@ -100,9 +100,14 @@ def test_osmem_refresh_flow_mirrors_each_run(models, osmem_clone, tmp_path: Path
     settings = Settings(data=tmp_path / "data", backend="opensearch", opensearch_url=osmem_clone.url,
                         opensearch_prefix="f")  # fmt: skip
     first = run_refresh(root, settings)
-    assert first["opensearch"]["indexed"] == first["chunks_indexed"] > 0
+    with SqliteIndex(settings.index_path) as catalog:
+        assert first["opensearch"]["indexed"] == catalog.chunk_count() > first["chunks_indexed"] > 0  # + meta-documents
     (root / "записка.txt").write_text("Служебная записка: ремонт кровли отменён.\n", encoding="utf-8")
     second = run_refresh(root, settings)
     assert second["opensearch"]["indexed"] > 0 and second["opensearch"]["updated"] > 0  # the old one superseded
-    hits = opensearch_index(settings).search("кровли", None, ["public"], mode="bm25")
-    assert len(hits) == 1 and "отменён" in hits[0]["text"]
+    hits = opensearch_index(settings).search("кровли", None, ["public"], mode="bm25", k=10)
+    files = [h for h in hits if h["source_id"] == "записка.txt"]
+    assert len(files) == 1 and "отменён" in files[0]["text"]
+    # The table of contents lists the new title, and only its new build is served from the mirror.
+    toc = [h for h in hits if h["source_id"] == "korpus://meta/public/Оглавление коллекции"]
+    assert len(toc) == 1 and "отменён" in toc[0]["text"]

@@ -1,0 +1,96 @@
+"""Meta-documents: full build vs rebuild after one document changed vs an unchanged run, side by side.
+
+    .venv/bin/python benchmarks/meta.py [--copies 3] [--json]
+
+The generated corpus of korpus.meta_corpus (40 documents a copy; `--copies` writes more, each with its own seed, in
+its own folder) is refreshed with meta-documents off; then, in this one process, with the NER model and the
+embedder already loaded:
+1. full      — `refresh_meta` over an empty fact cache: every source read, four documents per scope built,
+               chunked, embedded and published;
+2. unchanged — again: every scope's fingerprint matches, nothing is read or built;
+3. one       — one public letter changed and refreshed (meta off), then `refresh_meta`: that source's facts are
+               extracted, its scope's four documents merged anew, the changed ones embedded and published.
+Reported: seconds of each and the ratios one/full and unchanged/full (the issue's «small fraction»).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
+os.environ.setdefault("PREFECT_LOGGING_LEVEL", "WARNING")
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from flows.corpus_refresh import run_refresh
+from korpus.meta_corpus import MANIFEST, write_meta_corpus
+from korpus.model_store import embed_model_path, ensure_models
+from korpus.settings import Settings
+from tasks.embedding import shared_embedder
+from tasks.index_sqlite import SqliteIndex
+from tasks.meta.facts import FactCache
+from tasks.meta.names import warm_up
+from tasks.meta.publish import refresh_meta
+
+
+def _write(root: Path, copies: int) -> Path:
+    for copy in range(copies):
+        write_meta_corpus(root / f"том_{copy + 1}", seed=16 + copy)
+        (root / f"том_{copy + 1}" / "korpus.yaml").unlink()
+    (root / "korpus.yaml").write_text(MANIFEST.replace('"кадры/**"', '"**/кадры/**"'), encoding="utf-8")
+    return root / "том_1" / "письма" / "письмо_23.txt"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--copies", type=int, default=3)
+    parser.add_argument("--json", action="store_true")
+    args = parser.parse_args()
+    ensure_models(Settings())
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp) / "root"
+        letter = _write(root, args.copies)
+        settings = Settings(data=Path(tmp) / "data", meta_documents=False)
+        run_refresh(root, settings)
+        embedder = shared_embedder(str(embed_model_path(settings)), settings.embed_batch_size)
+        embedder.warm_up()
+        warm_up()
+
+        def build() -> tuple[float, dict]:
+            with SqliteIndex(settings.index_path) as index:
+                started = time.perf_counter()
+                done = refresh_meta(index, FactCache(settings.meta_cache_dir),
+                                    lambda chunks: embedder.embed_passages([c.text for c in chunks]),
+                                    embed_model_path(settings).name)  # fmt: skip
+                return time.perf_counter() - started, done
+
+        full, full_done = build()
+        unchanged, unchanged_done = build()
+        letter.write_text(letter.read_text(encoding="utf-8") + "15 мая 2024 г. получен ответ.\n", encoding="utf-8")
+        run_refresh(root, settings)
+        one, one_done = build()
+    report = {
+        "documents": 40 * args.copies,
+        "full_s": round(full, 3),
+        "unchanged_s": round(unchanged, 4),
+        "one_changed_s": round(one, 3),
+        "one_over_full": round(one / full, 3),
+        "unchanged_over_full": round(unchanged / full, 4),
+        "full": full_done,
+        "one_changed": one_done,
+        "unchanged": unchanged_done,
+    }
+    if args.json:
+        print(json.dumps(report, ensure_ascii=False, indent=2))
+        return
+    for key, value in report.items():
+        print(f"{key:>20}: {value}")
+
+
+if __name__ == "__main__":
+    main()

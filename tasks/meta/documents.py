@@ -1,0 +1,286 @@
+"""The four meta-documents, merged by code from the facts of the sources one access scope may see.
+
+- «Оглавление коллекции»: totals (documents, by file kind, by document type — the title's first word when it
+  names one: приказ, договор, акт …), then folder by folder each document: title, kind, pages or duration, the
+  dates found in it, owner, and when its version was switched in.
+- «Хронология событий»: every dated sentence, sorted by date; the same date and sentence found in two versions or
+  copies is one entry with both places.
+- «Реестр лиц»: persons merged by surname and initials (tasks/meta/names.py), each with its count of mentions and
+  every place; a mention that names a surname or a first initial only joins the one person it fits, or is left out
+  when several fit.
+- «Реестр организаций»: merged by ИНН where one is written beside the name, otherwise by legal form and name; a
+  name without ИНН joins the one ИНН entry of the same name.
+
+Each document is cut into parts of whole entries (`PART_CHARS`), one page each, so every chunk is one part and its
+address line says what it is: `[Хронология событий · часть 7]`.
+"""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+
+from tasks.audio import timecode
+from tasks.meta.dates import spoken
+from tasks.meta.facts import OrganisationMention, PersonMention, Place, SourceFacts
+
+TITLES = {
+    "toc": "Оглавление коллекции",
+    "chronology": "Хронология событий",
+    "persons": "Реестр лиц",
+    "organisations": "Реестр организаций",
+}
+PART_CHARS = 1200
+MAX_PLACES = 12
+DOCUMENT_TYPES = (
+    "приказ", "распоряжение", "договор", "соглашение", "акт", "протокол", "письмо", "справка", "отчёт", "отчет",
+    "служебная записка", "докладная записка", "заявление", "решение", "постановление", "положение", "инструкция",
+    "доверенность", "счёт", "счет", "накладная", "стенограмма", "интервью",
+)  # fmt: skip
+KIND_NAMES = {"pdf": "PDF", "image": "изображение", "djvu": "DjVu", "office": "офисный документ", "text": "текст",
+              "audio": "запись"}  # fmt: skip
+
+
+def _plural(n: int, one: str, few: str, many: str) -> str:
+    if n % 10 == 1 and n % 100 != 11:
+        return f"{n} {one}"
+    if 2 <= n % 10 <= 4 and not 12 <= n % 100 <= 14:
+        return f"{n} {few}"
+    return f"{n} {many}"
+
+
+def _places(places: Sequence[Place]) -> str:
+    labels = list(dict.fromkeys(p.label for p in places))
+    more = len(labels) - MAX_PLACES
+    return "; ".join(labels[:MAX_PLACES]) + (f"; и ещё {more}" if more > 0 else "")
+
+
+def document_type(title: str) -> str | None:
+    lowered = title.lower().lstrip("«\"' ")
+    return next((t for t in DOCUMENT_TYPES if lowered.startswith(t)), None)
+
+
+# --- merging ------------------------------------------------------------------------------------------------
+
+
+@dataclass
+class Event:
+    first: str
+    last: str
+    sentence: str
+    places: list[Place] = field(default_factory=list)
+
+
+def chronology(facts: Iterable[SourceFacts]) -> list[Event]:
+    """Dated sentences sorted by date; one entry per (date, sentence) however many places hold it."""
+    merged: dict[tuple[str, str, str], Event] = {}
+    for fact in facts:
+        for item in fact.events:
+            key = (item.first, item.last, _fold(item.sentence))
+            merged.setdefault(key, Event(item.first, item.last, item.sentence)).places.append(item.place)
+    return [merged[k] for k in sorted(merged)]
+
+
+def _fold(text: str) -> str:
+    return " ".join(text.lower().replace("ё", "е").split())
+
+
+@dataclass
+class Person:
+    surname: str
+    first_initial: str | None
+    middle_initial: str | None
+    mentions: list[PersonMention] = field(default_factory=list)
+
+    @property
+    def shown(self) -> str:
+        forms = Counter(m.shown for m in self.mentions)
+        best = max(self.mentions, key=lambda m: (m.fullness, m.certain, forms[m.shown], m.shown))
+        return best.shown
+
+    @property
+    def variants(self) -> list[str]:
+        return sorted({m.shown for m in self.mentions} - {self.shown})
+
+
+def _fits(mention: PersonMention, key: tuple[str | None, str | None]) -> bool:
+    return mention.first_initial in (None, key[0]) and mention.middle_initial in (None, key[1])
+
+
+def persons(facts: Iterable[SourceFacts]) -> tuple[list[Person], int]:
+    """The register, sorted by name, and how many mentions were left out as ambiguous."""
+    mentions = [m for fact in facts for m in fact.persons]
+    by_surname: dict[str, list[PersonMention]] = defaultdict(list)
+    for mention in mentions:
+        by_surname[mention.surname].append(mention)
+    register: list[Person] = []
+    ambiguous = 0
+    for surname, group in by_surname.items():
+        full = {(m.first_initial, m.middle_initial) for m in group if m.first_initial and m.middle_initial}
+        people = {key: Person(surname, *key) for key in full}
+        for mention in group:
+            key = (mention.first_initial, mention.middle_initial)
+            if key in people:
+                people[key].mentions.append(mention)
+                continue
+            fits = [
+                k for k in people if mention.first_initial in (None, k[0]) and mention.middle_initial in (None, k[1])
+            ]
+            if len(fits) == 1:
+                people[fits[0]].mentions.append(mention)
+            elif not fits and not people and mention.first_initial and not mention.middle_initial:
+                people[key] = Person(surname, *key, mentions=[mention])  # «Смирнова А.» alone: an entry of its own
+            elif not fits and not people and len({(m.first_initial, m.middle_initial) for m in group}) == 1:
+                people[key] = Person(surname, *key, mentions=[mention])  # a surname only, never with initials
+            else:
+                ambiguous += 1
+        register += people.values()
+    return sorted(register, key=lambda p: p.shown), ambiguous
+
+
+@dataclass
+class Organisation:
+    key: str
+    inn: str | None
+    ogrn: str | None = None
+    mentions: list[OrganisationMention] = field(default_factory=list)
+
+    @property
+    def shown(self) -> str:
+        forms = Counter(m.name for m in self.mentions)
+        return max(forms, key=lambda name: (forms[name], "«" in name, len(name)))
+
+
+def _core(key: str) -> str:
+    return key.split(" ", 1)[1] if " " in key and key.split(" ", 1)[0].isupper() else key
+
+
+def organisations(facts: Iterable[SourceFacts]) -> list[Organisation]:
+    mentions = [m for fact in facts for m in fact.organisations]
+    by_inn: dict[str, Organisation] = {}
+    by_key: dict[str, Organisation] = {}
+    for mention in mentions:
+        if mention.inn:
+            entry = by_inn.setdefault(mention.inn, Organisation(mention.key, mention.inn))
+            entry.ogrn = entry.ogrn or mention.ogrn
+            entry.mentions.append(mention)
+    for mention in mentions:
+        if mention.inn:
+            continue
+        same = [o for o in by_inn.values() if o.key == mention.key] or [
+            o for o in by_inn.values() if _core(o.key) == _core(mention.key)
+        ]
+        if len(same) == 1:  # the one ИНН entry of this name (with its legal form, or by name alone)
+            same[0].mentions.append(mention)
+        else:
+            by_key.setdefault(mention.key, Organisation(mention.key, None)).mentions.append(mention)
+    return sorted([*by_inn.values(), *by_key.values()], key=lambda o: o.shown.lower())
+
+
+# --- rendering ------------------------------------------------------------------------------------------------
+
+
+def _parts(title: str, entries: Sequence[tuple[str, str]], head: str = "") -> list[str]:
+    """Whole entries packed into parts of about PART_CHARS; each part opens with what it covers.
+    `entries` are (sort label, text)."""
+    parts: list[list[tuple[str, str]]] = [[]]
+    size = len(head)
+    for entry in entries:
+        if parts[-1] and size + len(entry[1]) > PART_CHARS:
+            parts.append([])
+            size = 0
+        parts[-1].append(entry)
+        size += len(entry[1]) + 1
+    out = []
+    for number, part in enumerate(parts):
+        span = f"{part[0][0]} — {part[-1][0]}" if part else "записей нет"
+        lines = [f"{title}: {span.rstrip('.')}.", *([head] if number == 0 and head else []), *(t for _, t in part)]
+        out.append("\n".join(lines))
+    return out
+
+
+def toc_text(facts: Sequence[SourceFacts], events: Sequence[Event]) -> list[str]:
+    kinds = Counter(KIND_NAMES.get(f.kind or "", f.kind or "?") for f in facts)
+    types = Counter(t for t in (document_type(f.title) for f in facts) if t)
+    pages = sum(f.pages for f in facts)
+    seconds = sum(f.seconds or 0 for f in facts)
+    head = [f"Всего документов в коллекции: {len(facts)} ("
+            + ", ".join(f"{k} — {n}" for k, n in sorted(kinds.items())) + f"); страниц: {pages}"
+            + (f"; записей общей длительностью {timecode(seconds)}" if seconds else "") + "."]  # fmt: skip
+    if types:
+        head.append("По видам документов: " + ", ".join(f"{t} — {n}" for t, n in sorted(types.items())) + ".")
+    folders: dict[str, list[SourceFacts]] = defaultdict(list)
+    for fact in facts:
+        folders[fact.folder].append(fact)
+    head.append("Папок: " + str(len(folders)) + ": " + ", ".join(
+        f"«{folder or 'корень'}» — {len(items)}" for folder, items in sorted(folders.items())) + ".")  # fmt: skip
+    dates: dict[str, list[str]] = defaultdict(list)
+    for event in events:
+        for place in event.places:
+            dates[place.source_id] += [event.first, event.last]
+    entries = []
+    for folder, items in sorted(folders.items()):
+        label = f"«{folder or 'корень'}»"
+        count = _plural(len(items), "документ", "документа", "документов")
+        for number, fact in enumerate(sorted(items, key=lambda f: f.source_id)):
+            line = _toc_line(fact, sorted(dates.get(fact.source_id, [])))
+            entries.append((label, f"Папка «{folder or 'корень'}» — {count}:\n{line}" if number == 0 else line))
+    return _parts(TITLES["toc"], entries, head="\n".join(head))
+
+
+def _toc_line(fact: SourceFacts, dates: list[str]) -> str:
+    size = timecode(fact.seconds) if fact.seconds is not None else f"{fact.pages} стр."
+    fields = [f"{KIND_NAMES.get(fact.kind or '', fact.kind)}, {size}"]
+    if dates:
+        fields.append(f"даты: {dates[0]} – {dates[-1]}" if dates[0] != dates[-1] else f"дата: {dates[0]}")
+    fields.append(f"владелец: {fact.owner}")
+    if fact.switched_at:
+        fields.append(f"в корпусе с {fact.switched_at[:10]}")
+    return f"- {fact.source_id} — «{fact.title or fact.file_name}»; " + "; ".join(fields) + "."
+
+
+def chronology_text(events: Sequence[Event]) -> list[str]:
+    entries = []
+    for event in events:
+        single = event.first == event.last
+        when = spoken(event.first) if single else f"{spoken(event.first)} – {spoken(event.last)}"
+        iso = event.first if single else f"{event.first} – {event.last}"
+        entries.append((event.first, f"- {when} ({iso}): {event.sentence} [{_places(event.places)}]"))
+    return _parts(TITLES["chronology"], entries, head=f"Датированных событий: {len(events)}.")
+
+
+def persons_text(register: Sequence[Person], ambiguous: int) -> list[str]:
+    entries = []
+    for person in register:
+        also = f" (также: {', '.join(person.variants)})" if person.variants else ""
+        count = _plural(len(person.mentions), "упоминание", "упоминания", "упоминаний")
+        entries.append(
+            (person.shown, f"- {person.shown}{also} — {count}: {_places([m.place for m in person.mentions])}.")
+        )
+    head = f"Лиц в реестре: {len(register)}." + (
+        f" Упоминаний, не отнесённых ни к кому (неоднозначно): {ambiguous}." if ambiguous else "")  # fmt: skip
+    return _parts(TITLES["persons"], entries, head=head)
+
+
+def organisations_text(register: Sequence[Organisation]) -> list[str]:
+    entries = []
+    for org in register:
+        ids = "".join([f", ИНН {org.inn}" if org.inn else "", f", ОГРН {org.ogrn}" if org.ogrn else ""])
+        names = sorted({m.name for m in org.mentions} - {org.shown})
+        also = f" (также: {', '.join(names)})" if names else ""
+        count = _plural(len(org.mentions), "упоминание", "упоминания", "упоминаний")
+        entries.append((org.shown, f"- {org.shown}{ids}{also} — {count}: {_places([m.place for m in org.mentions])}."))
+    return _parts(TITLES["organisations"], entries, head=f"Организаций в реестре: {len(register)}.")
+
+
+def meta_texts(facts: Sequence[SourceFacts]) -> dict[str, list[str]]:
+    """kind → the parts of that meta-document, from the facts of one scope's sources."""
+    events = chronology(facts)
+    register, ambiguous = persons(facts)
+    return {
+        "toc": toc_text(facts, events),
+        "chronology": chronology_text(events),
+        "persons": persons_text(register, ambiguous),
+        "organisations": organisations_text(organisations(facts)),
+    }

@@ -1,0 +1,215 @@
+"""What one source version, as its current chunks serve it, contributes to the meta-documents: its title, size and
+dates, the dated sentences it holds, and every person and organisation it mentions, each with its place (file ·
+лист / timecode). Only served text counts: what the gate refused or a reviewer withdrew is not read.
+
+Facts are extracted once per source version and set of served chunks and kept as JSON under `<data>/cache/meta/`, so
+regenerating the meta-documents after one document changed re-reads that document only; merging is code over the
+cached facts.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import re
+from pathlib import Path
+
+from pydantic import BaseModel
+from razdel import sentenize
+
+from korpus.datamodel import PageResult, Source, SourceKind
+from tasks.audio import timecode
+from tasks.meta.dates import find_dates
+from tasks.meta.llm import LlmEvents
+from tasks.meta.names import find_mentions, organisation_ids, organisation_key, person_name
+
+logger = logging.getLogger("korpus.meta")
+
+# Bump when extraction changes: every cached fact is read again.
+EXTRACTOR_VERSION = "meta-1"
+_STAMP = re.compile(r"\[(\d\d):(\d\d):(\d\d)\]\s*")
+_SENTENCE_CHARS = 300
+
+
+class Place(BaseModel):
+    """Where a fact stands: the source, and its page or the time in a recording."""
+
+    source_id: str
+    page: int | None = None
+    t_start: float | None = None
+
+    @property
+    def label(self) -> str:
+        if self.t_start is not None:
+            return f"{self.source_id} · {timecode(self.t_start)}"
+        return f"{self.source_id} · лист {self.page}" if self.page else self.source_id
+
+
+class DatedSentence(BaseModel):
+    first: str
+    last: str
+    sentence: str
+    place: Place
+
+
+class PersonMention(BaseModel):
+    surname: str
+    first_initial: str | None
+    middle_initial: str | None
+    shown: str
+    fullness: int
+    certain: bool = False
+    place: Place
+
+
+class OrganisationMention(BaseModel):
+    key: str
+    name: str
+    inn: str | None
+    ogrn: str | None
+    place: Place
+
+
+class SourceFacts(BaseModel):
+    source_id: str
+    version: str
+    kind: str | None
+    title: str
+    pages: int
+    seconds: float | None = None
+    owner: str | None
+    access: str | None
+    tenant: str | None
+    switched_at: str | None = None
+    events: list[DatedSentence] = []
+    persons: list[PersonMention] = []
+    organisations: list[OrganisationMention] = []
+    llm_records: int = 0
+    """Valid event records the LLM returned (KORPUS_LLM_URL), `llm_added` of them new to the chronology."""
+    llm_added: int = 0
+    llm_refused: int = 0
+
+    @property
+    def folder(self) -> str:
+        return self.source_id.rsplit("/", 1)[0] if "/" in self.source_id else ""
+
+    @property
+    def file_name(self) -> str:
+        return self.source_id.rsplit("/", 1)[-1]
+
+
+def title_of(pages: list[PageResult]) -> str:
+    """The first heading korpus found, else the first line of text (at most 120 characters)."""
+    for page in pages:
+        for unit in page.units:
+            if unit.kind.value == "heading":
+                return " ".join(page.text[unit.start : unit.end].split())[:120]
+        for line in page.text.splitlines():
+            line = " ".join(_STAMP.sub("", line).split())
+            if len(line) > 2:
+                return line[:120]
+    return ""
+
+
+def _sentence(text: str, start: int, end: int, sentences: list[tuple[int, int]]) -> str:
+    a, b = next(((s, e) for s, e in sentences if s <= start < e), (start, end))
+    b = max(b, end)
+    if b - a > _SENTENCE_CHARS:  # a run-on "sentence" (a table, a list): the words around the date
+        a, b = max(a, start - _SENTENCE_CHARS // 2), min(b, end + _SENTENCE_CHARS // 2)
+    return " ".join(_STAMP.sub("", text[a:b]).split())
+
+
+def _place(source: Source, page: PageResult, text: str, at: int) -> Place:
+    if page.t_start is None:
+        return Place(source_id=source.source_id, page=page.page)
+    stamps = [int(m[1]) * 3600 + int(m[2]) * 60 + int(m[3]) for m in _STAMP.finditer(text[: at + 1])]
+    return Place(source_id=source.source_id, t_start=float(stamps[-1]) if stamps else page.t_start)
+
+
+def extract_facts(
+    source: Source, pages: list[PageResult], switched_at: str | None = None, llm: LlmEvents | None = None
+) -> SourceFacts:
+    """Dates, persons and organisations of one source version, each with its place; with `llm`, also the dated
+    events a model finds that the date rules did not (tasks/meta/llm.py)."""
+    seconds = max((p.t_end or 0.0 for p in pages), default=0.0) if source.kind is SourceKind.audio else None
+    facts = SourceFacts(
+        source_id=source.source_id, version=source.version, kind=source.kind.value if source.kind else None,
+        title=title_of(pages), pages=0 if seconds is not None else len(pages), seconds=seconds, owner=source.owner,
+        access=source.access, tenant=source.tenant or "default", switched_at=switched_at,
+    )  # fmt: skip
+    for page in pages:
+        text = page.text
+        sentences = [(s.start, s.stop) for s in sentenize(text)]
+        dates = find_dates(text)
+        for date in dates:
+            facts.events.append(
+                DatedSentence(first=date.first, last=date.last, sentence=_sentence(text, date.start, date.end,
+                              sentences), place=_place(source, page, text, date.start))
+            )  # fmt: skip
+        if llm is not None and text.strip():
+            _add_model_events(facts, llm, source, page, {(d.first, d.last) for d in dates})
+        for mention in find_mentions(text):
+            place = _place(source, page, text, mention.start)
+            if mention.type == "PER":
+                name = person_name(mention.text)
+                if name is not None:
+                    facts.persons.append(
+                        PersonMention(surname=name.surname, first_initial=name.first_initial,
+                                      middle_initial=name.middle_initial, shown=name.shown, fullness=name.fullness,
+                                      certain=name.certain, place=place)
+                    )  # fmt: skip
+            else:
+                inn, ogrn = organisation_ids(text, mention.end)
+                name = " ".join(mention.text.split())
+                facts.organisations.append(
+                    OrganisationMention(key=organisation_key(name), name=name, inn=inn, ogrn=ogrn, place=place)
+                )
+    return facts
+
+
+def _add_model_events(
+    facts: SourceFacts, llm: LlmEvents, source: Source, page: PageResult, known: set[tuple[str, str]]
+) -> None:
+    events, refused = llm.page_events(page.text)
+    facts.llm_records += len(events)
+    facts.llm_refused += refused
+    for event in events:
+        if (event.first, event.last) in known:
+            continue  # the rules found this date on this page: their sentence stands
+        known.add((event.first, event.last))
+        place = Place(source_id=source.source_id, page=page.page, t_start=page.t_start)
+        facts.events.append(DatedSentence(first=event.first, last=event.last, sentence=event.event, place=place))
+        facts.llm_added += 1
+
+
+class FactCache:
+    """Facts per (source id, version, extractor version, variant) as JSON files; a broken file is read again.
+    `variant` names the model extraction used, if any (`llm:<model>`), so switching it on reads sources again."""
+
+    def __init__(self, root: Path, variant: str = "") -> None:
+        self.root = root
+        self.variant = variant
+
+    def _path(self, source: Source, served: str) -> Path:
+        key = f"{source.source_id}\0{source.version}\0{served}\0{EXTRACTOR_VERSION}\0{self.variant}"
+        key = hashlib.sha256(key.encode()).hexdigest()
+        return self.root / key[:2] / f"{key}.json"
+
+    def get(self, source: Source, served: str = "") -> SourceFacts | None:
+        """`served` names the chunks the facts were read from (a review decision changes them)."""
+        path = self._path(source, served)
+        try:
+            return SourceFacts.model_validate_json(path.read_bytes())
+        except FileNotFoundError:
+            return None
+        except ValueError as exc:
+            logger.warning("meta facts of %s unreadable (%s): extracted again", source.source_id, exc)
+            return None
+
+    def put(self, facts: SourceFacts, source: Source, served: str = "") -> None:
+        path = self._path(source, served)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        partial = path.with_suffix(".part")
+        partial.write_text(json.dumps(facts.model_dump(mode="json"), ensure_ascii=False), encoding="utf-8")
+        partial.replace(path)

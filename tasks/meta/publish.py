@@ -1,0 +1,171 @@
+"""Meta-documents as sources of kind `meta`: built per access scope, switched in like a new version, retired when
+their scope is gone.
+
+One set of four documents per (tenant, access) that current sources carry, built only from those sources: a person
+named only in an `hr` document appears only in the `hr` register, which only callers with `hr` retrieve. A caller
+with several scopes reads several registers, one per scope.
+
+What is rebuilt: a scope whose sources (ids, versions, owners, the chunks they serve) are what they were at its
+last build is skipped whole; otherwise only sources whose facts are not in the cache are read again, the four
+documents are merged anew, and only a document whose text changed is re-chunked, embedded and published. A review
+decision (release, withdraw) reaches the meta-documents at the next refresh.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import time
+from collections import defaultdict
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from korpus.datamodel import Chunk, PageResult, Source, SourceKind
+from tasks.chunking import page_chunks
+from tasks.index_sqlite import SqliteIndex
+from tasks.meta.documents import TITLES, meta_texts
+from tasks.meta.facts import EXTRACTOR_VERSION, FactCache, SourceFacts, extract_facts
+from tasks.meta.llm import LlmEvents
+
+logger = logging.getLogger("korpus.meta")
+META_PREFIX = "korpus://meta/"
+META_OWNER = "korpus"
+
+
+def meta_source_id(tenant: str, access: str, kind: str) -> str:
+    """`korpus://meta/public/Реестр лиц` (a tenant other than the default comes first). The `//` keeps it apart
+    from every file's id: those are root-relative paths."""
+    scope = access if tenant == "default" else f"{tenant}/{access}"
+    return f"{META_PREFIX}{scope}/{TITLES[kind]}"
+
+
+def meta_kind(source_id: str) -> str | None:
+    """`toc`, `chronology`, `persons` or `organisations` for a meta-document's id, else None."""
+    if not source_id.startswith(META_PREFIX):
+        return None
+    title = source_id.rsplit("/", 1)[-1]
+    return next((kind for kind, name in TITLES.items() if name == title), None)
+
+
+def _fingerprint(rows: list[dict[str, Any]], variant: str) -> str:
+    lines = sorted(f"{r['source_id']}\0{r['version']}\0{r['owner']}\0{r['switched_at']}\0{r['served']}" for r in rows)
+    return hashlib.sha256("\n".join([EXTRACTOR_VERSION, variant, *lines]).encode()).hexdigest()
+
+
+def served_pages(index: SqliteIndex, row: dict[str, Any]) -> tuple[Source, list[PageResult]]:
+    """A source as its current chunks serve it: the bodies of each page (or stretch of speech) in order. Built from
+    chunks, not stored page texts, so text the gate or a reviewer kept out never reaches a meta-document."""
+    source = Source(source_id=row["source_id"], version=row["version"], path=row["source_id"], kind=row["kind"],
+                    owner=row["owner"], access=row["access"], tenant=row["tenant"])  # fmt: skip
+    pages: dict[tuple[int | None, float | None], list[dict[str, Any]]] = {}
+    for chunk in index.source_chunks(row["source_id"]):
+        place = (chunk["page"], None) if chunk["page"] is not None else (None, chunk["t_start"])
+        pages.setdefault(place, []).append(chunk)
+    results = [
+        PageResult(source_id=source.source_id, source_version=source.version, page=page, t_start=t_start,
+                   t_end=max((c["t_end"] or 0.0 for c in chunks), default=None) if t_start is not None else None,
+                   text="\n".join(c["body"] for c in chunks), method="chunks")
+        for (page, t_start), chunks in pages.items()
+    ]  # fmt: skip
+    return source, results
+
+
+def _facts(
+    index: SqliteIndex, cache: FactCache, row: dict[str, Any], counts: dict[str, int], llm: LlmEvents | None
+) -> SourceFacts:
+    source, pages = served_pages(index, row)
+    facts = cache.get(source, row["served"])
+    if facts is None:
+        facts = extract_facts(source, pages, llm=llm)
+        cache.put(facts, source, row["served"])
+        counts["facts_extracted"] += 1
+        if llm is not None:
+            counts["llm_records"] += facts.llm_records
+            counts["llm_added"] += facts.llm_added
+            counts["llm_refused"] += facts.llm_refused
+    else:
+        counts["facts_cached"] += 1
+    # Labels, size and the switch time belong to the catalog, not to the file's contents.
+    pages_count = facts.pages if facts.seconds is not None else (row["pages"] or facts.pages)
+    return facts.model_copy(update={"owner": row["owner"], "access": row["access"], "switched_at": row["switched_at"],
+                                    "pages": pages_count})  # fmt: skip
+
+
+def _publish(
+    index: SqliteIndex, source: Source, parts: list[str], embed: Callable[[list[Chunk]], np.ndarray], model: str
+) -> bool:
+    pages = [
+        PageResult(source_id=source.source_id, source_version=source.version, page=n, text=text, method="meta",
+                   engine=f"korpus {EXTRACTOR_VERSION}")
+        for n, text in enumerate(parts, start=1)
+    ]  # fmt: skip
+    current = index.current_source(source.source_id)
+    if current is not None and current[0].version == source.version:
+        return False
+    chunks, _ = page_chunks(source, pages)
+    index.publish_version(source, chunks, embed(chunks), pages, embed_model=model)
+    return True
+
+
+def refresh_meta(
+    index: SqliteIndex,
+    cache: FactCache,
+    embed: Callable[[list[Chunk]], np.ndarray],
+    embed_model: str,
+    llm: LlmEvents | None = None,
+) -> dict[str, Any]:
+    """Bring every scope's meta-documents in step with the catalog; returns what was done (for the summary)."""
+    started = time.perf_counter()
+    counts: dict[str, int] = defaultdict(int)
+    served = index.served_chunk_keys()
+    rows = [
+        r | {"served": served.get(r["source_id"], "")}
+        for r in index.sources()
+        if r["lifecycle"] == "current" and r["kind"] != SourceKind.meta.value
+    ]
+    groups: dict[tuple[str, str], list[dict[str, Any]]] = defaultdict(list)
+    for row in rows:
+        groups[(row["tenant"] or "default", row["access"])].append(row)
+    built = index.meta_fingerprints()
+    for (tenant, access), members in sorted(groups.items()):
+        fingerprint = _fingerprint(members, cache.variant)
+        if built.get(f"{tenant}/{access}") == fingerprint:
+            counts["scopes_unchanged"] += 1
+            continue
+        facts = [_facts(index, cache, row, counts, llm) for row in members]
+        for kind, parts in meta_texts(facts).items():
+            source_id = meta_source_id(tenant, access, kind)
+            version = hashlib.sha256("\f".join(parts).encode()).hexdigest()
+            source = Source(source_id=source_id, version=version, path=source_id, kind=SourceKind.meta,
+                            owner=META_OWNER, access=access, tenant=tenant)  # fmt: skip
+            counts["documents_published"] += _publish(index, source, parts, embed, embed_model)
+        index.set_meta_fingerprint(f"{tenant}/{access}", fingerprint)
+        counts["scopes_built"] += 1
+        logger.info("meta-documents of %s/%s built from %d sources", tenant, access, len(facts))
+    wanted = {meta_source_id(t, a, kind) for t, a in groups for kind in TITLES}
+    for row in index.sources():
+        if row["kind"] == SourceKind.meta.value and row["lifecycle"] == "current" and row["source_id"] not in wanted:
+            index.retire_source(row["source_id"])
+            counts["documents_retired"] += 1
+    for scope in set(built) - {f"{t}/{a}" for t, a in groups}:
+        index.set_meta_fingerprint(scope, None)
+    return dict(counts) | {"seconds": round(time.perf_counter() - started, 2)}
+
+
+def read_meta(index: SqliteIndex, kind: str, scopes: list[str]) -> list[dict[str, Any]]:
+    """The current meta-documents of `kind` these scopes may read, one per scope: id, access, parts."""
+    if kind not in TITLES:
+        raise ValueError(f"unknown meta-document {kind!r}: one of {', '.join(TITLES)}")
+    found = []
+    for row in index.sources():
+        if row["kind"] != SourceKind.meta.value or row["lifecycle"] != "current" or row["access"] not in scopes:
+            continue
+        if meta_kind(row["source_id"]) != kind:
+            continue
+        stored = index.current_source(row["source_id"])
+        if stored is not None:
+            found.append({"source_id": row["source_id"], "access": row["access"], "version": row["version"],
+                          "built_at": row["switched_at"], "parts": [page.text for page in stored[1]]})  # fmt: skip
+    return found
