@@ -306,6 +306,15 @@ class SqliteIndex:
             known.setdefault(source_id, {})[version] = (owner, access, tenant)
         return known
 
+    def current_vectors(self, source_id: str) -> dict[str, np.ndarray]:
+        """Chunk text → vector of a source's current chunks (to reuse for unchanged text in a new version)."""
+        rows = self.conn.execute(
+            f"SELECT c.text, v.embedding FROM chunks c INDEXED BY chunks_by_source JOIN {self._vector_table()} v "
+            "ON v.rowid = c.rowid WHERE c.source_id = ? AND c.lifecycle = 'current'",
+            (source_id,),
+        )
+        return {text: np.frombuffer(blob, dtype=np.float32) for text, blob in rows}
+
     def served_chunk_keys(self) -> dict[str, str]:
         """Source id → a digest of the chunk ids it serves now (changes with a new version and a review decision)."""
         rows = self.conn.execute(

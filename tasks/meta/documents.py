@@ -11,12 +11,13 @@
 - «Реестр организаций»: merged by ИНН where one is written beside the name, otherwise by legal form and name; a
   name without ИНН joins the one ИНН entry of the same name.
 
-Each document is cut into parts of whole entries (`PART_CHARS`), one page each, so every chunk is one part and its
-address line says what it is: `[Хронология событий · часть 7]`.
+Each document is cut into parts (`_parts`): its totals first, then whole entries, one part a page, so every chunk is
+one part and its address line says what it is: `[Хронология событий · часть 7]`.
 """
 
 from __future__ import annotations
 
+import hashlib
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -181,22 +182,36 @@ def organisations(facts: Iterable[SourceFacts]) -> list[Organisation]:
 # --- rendering ------------------------------------------------------------------------------------------------
 
 
+def _cut_after(entry: str) -> bool:
+    """A content-defined boundary: about one entry in four ends a part, decided by the entry's own text."""
+    return hashlib.blake2b(entry.encode(), digest_size=2).digest()[0] % 4 == 0
+
+
 def _parts(title: str, entries: Sequence[tuple[str, str]], head: str = "") -> list[str]:
-    """Whole entries packed into parts of about PART_CHARS; each part opens with what it covers.
-    `entries` are (sort label, text)."""
+    """The head (totals) as part 1, then whole entries packed into parts of at most about PART_CHARS; each part
+    opens with what it covers. `entries` are (sort label, text).
+
+    Parts end where an entry's own text says so (`_cut_after`, once a part holds a third of PART_CHARS) or when the
+    next entry would overflow it — so an entry added or changed moves the boundaries of its own part only, and a
+    rebuild re-embeds the parts that changed, not every part after it."""
     parts: list[list[tuple[str, str]]] = [[]]
-    size = len(head)
+    size = 0
     for entry in entries:
         if parts[-1] and size + len(entry[1]) > PART_CHARS:
             parts.append([])
             size = 0
         parts[-1].append(entry)
         size += len(entry[1]) + 1
-    out = []
-    for number, part in enumerate(parts):
-        span = f"{part[0][0]} — {part[-1][0]}" if part else "записей нет"
-        lines = [f"{title}: {span.rstrip('.')}.", *([head] if number == 0 and head else []), *(t for _, t in part)]
-        out.append("\n".join(lines))
+        if size >= PART_CHARS // 3 and _cut_after(entry[1]):
+            parts.append([])
+            size = 0
+    parts = [part for part in parts if part]
+    out = [f"{title}: сводка.\n{head}" if head else f"{title}: сводка."]
+    for part in parts:
+        span = f"{part[0][0]} — {part[-1][0]}"
+        out.append("\n".join([f"{title}: {span.rstrip('.')}.", *(text for _, text in part)]))
+    if not parts:
+        out[0] += "\nЗаписей нет."
     return out
 
 

@@ -94,7 +94,12 @@ def _facts(
 
 
 def _publish(
-    index: SqliteIndex, source: Source, parts: list[str], embed: Callable[[list[Chunk]], np.ndarray], model: str
+    index: SqliteIndex,
+    source: Source,
+    parts: list[str],
+    embed: Callable[[list[Chunk]], np.ndarray],
+    model: str,
+    counts: dict[str, int],
 ) -> bool:
     pages = [
         PageResult(source_id=source.source_id, source_version=source.version, page=n, text=text, method="meta",
@@ -105,7 +110,13 @@ def _publish(
     if current is not None and current[0].version == source.version:
         return False
     chunks, _ = page_chunks(source, pages)
-    index.publish_version(source, chunks, embed(chunks), pages, embed_model=model)
+    known = index.current_vectors(source.source_id)  # parts whose text did not change keep their vectors
+    fresh = [c for c in chunks if c.text not in known]
+    computed = dict(zip([c.text for c in fresh], embed(fresh) if fresh else [], strict=True))
+    vectors = np.stack([known.get(c.text, computed.get(c.text)) for c in chunks]) if chunks else np.zeros((0, 0))
+    index.publish_version(source, chunks, vectors, pages, embed_model=model)
+    counts["parts_embedded"] += len(fresh)
+    counts["parts_reused"] += len(chunks) - len(fresh)
     return True
 
 
@@ -140,7 +151,7 @@ def refresh_meta(
             version = hashlib.sha256("\f".join(parts).encode()).hexdigest()
             source = Source(source_id=source_id, version=version, path=source_id, kind=SourceKind.meta,
                             owner=META_OWNER, access=access, tenant=tenant)  # fmt: skip
-            counts["documents_published"] += _publish(index, source, parts, embed, embed_model)
+            counts["documents_published"] += _publish(index, source, parts, embed, embed_model, counts)
         index.set_meta_fingerprint(f"{tenant}/{access}", fingerprint)
         counts["scopes_built"] += 1
         logger.info("meta-documents of %s/%s built from %d sources", tenant, access, len(facts))

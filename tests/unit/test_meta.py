@@ -94,9 +94,19 @@ def test_chronology_merges_the_same_event_from_two_places_and_sorts_by_date() ->
 def test_parts_hold_whole_entries_and_say_what_they_cover() -> None:
     entries = [(f"2001-01-{n:02d}", f"- событие {n} " + "слово " * 40) for n in range(1, 29)]
     parts = _parts("Хронология событий", entries, head="Датированных событий: 28.")
-    assert len(parts) > 1 and parts[0].startswith("Хронология событий: 2001-01-01 — ")
-    assert all(len(p) <= PART_CHARS + len(entries[0][1]) + 80 for p in parts)
-    assert sum(p.count("- событие ") for p in parts) == 28 and "Датированных событий: 28." in parts[0]
+    assert parts[0] == "Хронология событий: сводка.\nДатированных событий: 28."
+    assert len(parts) > 2 and parts[1].startswith("Хронология событий: 2001-01-01 — ")
+    assert all(len(p) <= PART_CHARS + 80 for p in parts)
+    assert sum(p.count("- событие ") for p in parts) == 28
+
+
+def test_an_added_entry_changes_only_the_parts_around_it() -> None:
+    entries = [(f"{n:03d}", f"- запись {n}: " + "текст " * 25) for n in range(200)]
+    before = _parts("Реестр лиц", entries, head="Лиц в реестре: 200.")
+    after = _parts("Реестр лиц", [*entries[:100], ("100a", "- новая запись " + "текст " * 25), *entries[100:]],
+                   head="Лиц в реестре: 201.")  # fmt: skip
+    changed = set(after) - set(before)
+    assert len(before) > 15 and len(changed) <= 4  # the totals, its part, up to two more until a boundary re-aligns
 
 
 def test_meta_ids_and_address_lines() -> None:
