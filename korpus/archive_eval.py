@@ -348,6 +348,24 @@ NO_ANSWER = [
 ]
 
 
+# Questions about the whole collection: answered by the meta-documents korpus writes (docs/meta.md), never by one
+# document's chunk.
+TOC, CHRONOLOGY, PERSONS, ORGANISATIONS = (f"korpus://meta/public/{title}" for title in (
+    "Оглавление коллекции", "Хронология событий", "Реестр лиц", "Реестр организаций"))  # fmt: skip
+COLLECTION = [
+    ("Какие документы есть в базе?", TOC),
+    ("Сколько всего приказов в архиве?", TOC),
+    ("Какие папки есть в архиве и сколько в каждой документов?", TOC),
+    ("Перечисли всех людей, которые упоминаются в документах", PERSONS),
+    ("Кто упоминается в документах архива?", PERSONS),
+    ("Какие организации упоминаются в документах и какие у них ИНН?", ORGANISATIONS),
+    ("Перечисли все компании-контрагенты", ORGANISATIONS),
+    ("Построй хронологию событий", CHRONOLOGY),
+    ("Что и когда происходило: события по датам", CHRONOLOGY),
+    ("Хронология событий 2023 года", CHRONOLOGY),
+]
+
+
 def write_archive(root: Path) -> list[Path]:
     """Version 1 of the archive-style corpus under `root`."""
     rng = random.Random(2026)
@@ -403,6 +421,8 @@ def questions() -> list[dict]:
         add("normal", question, [(file, None)], scopes=["public", "hr"])
     for file, _, question in CHANGES:
         add("changed-source", question, [(file, None)])
+    for question, meta_document in COLLECTION:
+        add("collection", question, [(meta_document, None)])
     for question in NO_ANSWER:
         add("no-answer", question, [])
     return out

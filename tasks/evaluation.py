@@ -3,7 +3,8 @@
 An eval file holds one question per line:
 `{"id", "question", "type", "expected": [{"source_id", "page": int|null}], "scopes": [...]?}`.
 A hit matches an expected item when the source id matches and, if a page is given, the page. Types:
-normal, paraphrase, identifier, boundary, table, denied-access, changed-source, no-answer. A `no-answer`
+normal, paraphrase, identifier, boundary, table, denied-access, changed-source, collection (answered by a
+meta-document about the whole collection, docs/meta.md), no-answer. A `no-answer`
 question passes when the best dense similarity stays below the threshold; a `denied-access` question is
 answered correctly when nothing it may not see is returned (leaks must be 0 everywhere).
 """
@@ -73,6 +74,7 @@ def _scores(hits: list[dict[str, Any]], expected: list[Expected]) -> dict[str, f
     ideal = sum(1 / math.log2(i + 2) for i in range(min(len(expected), 10)))
     return {
         "recall@1": float(any(flags[:1])),
+        "recall@3": float(any(flags[:3])),
         "recall@5": float(any(flags[:5])),
         "recall@10": float(any(flags[:10])),
         "mrr@10": 1 / (first + 1) if first is not None else 0.0,
@@ -118,7 +120,7 @@ def evaluate(
             per_type[q.type].append(_scores(hits, q.expected))
     answerable = [s for scores in per_type.values() for s in scores]
     mean = lambda rows, key: round(sum(r[key] for r in rows) / len(rows), 4) if rows else 0.0  # noqa: E731
-    keys = ("recall@1", "recall@5", "recall@10", "mrr@10", "ndcg@10")
+    keys = ("recall@1", "recall@3", "recall@5", "recall@10", "mrr@10", "ndcg@10")
     return {
         "retriever": retriever,
         "n": len(answerable),

@@ -33,6 +33,8 @@ TITLES = {
     "organisations": "Реестр организаций",
 }
 PART_CHARS = 1200
+# Bump when the documents' layout or wording changes: every scope is rebuilt at the next refresh.
+LAYOUT_VERSION = "layout-2"
 MAX_PLACES = 12
 DOCUMENT_TYPES = (
     "приказ", "распоряжение", "договор", "соглашение", "акт", "протокол", "письмо", "справка", "отчёт", "отчет",
@@ -220,7 +222,8 @@ def toc_text(facts: Sequence[SourceFacts], events: Sequence[Event]) -> list[str]
     types = Counter(t for t in (document_type(f.title) for f in facts) if t)
     pages = sum(f.pages for f in facts)
     seconds = sum(f.seconds or 0 for f in facts)
-    head = [f"Всего документов в коллекции: {len(facts)} ("
+    head = ["Документы коллекции по папкам: названия, виды, даты, владельцы.",
+            f"Всего документов в коллекции: {len(facts)} ("
             + ", ".join(f"{k} — {n}" for k, n in sorted(kinds.items())) + f"); страниц: {pages}"
             + (f"; записей общей длительностью {timecode(seconds)}" if seconds else "") + "."]  # fmt: skip
     if types:
@@ -262,7 +265,8 @@ def chronology_text(events: Sequence[Event]) -> list[str]:
         when = spoken(event.first) if single else f"{spoken(event.first)} – {spoken(event.last)}"
         iso = event.first if single else f"{event.first} – {event.last}"
         entries.append((event.first, f"- {when} ({iso}): {event.sentence} [{_places(event.places)}]"))
-    return _parts(TITLES["chronology"], entries, head=f"Датированных событий: {len(events)}.")
+    head = f"События из документов коллекции по датам, от ранних к поздним. Датированных событий: {len(events)}."
+    return _parts(TITLES["chronology"], entries, head=head)
 
 
 def persons_text(register: Sequence[Person], ambiguous: int) -> list[str]:
@@ -273,7 +277,7 @@ def persons_text(register: Sequence[Person], ambiguous: int) -> list[str]:
         entries.append(
             (person.shown, f"- {person.shown}{also} — {count}: {_places([m.place for m in person.mentions])}.")
         )
-    head = f"Лиц в реестре: {len(register)}." + (
+    head = f"Люди (лица), упомянутые в документах коллекции, и где о них сказано. Лиц в реестре: {len(register)}." + (
         f" Упоминаний, не отнесённых ни к кому (неоднозначно): {ambiguous}." if ambiguous else "")  # fmt: skip
     return _parts(TITLES["persons"], entries, head=head)
 
@@ -286,7 +290,9 @@ def organisations_text(register: Sequence[Organisation]) -> list[str]:
         also = f" (также: {', '.join(names)})" if names else ""
         count = _plural(len(org.mentions), "упоминание", "упоминания", "упоминаний")
         entries.append((org.shown, f"- {org.shown}{ids}{also} — {count}: {_places([m.place for m in org.mentions])}."))
-    return _parts(TITLES["organisations"], entries, head=f"Организаций в реестре: {len(register)}.")
+    head = (f"Организации (компании, контрагенты, учреждения), упомянутые в документах коллекции, с ИНН и ОГРН, где "
+            f"они указаны. Организаций в реестре: {len(register)}.")  # fmt: skip
+    return _parts(TITLES["organisations"], entries, head=head)
 
 
 def meta_texts(facts: Sequence[SourceFacts]) -> dict[str, list[str]]:

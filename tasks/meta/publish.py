@@ -25,7 +25,7 @@ import numpy as np
 from korpus.datamodel import Chunk, PageResult, Source, SourceKind
 from tasks.chunking import page_chunks
 from tasks.index_sqlite import SqliteIndex
-from tasks.meta.documents import TITLES, meta_texts
+from tasks.meta.documents import LAYOUT_VERSION, TITLES, meta_texts
 from tasks.meta.facts import EXTRACTOR_VERSION, FactCache, SourceFacts, extract_facts
 from tasks.meta.llm import LlmEvents
 
@@ -51,7 +51,7 @@ def meta_kind(source_id: str) -> str | None:
 
 def _fingerprint(rows: list[dict[str, Any]], variant: str) -> str:
     lines = sorted(f"{r['source_id']}\0{r['version']}\0{r['owner']}\0{r['switched_at']}\0{r['served']}" for r in rows)
-    return hashlib.sha256("\n".join([EXTRACTOR_VERSION, variant, *lines]).encode()).hexdigest()
+    return hashlib.sha256("\n".join([EXTRACTOR_VERSION, LAYOUT_VERSION, variant, *lines]).encode()).hexdigest()
 
 
 def served_pages(index: SqliteIndex, row: dict[str, Any]) -> tuple[Source, list[PageResult]]:
