@@ -27,6 +27,14 @@ def _settings(data: Path | None) -> Settings:
     return Settings(data=data) if data is not None else Settings()
 
 
+def _indexed(data: Path | Settings | None) -> Settings:
+    """The settings, after checking there is an index to read (a clear error otherwise)."""
+    settings = data if isinstance(data, Settings) else _settings(data)
+    if not settings.index_path.is_file():
+        _fail(f"no index at {settings.index_path}: run `korpus refresh --root DIR` first")
+    return settings
+
+
 def _fail(message: str) -> None:
     typer.secho(f"error: {message}", fg=typer.colors.RED, err=True)
     raise typer.Exit(2)
@@ -127,8 +135,7 @@ def search(
         _fail(f"unknown mode {mode!r}: one of {', '.join(SEARCH_MODES)}")
     if mode == "hybrid+rerank" and settings.rerank_model is None:
         _fail("hybrid+rerank needs a rerank model: set KORPUS_RERANK_MODEL to a CrossEncoder folder")
-    if not settings.index_path.is_file():
-        _fail(f"no index at {settings.index_path}: run `korpus refresh --root DIR` first")
+    _indexed(settings)
     scope_list = parse_scopes(scopes) if scopes else settings.default_scopes
     set_offline_switches()
     index = SqliteIndex(settings.index_path)
@@ -234,9 +241,7 @@ def exact(
     """search_exact: every occurrence of a phrase with file, page or timecode, line and context."""
     from tasks.index_sqlite import SqliteIndex
 
-    settings = _settings(data)
-    if not settings.index_path.is_file():
-        _fail(f"no index at {settings.index_path}: run `korpus refresh --root DIR` first")
+    settings = _indexed(data)
     scope_list = parse_scopes(scopes) if scopes else settings.default_scopes
     with SqliteIndex(settings.index_path) as index:
         if settings.backend == "opensearch":
@@ -342,9 +347,7 @@ def reindex(
     from tasks.embedding import Embedder
     from tasks.index_sqlite import IndexMismatchError, SqliteIndex
 
-    settings = _settings(data)
-    if not settings.index_path.is_file():
-        _fail(f"no index at {settings.index_path}: run `korpus refresh --root DIR` first")
+    settings = _indexed(data)
     try:
         embedder = Embedder(embed_model_path(Settings(data=settings.data, embed_model=embed_model)), batch)
         dims = embedder.dims
@@ -380,9 +383,7 @@ def meta_cmd(
     from tasks.index_sqlite import SqliteIndex
     from tasks.meta.publish import read_meta
 
-    settings = _settings(data)
-    if not settings.index_path.is_file():
-        _fail(f"no index at {settings.index_path}: run `korpus refresh --root DIR` first")
+    settings = _indexed(data)
     scope_list = parse_scopes(scopes) if scopes else settings.default_scopes
     with SqliteIndex(settings.index_path) as index:
         try:
@@ -406,9 +407,7 @@ def sync_opensearch_cmd(data: DataOption = None) -> None:
     from tasks.index_sqlite import SqliteIndex
     from tasks.retry import TransientError
 
-    settings = _settings(data)
-    if not settings.index_path.is_file():
-        _fail(f"no index at {settings.index_path}: run `korpus refresh --root DIR` first")
+    settings = _indexed(data)
     try:
         cluster = opensearch_index(settings)
         with SqliteIndex(settings.index_path) as index:

@@ -17,9 +17,11 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 
 import httpx
+
+from .chat_stand_in import serving
 
 
 @dataclass
@@ -80,10 +82,8 @@ def fault_proxy(upstream: str, faults: Faults) -> Iterator[str]:
         def log_message(self, *_args: object) -> None:
             pass
 
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
     try:
-        yield f"http://127.0.0.1:{server.server_address[1]}"
+        with serving(Handler) as url:
+            yield url
     finally:
-        server.shutdown()
         client.close()
