@@ -30,6 +30,7 @@ from tasks.parse import ocr_page as ocr_page_stage
 from tasks.pdf_pages import save_page_image
 from tasks.readers.base import problem, reader_for
 from tasks.receive import RefreshPlan, discover_sources, plan_refresh, unchanged_since_discovery
+from tasks.refresh_lock import refresh_lock
 from tasks.retry import RetryPolicy, TransientError, counting_retries
 from tasks.speech import (
     RecordingOutcome,
@@ -379,9 +380,15 @@ def corpus_refresh(root: str, data: str | None = None, overrides: dict[str, Any]
     retired, unchanged ones left alone (no OCR, ASR or embedding). `overrides` are settings given explicitly
     (over KORPUS_* and korpus.yaml), e.g. {"chunk_policy": "structure-v1"}."""
     set_offline_switches()
+    settings = Settings(**(overrides or {}), **({"data": Path(data)} if data else {}))
+    with refresh_lock(settings.data, wait=settings.refresh_wait):  # one refresh at a time per data directory
+        return _refresh(root, settings)
+
+
+def _refresh(root: str, settings: Settings) -> dict[str, Any]:
+    """The flow's body, run while it holds the data directory's refresh lock."""
     started = time.perf_counter()
     logger = get_run_logger()
-    settings = Settings(**(overrides or {}), **({"data": Path(data)} if data else {}))
     indexed, refused = read_catalog(settings)
     plan = plan_refresh(discover(root), indexed, refused)
     crash_point("after-discover")

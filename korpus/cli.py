@@ -94,11 +94,15 @@ def refresh(
         _fail(str(exc))
     from flows.corpus_refresh import run_refresh
     from tasks.index_sqlite import IndexWriteError
+    from tasks.refresh_lock import RefreshLocked
 
     try:
         summary = run_refresh(root.resolve(), settings)
     except IndexWriteError as exc:
         _fail(str(exc))
+    except RefreshLocked as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(4) from None
     if as_json:
         typer.echo(json.dumps(summary, ensure_ascii=False, indent=2))
     else:

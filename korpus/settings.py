@@ -203,6 +203,12 @@ class Settings(BaseSettings):
     )
     llm_model: str = Field(default="extractor", description="Model name sent to KORPUS_LLM_URL.")
     llm_timeout: float = Field(default=60.0, gt=0, description="Seconds before the extraction endpoint counts as down.")
+    refresh_wait: float = Field(
+        default=0.0,
+        ge=0,
+        description="Seconds a refresh waits for another refresh of the same data directory to finish before it "
+        "stops with a clear message (tasks/refresh_lock.py).",
+    )
     meta_documents: bool = Field(
         default=True,
         description="After a refresh, build the collection's table of contents, chronology and registers of "
