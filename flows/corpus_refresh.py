@@ -358,6 +358,13 @@ def _speech_outcome(source: Source, rec: RecordingPlan, futures: list, settings:
             progress=100.0 * done_seconds / max(rec.duration, 1e-6),
             description=f"{source.file_name} → {done_seconds / 60:.1f}/{total_min:.1f} мин записи",
         )
+    silent_tail = rec.duration - done_seconds  # no speech window reaches the end: that stretch had no speech
+    update_progress_artifact(
+        progress,
+        progress=100.0,
+        description=f"{source.file_name} → {total_min:.1f}/{total_min:.1f} мин записи"
+        + (f" (последние {silent_tail:.0f} с без речи)" if silent_tail >= 1 else ""),
+    )
     assembled: RecordingOutcome = transcript(source, rec, results, settings)
     return ParseOutcome(
         pages=assembled.pages,
@@ -463,6 +470,11 @@ def _refresh(root: str, settings: Settings) -> dict[str, Any]:
             len(chunks),
         )
         update_progress_artifact(progress, progress=100.0 * done / len(plan.to_process))
+    if progress is not None:  # every source was seen: held back or changed mid-run ones say so instead
+        update_progress_artifact(progress, progress=100.0, description=(
+            f"sources processed: {len(plan.to_process) - len(waiting) - len(moved)} of {len(plan.to_process)} indexed"
+            + (f", {len(waiting)} waiting for unread pages" if waiting else "")
+            + (f", {len(moved)} changed during the run" if moved else "")))  # fmt: skip
     apply_catalog_changes(plan, problems, settings)
     meta = build_meta_documents(settings) if settings.meta_documents else None
     mirrored = sync_opensearch(settings) if settings.backend == "opensearch" else None

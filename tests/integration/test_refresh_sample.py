@@ -105,3 +105,16 @@ def test_second_refresh_does_no_ocr_asr_or_embedding(refreshed: Refreshed) -> No
     assert s["ocr_engine_calls"] == s["asr_engine_calls"] == s["chunks_embedded"] == 0
     # counted at the engines themselves, not taken from the summary
     assert refreshed.second_calls == {}, refreshed.second_calls
+
+
+def test_every_progress_milestone_ends_at_100_percent_or_says_why(refreshed: Refreshed) -> None:
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterType
+
+    with get_client(sync_client=True) as client:
+        artifacts = client.read_artifacts(artifact_filter=ArtifactFilter(type=ArtifactFilterType(any_=["progress"])))
+    assert artifacts, "the refreshes left no progress artifacts"
+    assert all(a.data == 100.0 for a in artifacts), [(a.description, a.data) for a in artifacts if a.data != 100.0]
+    recordings = [a.description for a in artifacts if "мин записи" in (a.description or "")]
+    assert recordings and all("без речи" in d or d.split("→ ")[1].split("/")[0] == d.split("/")[1].split()[0]
+                              for d in recordings)  # fmt: skip
