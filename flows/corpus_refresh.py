@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import time
 from collections import Counter
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -514,6 +515,11 @@ def _refresh(root: str, settings: Settings) -> dict[str, Any]:
         "seconds": round(time.perf_counter() - started, 2),
     }
     create_markdown_artifact(markdown=_summary_markdown(summary), key="corpus-refresh-summary")
+    headline = ("sources", "changes", "chunks_indexed", "quarantined", "quarantine_reasons", "pending_sources",
+                "transient_retries", "seconds")  # fmt: skip
+    with SqliteIndex(settings.index_path) as index:
+        index.record_refresh({"finished_at": datetime.now(UTC).isoformat(timespec="seconds"), "root": root,
+                              **{key: summary[key] for key in headline}})  # fmt: skip
     return summary
 
 

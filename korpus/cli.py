@@ -403,6 +403,27 @@ def meta_cmd(
         typer.echo("")
 
 
+@app.command()
+def status(
+    data: DataOption = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the status as JSON.")] = False,
+) -> None:
+    """The last refresh, open quarantine by reason, the index, models, and whether Prefect and Dask answer."""
+    from korpus.status import collect_status
+
+    report = collect_status(_settings(data))
+    if as_json:
+        typer.echo(json.dumps(report, ensure_ascii=False, indent=2))
+        return
+    for key, value in report.items():
+        if isinstance(value, dict):
+            typer.echo(f"{key}:")
+            for inner, item in value.items():
+                typer.echo(f"  {inner:>18}: {item}")
+        else:
+            typer.echo(f"{key}: {value}")
+
+
 @app.command("sync-opensearch")
 def sync_opensearch_cmd(data: DataOption = None) -> None:
     """Mirror the catalog to KORPUS_OPENSEARCH_URL now (a refresh and every review decision do it themselves when

@@ -315,6 +315,16 @@ class SqliteIndex:
         )
         return {text: np.frombuffer(blob, dtype=np.float32) for text, blob in rows}
 
+    def record_refresh(self, summary: dict[str, Any]) -> None:
+        """Keep a finished refresh's headline figures for `korpus status`."""
+        with self.conn:
+            self.conn.execute("INSERT OR REPLACE INTO index_meta VALUES ('last_refresh', ?)",
+                              (json.dumps(summary, ensure_ascii=False, default=str),))  # fmt: skip
+
+    def last_refresh(self) -> dict[str, Any] | None:
+        rows = self.conn.execute("SELECT value FROM index_meta WHERE key = 'last_refresh'").fetchall()
+        return json.loads(rows[0][0]) if rows else None
+
     def served_chunk_keys(self) -> dict[str, str]:
         """Source id → a digest of the chunk ids it serves now (changes with a new version and a review decision)."""
         rows = self.conn.execute(
