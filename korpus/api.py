@@ -14,6 +14,7 @@ from korpus.model_store import embed_model_path, set_offline_switches
 from korpus.settings import Settings, parse_scopes
 from tasks.embedding import shared_query_batcher
 from tasks.index_sqlite import SEARCH_MODES, IndexMismatchError, SqliteIndex
+from tasks.query import clean_query
 from tasks.rerank import search_options
 
 TOOLS = [
@@ -131,6 +132,7 @@ def create_app(settings: Settings) -> FastAPI:
             raise HTTPException(
                 status_code=422, detail="hybrid+rerank needs KORPUS_RERANK_MODEL and the sqlite backend"
             )
+        q = clean_query(q)  # greetings, links, invisible characters and quoted replies do not steer ranking
         vector = None
         if mode not in ("bm25", "bm25-nostem"):
             batcher = shared_query_batcher(

@@ -133,6 +133,7 @@ def search(
     """Hybrid search (BM25 + kNN, RRF) over current chunks the scopes may see."""
     from tasks.embedding import Embedder
     from tasks.index_sqlite import SEARCH_MODES, IndexMismatchError, SqliteIndex
+    from tasks.query import clean_query
 
     settings = _settings(data)
     if mode not in SEARCH_MODES:
@@ -141,6 +142,7 @@ def search(
         _fail("hybrid+rerank needs a rerank model: set KORPUS_RERANK_MODEL to a CrossEncoder folder")
     _indexed(settings)
     scope_list = parse_scopes(scopes) if scopes else settings.default_scopes
+    query = clean_query(query)  # greetings, links, invisible characters and quoted replies do not steer ranking
     set_offline_switches()
     index = SqliteIndex(settings.index_path)
     try:

@@ -23,6 +23,7 @@ from pydantic import BaseModel, Field
 
 from tasks.embedding import Embedder
 from tasks.index_sqlite import SqliteIndex
+from tasks.query import clean_query
 from tasks.rerank import Reranker
 
 RETRIEVERS = ("bm25-nostem", "bm25", "dense", "hybrid-rrf", "hybrid", "hybrid+rerank")
@@ -103,16 +104,22 @@ def evaluate(
     per_type: dict[str, list[dict[str, float]]] = defaultdict(list)
     checks: dict[str, list[float]] = defaultdict(list)
     leaks = {"denied_access": 0, "superseded": 0}
-    for q in questions:
+    # One batched forward pass per 64 questions instead of one per question (801 questions: minutes → seconds).
+    texts = [clean_query(q.question) for q in questions]  # as korpus search and the API read a question
+    vectors = embedder.embed_queries(texts) if embedder is not None and questions else None
+    for number, q in enumerate(questions):
         scopes = q.scopes or default_scopes
-        vector = embedder.embed_query(q.question) if embedder is not None and retriever != "bm25" else None
-        hits = index.search(q.question, vector, scopes, k=10, depth=depth, rrf_k=rrf_k, mode=retriever,
+        vector = vectors[number] if vectors is not None and retriever != "bm25" else None
+        hits = index.search(texts[number], vector, scopes, k=10, depth=depth, rrf_k=rrf_k, mode=retriever,
                             min_coverage=min_coverage, reranker=reranker)  # fmt: skip
         leaks["denied_access"] += sum(h["access"] not in scopes for h in hits)
         leaks["superseded"] += sum(h["lifecycle"] != "current" for h in hits)
         if q.type == "no-answer":
             checks[q.type].append(
-                float(embedder is None or _best_similarity(index, embedder, q, scopes, vector) < no_answer_threshold)
+                float(
+                    embedder is None
+                    or _best_similarity(index, embedder, q, scopes, vectors[number]) < no_answer_threshold
+                )
             )
         elif q.type == "denied-access" and not q.expected:
             checks[q.type].append(float(all(h["access"] in scopes for h in hits)))
