@@ -477,7 +477,13 @@ def _refresh(root: str, settings: Settings) -> dict[str, Any]:
             + (f", {len(waiting)} waiting for unread pages" if waiting else "")
             + (f", {len(moved)} changed during the run" if moved else "")))  # fmt: skip
     apply_catalog_changes(plan, problems, settings)
-    meta = build_meta_documents(settings) if settings.meta_documents else None
+    meta = None
+    if settings.meta_documents:
+        try:
+            meta = build_meta_documents(settings)
+        except Exception as exc:  # the files are published: documents about them failing must not fail the refresh
+            logger.exception("meta-documents not rebuilt; the previous ones stay served")
+            meta = {"error": f"{type(exc).__name__}: {exc}"}
     mirrored = sync_opensearch(settings) if settings.backend == "opensearch" else None
     kinds = {s.source_id: s.kind for s in plan.to_process}
     summary = {

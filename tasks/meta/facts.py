@@ -89,6 +89,8 @@ class SourceFacts(BaseModel):
     """Valid event records the LLM returned (KORPUS_LLM_URL), `llm_added` of them new to the chronology."""
     llm_added: int = 0
     llm_refused: int = 0
+    extraction_error: str | None = None
+    """Why this source's dates and names could not be read (the source is still listed, without them)."""
 
     @property
     def folder(self) -> str:

@@ -211,8 +211,11 @@ def person_name(span: str) -> PersonName | None:
         certain = len({p.tag.gender for p in parses[surname_word] if "Surn" in p.tag}) == 1  # not «Соловьёва»
     lemma = surname_parse.normal_form
     surname = _nominative(surname_parse, gender)
-    first_nom = _nominative(_best(parses[first], "Name", gender), gender) if first else None
-    middle_nom = _nominative(_best(parses[middle], "Patr", gender), gender) if middle else None
+    # A name whose gender disagrees with the patronymic's («Саша Петровна») is read in its own gender.
+    first_nom = _nominative(_best(parses[first], "Name", gender) or _best(parses[first], "Name", None), gender) if (
+        first) else None  # fmt: skip
+    middle_nom = _nominative(_best(parses[middle], "Patr", gender) or _best(parses[middle], "Patr", None), gender) if (
+        middle) else None  # fmt: skip
     first_initial = first_initial or (first_nom[0] if first_nom else None)
     middle_initial = middle_initial or (middle_nom[0] if middle_nom else None)
     if first_nom:

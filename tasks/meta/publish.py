@@ -78,7 +78,15 @@ def _facts(
     source, pages = served_pages(index, row)
     facts = cache.get(source, row["served"])
     if facts is None:
-        facts = extract_facts(source, pages, llm=llm)
+        try:
+            facts = extract_facts(source, pages, llm=llm)
+        except Exception as exc:  # one source's text must not stop the collection's documents: it is listed bare
+            logger.exception("meta facts of %s could not be extracted; listed without dates or names", source.source_id)
+            counts["facts_failed"] += 1
+            facts = SourceFacts(source_id=source.source_id, version=source.version, kind=row["kind"], title="",
+                                pages=len(pages), owner=row["owner"], access=row["access"], tenant=row["tenant"],
+                                extraction_error=f"{type(exc).__name__}: {exc}")  # fmt: skip
+            return facts.model_copy(update={"switched_at": row["switched_at"], "pages": row["pages"] or len(pages)})
         cache.put(facts, source, row["served"])
         counts["facts_extracted"] += 1
         if llm is not None:

@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 from fastapi.testclient import TestClient
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from korpus.api import create_app
@@ -19,6 +21,7 @@ from korpus.model_store import embed_model_path
 from korpus.settings import Settings
 from tasks.embedding import shared_embedder
 from tasks.index_sqlite import SqliteIndex
+from tasks.meta.names import person_name
 from tasks.meta.publish import read_meta
 
 pytestmark = pytest.mark.integration
@@ -165,3 +168,15 @@ def test_only_what_changed_is_rebuilt(built, tmp_path: Path) -> None:
     with SqliteIndex(settings.index_path) as index:
         served = [r for r in index.sources() if r["kind"] == "meta" and r["lifecycle"] == "current"]
         assert len(served) == 8
+
+
+WORDS = ["Саша", "Петровна", "Иванович", "Елена", "Смирнову", "Кузнецовым", "Ткаченко", "Е.", "В.", "А.А.",
+         "Анне", "Ответственным", "Москве", "Ищенное", "Жан-Поль", "Сартр", "О'Коннор", "Мария", "Игоревичу",
+         "Белову"]  # fmt: skip
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from(WORDS), min_size=1, max_size=4).map(" ".join))
+def test_any_person_span_is_read_or_refused_never_crashes(span: str) -> None:
+    name = person_name(span)
+    assert name is None or (name.surname and name.shown)

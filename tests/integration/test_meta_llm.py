@@ -53,3 +53,25 @@ def test_model_events_are_validated_counted_and_merged_by_code(models, tmp_path:
     # Switched off again: the facts are extracted anew without the model (the cache knows which variant it holds).
     plain = run_refresh(root, settings.model_copy(update={"llm_url": None}))["meta_documents"]
     assert plain["facts_extracted"] == 1 and "llm_records" not in plain
+
+
+def test_a_source_whose_facts_cannot_be_read_is_listed_bare_and_the_refresh_completes(
+    models, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from flows.corpus_refresh import run_refresh
+
+    root = tmp_path / "root"
+    root.mkdir()
+    (root / "korpus.yaml").write_text("defaults:\n  owner: o\n  access: public\n", encoding="utf-8")
+    (root / "записка.txt").write_text("Записка от 12 марта 2023 г. о ремонте кровли.\n", encoding="utf-8")
+
+    def broken(*_args: object, **_kwargs: object) -> None:
+        raise ValueError("an analyser fault")
+
+    monkeypatch.setattr("tasks.meta.publish.extract_facts", broken)
+    settings = Settings(data=tmp_path / "data")
+    summary = run_refresh(root, settings)
+    assert summary["chunks_indexed"] == 1 and summary["meta_documents"]["facts_failed"] == 1
+    with SqliteIndex(settings.index_path) as index:
+        toc = "\n".join(read_meta(index, "toc", ["public"])[0]["parts"])
+        assert "записка.txt — «записка.txt»" in toc and "Всего документов в коллекции: 1" in toc
