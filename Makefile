@@ -48,6 +48,9 @@ demo: setup
 	$(BIN)/korpus refresh --root $(DEMO)/archive --data $(DEMO)/data
 	@echo; echo "== catalog"; $(BIN)/korpus sources --data $(DEMO)/data
 	@echo; echo "== quarantine"; $(BIN)/korpus quarantine --data $(DEMO)/data
+	@echo; echo "== about the collection: the register of persons, built by code per access scope"
+	$(BIN)/korpus meta persons --data $(DEMO)/data
+	@echo; echo "== status"; $(BIN)/korpus status --data $(DEMO)/data
 	@echo; echo "== search: answered from a 300-dpi scan (Tesseract)"
 	$(BIN)/korpus search "когда отремонтируют крышу склада" --data $(DEMO)/data -k 2
 	@echo; echo "== search: a scan whose old text layer was garbage («AkT npoBepkn»), OCR'd again"
