@@ -16,6 +16,7 @@ import numpy as np
 from prefect import flow, get_run_logger, task
 from prefect.artifacts import create_markdown_artifact, create_progress_artifact, update_progress_artifact
 from prefect.cache_policies import NO_CACHE
+from prefect.runtime import flow_run
 from prefect_dask import DaskTaskRunner
 
 from korpus.datamodel import Chunk, PageResult, QuarantineItem, ReasonCode, Source, SourceKind
@@ -519,6 +520,7 @@ def _refresh(root: str, settings: Settings) -> dict[str, Any]:
         "meta_documents": meta,
         "opensearch": mirrored,
         "seconds": round(time.perf_counter() - started, 2),
+        "flow_run_id": str(flow_run.id) if flow_run.id else None,  # its artifacts and task states in the Prefect UI
     }
     create_markdown_artifact(markdown=_summary_markdown(summary), key="corpus-refresh-summary")
     headline = ("sources", "changes", "chunks_indexed", "quarantined", "quarantine_reasons", "pending_sources",
