@@ -127,9 +127,7 @@ def persons(facts: Iterable[SourceFacts]) -> tuple[list[Person], int]:
             if key in people:
                 people[key].mentions.append(mention)
                 continue
-            fits = [
-                k for k in people if mention.first_initial in (None, k[0]) and mention.middle_initial in (None, k[1])
-            ]
+            fits = [k for k in people if _fits(mention, k)]
             if len(fits) == 1:
                 people[fits[0]].mentions.append(mention)
             elif not fits and not people and mention.first_initial and not mention.middle_initial:

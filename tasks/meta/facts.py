@@ -102,11 +102,8 @@ class SourceFacts(BaseModel):
 
 
 def title_of(pages: list[PageResult]) -> str:
-    """The first heading korpus found, else the first line of text (at most 120 characters)."""
+    """The first line of text (at most 120 characters, timecodes left out)."""
     for page in pages:
-        for unit in page.units:
-            if unit.kind.value == "heading":
-                return " ".join(page.text[unit.start : unit.end].split())[:120]
         for line in page.text.splitlines():
             line = " ".join(_STAMP.sub("", line).split())
             if len(line) > 2:
@@ -129,21 +126,19 @@ def _place(source: Source, page: PageResult, text: str, at: int) -> Place:
     return Place(source_id=source.source_id, t_start=float(stamps[-1]) if stamps else page.t_start)
 
 
-def extract_facts(
-    source: Source, pages: list[PageResult], switched_at: str | None = None, llm: LlmEvents | None = None
-) -> SourceFacts:
+def extract_facts(source: Source, pages: list[PageResult], llm: LlmEvents | None = None) -> SourceFacts:
     """Dates, persons and organisations of one source version, each with its place; with `llm`, also the dated
     events a model finds that the date rules did not (tasks/meta/llm.py)."""
     seconds = max((p.t_end or 0.0 for p in pages), default=0.0) if source.kind is SourceKind.audio else None
     facts = SourceFacts(
         source_id=source.source_id, version=source.version, kind=source.kind.value if source.kind else None,
         title=title_of(pages), pages=0 if seconds is not None else len(pages), seconds=seconds, owner=source.owner,
-        access=source.access, tenant=source.tenant or "default", switched_at=switched_at,
+        access=source.access, tenant=source.tenant or "default",
     )  # fmt: skip
     for page in pages:
         text = page.text
-        sentences = [(s.start, s.stop) for s in sentenize(text)]
         dates = find_dates(text)
+        sentences = [(s.start, s.stop) for s in sentenize(text)] if dates else []
         for date in dates:
             facts.events.append(
                 DatedSentence(first=date.first, last=date.last, sentence=_sentence(text, date.start, date.end,

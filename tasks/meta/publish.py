@@ -75,9 +75,11 @@ def served_pages(index: SqliteIndex, row: dict[str, Any]) -> tuple[Source, list[
 def _facts(
     index: SqliteIndex, cache: FactCache, row: dict[str, Any], counts: dict[str, int], llm: LlmEvents | None
 ) -> SourceFacts:
-    source, pages = served_pages(index, row)
-    facts = cache.get(source, row["served"])
-    if facts is None:
+    facts = cache.get(Source(source_id=row["source_id"], version=row["version"], path=row["source_id"]), row["served"])
+    if facts is not None:
+        counts["facts_cached"] += 1
+    else:  # only a source without cached facts has its chunks read
+        source, pages = served_pages(index, row)
         try:
             facts = extract_facts(source, pages, llm=llm)
         except Exception as exc:  # one source's text must not stop the collection's documents: it is listed bare
@@ -86,15 +88,13 @@ def _facts(
             facts = SourceFacts(source_id=source.source_id, version=source.version, kind=row["kind"], title="",
                                 pages=len(pages), owner=row["owner"], access=row["access"], tenant=row["tenant"],
                                 extraction_error=f"{type(exc).__name__}: {exc}")  # fmt: skip
-            return facts.model_copy(update={"switched_at": row["switched_at"], "pages": row["pages"] or len(pages)})
-        cache.put(facts, source, row["served"])
-        counts["facts_extracted"] += 1
-        if llm is not None:
-            counts["llm_records"] += facts.llm_records
-            counts["llm_added"] += facts.llm_added
-            counts["llm_refused"] += facts.llm_refused
-    else:
-        counts["facts_cached"] += 1
+        else:
+            cache.put(facts, source, row["served"])
+            counts["facts_extracted"] += 1
+            if llm is not None:
+                counts["llm_records"] += facts.llm_records
+                counts["llm_added"] += facts.llm_added
+                counts["llm_refused"] += facts.llm_refused
     # Labels, size and the switch time belong to the catalog, not to the file's contents.
     pages_count = facts.pages if facts.seconds is not None else (row["pages"] or facts.pages)
     return facts.model_copy(update={"owner": row["owner"], "access": row["access"], "switched_at": row["switched_at"],
@@ -109,14 +109,14 @@ def _publish(
     model: str,
     counts: dict[str, int],
 ) -> bool:
+    current = index.current_source(source.source_id)
+    if current is not None and current[0].version == source.version:
+        return False
     pages = [
         PageResult(source_id=source.source_id, source_version=source.version, page=n, text=text, method="meta",
                    engine=f"korpus {EXTRACTOR_VERSION}")
         for n, text in enumerate(parts, start=1)
     ]  # fmt: skip
-    current = index.current_source(source.source_id)
-    if current is not None and current[0].version == source.version:
-        return False
     chunks, _ = page_chunks(source, pages)
     known = index.current_vectors(source.source_id)  # parts whose text did not change keep their vectors
     fresh = [c for c in chunks if c.text not in known]
@@ -139,11 +139,8 @@ def refresh_meta(
     started = time.perf_counter()
     counts: dict[str, int] = defaultdict(int)
     served = index.served_chunk_keys()
-    rows = [
-        r | {"served": served.get(r["source_id"], "")}
-        for r in index.sources()
-        if r["lifecycle"] == "current" and r["kind"] != SourceKind.meta.value
-    ]
+    current = [r for r in index.sources() if r["lifecycle"] == "current"]
+    rows = [r | {"served": served.get(r["source_id"], "")} for r in current if r["kind"] != SourceKind.meta.value]
     groups: dict[tuple[str, str], list[dict[str, Any]]] = defaultdict(list)
     for row in rows:
         groups[(row["tenant"] or "default", row["access"])].append(row)
@@ -164,8 +161,8 @@ def refresh_meta(
         counts["scopes_built"] += 1
         logger.info("meta-documents of %s/%s built from %d sources", tenant, access, len(facts))
     wanted = {meta_source_id(t, a, kind) for t, a in groups for kind in TITLES}
-    for row in index.sources():
-        if row["kind"] == SourceKind.meta.value and row["lifecycle"] == "current" and row["source_id"] not in wanted:
+    for row in current:  # read before the builds above: each of those replaced a document that is in `wanted`
+        if row["kind"] == SourceKind.meta.value and row["source_id"] not in wanted:
             index.retire_source(row["source_id"])
             counts["documents_retired"] += 1
     for scope in set(built) - {f"{t}/{a}" for t, a in groups}:
