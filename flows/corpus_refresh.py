@@ -241,6 +241,9 @@ def apply_catalog_changes(plan: RefreshPlan, problems: list[QuarantineItem], set
         sources = {s.source_id: s for s in plan.to_process}
         for item in problems:
             source = sources.get(item.source_id)
+            if source is not None:  # the review queue filters and guards items by these
+                item.access = item.access or source.access
+                item.kind = item.kind or (source.kind.value if source.kind else None)
             if item.page and source is not None and source.kind is SourceKind.pdf and item.chunk_id is None:
                 # a page image for the reviewer (PDF pages; other kinds show their text evidence)
                 image = settings.data / "evidence" / item.source_id / f"p{item.page:05d}.png"

@@ -11,6 +11,7 @@ from fastapi import Depends, FastAPI, Header, HTTPException, Query, Request
 from fastapi.responses import JSONResponse
 
 from korpus.model_store import embed_model_path, set_offline_switches
+from korpus.review_web import install_review
 from korpus.settings import Settings, parse_scopes
 from tasks.embedding import shared_query_batcher
 from tasks.index_sqlite import SEARCH_MODES, IndexMismatchError, SqliteIndex
@@ -185,6 +186,8 @@ def create_app(settings: Settings) -> FastAPI:
             return {"status": "empty", "index": str(settings.index_path)}
         with SqliteIndex(settings.index_path) as idx:
             return {"status": "ok", "index": str(settings.index_path), "backend": settings.backend} | idx.stats()
+
+    install_review(app, settings)  # /review: the quarantine workbench (korpus/review_web.py)
 
     @app.get("/tools", summary="OpenAI-style function definitions for search, search_exact, count_mentions")
     def tools() -> list[dict]:

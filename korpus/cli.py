@@ -531,12 +531,12 @@ def page_reading(page: Any) -> str:
     )
 
 
-def _decide(item_id: str, action: str, reviewer: str, note: str, data: Path | None) -> None:
+def _decide(item_id: str, action: str, reviewer: str, note: str, data: Path | None, text: str | None = None) -> None:
     from tasks.review import Action, ReviewError, apply_decision
 
     set_offline_switches()
     try:
-        outcome = apply_decision(item_id, Action(action), _reviewer(reviewer), note, _settings(data))
+        outcome = apply_decision(item_id, Action(action), _reviewer(reviewer), note, _settings(data), text=text)
     except (ReviewError, ModelMissingError) as exc:
         _fail(str(exc))
     typer.echo(f"{item_id}: {action} → {outcome}")
@@ -558,6 +558,20 @@ def review_reject(item_id: str, note: NoteOption = "", reviewer: ReviewerOption 
 def review_reocr(item_id: str, note: NoteOption = "", reviewer: ReviewerOption = "", data: DataOption = None) -> None:
     """OCR the item's page again (no cache) and index it if the result passes the gate."""
     _decide(item_id, "reocr", reviewer, note, data)
+
+
+@review_app.command("edit")
+def review_edit(
+    item_id: str,
+    text_file: Annotated[Path, typer.Option("--text-file", help="The page's corrected text (UTF-8); - for stdin.")],
+    note: NoteOption = "",
+    reviewer: ReviewerOption = "",
+    data: DataOption = None,
+) -> None:
+    """Make your text the page's text (method `manual`): chunked, gated and indexed; korpus's reading stays in the
+    audit trail. A later edit of the same page replaces this one."""
+    text = sys.stdin.read() if str(text_file) == "-" else text_file.read_text(encoding="utf-8")
+    _decide(item_id, "edit", reviewer, note, data, text=text)
 
 
 @app.command()

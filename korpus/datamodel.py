@@ -220,6 +220,11 @@ class QuarantineItem(BaseModel):
     evidence: str = Field(default="", description="The rejected text.")
     evidence_path: str | None = Field(default=None, description="A page image of the rejected page, if any.")
     chunk: Chunk | None = Field(default=None, description="The refused chunk, kept so a reviewer can release it.")
+    access: str | None = Field(default=None, description="The source's access scope; None when the manifest has none.")
+    kind: str | None = Field(default=None, description="The source's kind (pdf, image, audio…), for the review queue.")
+    readings: list[dict] = Field(
+        default_factory=list, description="What each OCR tier read: tier, engine, text, score, reasons."
+    )
     first_seen: datetime = Field(default_factory=lambda: datetime.now(UTC))
 
     @property

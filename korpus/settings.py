@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Annotated, Any, Literal
 
 import yaml
-from pydantic import Field, field_validator
+from pydantic import BaseModel, Field, field_validator
 from pydantic_settings import BaseSettings, NoDecode, PydanticBaseSettingsSource, SettingsConfigDict
 
 MANIFEST_KEYS = {"defaults", "rules"}
@@ -25,6 +25,13 @@ def _default_home() -> Path:
 def parse_scopes(value: str) -> list[str]:
     """`"public, hr"` → `["public", "hr"]`."""
     return [s.strip() for s in value.split(",") if s.strip()]
+
+
+class Reviewer(BaseModel):
+    """A reviewer key's holder: the name written into the audit trail, and the scopes whose items they may see."""
+
+    name: str = Field(min_length=1, max_length=200)
+    scopes: list[str] = Field(min_length=1)
 
 
 class YamlSettingsSource(PydanticBaseSettingsSource):
@@ -166,6 +173,11 @@ class Settings(BaseSettings):
     api_keys: dict[str, list[str]] = Field(
         default_factory=dict,
         description='API key → scopes for `korpus serve`, as JSON: {"key": ["public", "hr"]}. Empty: anonymous.',
+    )
+    review_keys: dict[str, Reviewer] = Field(
+        default_factory=dict,
+        description="Reviewer key → who and which scopes, for the /review page of `korpus serve`, as JSON: "
+        '{"key": {"name": "Иванова", "scopes": ["public", "hr"]}}. Separate from api_keys; empty: no /review.',
     )
     page_cache_url: str | None = Field(
         default=None,

@@ -59,14 +59,19 @@ CREATE TABLE IF NOT EXISTS chunk_vectors (rowid INTEGER PRIMARY KEY, embedding B
 CREATE TABLE IF NOT EXISTS quarantine (
     item_id TEXT PRIMARY KEY, source_id TEXT NOT NULL, source_version TEXT, page INTEGER, t_start REAL,
     chunk_id TEXT, reasons TEXT NOT NULL, detail TEXT, evidence TEXT, evidence_path TEXT, chunk TEXT,
-    first_seen TEXT NOT NULL, last_seen TEXT NOT NULL, status TEXT NOT NULL DEFAULT 'open');
+    first_seen TEXT NOT NULL, last_seen TEXT NOT NULL, status TEXT NOT NULL DEFAULT 'open',
+    access TEXT, kind TEXT, readings TEXT);
 CREATE TABLE IF NOT EXISTS pending_pages (
     source_id TEXT NOT NULL, version TEXT NOT NULL, page INTEGER NOT NULL, attempts INTEGER NOT NULL,
     error TEXT NOT NULL, last_tried TEXT NOT NULL, PRIMARY KEY (source_id, version, page));
 CREATE TABLE IF NOT EXISTS quarantine_decisions (
     item_id TEXT NOT NULL, decided_at TEXT NOT NULL, reviewer TEXT NOT NULL, action TEXT NOT NULL,
-    note TEXT NOT NULL DEFAULT '', outcome TEXT NOT NULL DEFAULT '');
+    note TEXT NOT NULL DEFAULT '', outcome TEXT NOT NULL DEFAULT '', text TEXT);
+CREATE INDEX IF NOT EXISTS quarantine_by_status ON quarantine (status, first_seen);
 """
+# Columns added after the first release: (table, column, type). An older index gets them on open.
+ADDED_COLUMNS = (("quarantine", "access", "TEXT"), ("quarantine", "kind", "TEXT"), ("quarantine", "readings", "TEXT"),
+                 ("quarantine_decisions", "text", "TEXT"))  # fmt: skip
 
 
 SEARCH_MODES = ("hybrid", "hybrid+rerank", "hybrid-rrf", "bm25", "bm25-nostem", "dense")
@@ -181,6 +186,10 @@ class SqliteIndex:
         self.conn.execute("PRAGMA journal_mode=WAL")
         self.conn.execute("PRAGMA synchronous=NORMAL")
         with self.conn:
+            for table, column, kind in ADDED_COLUMNS:  # before SCHEMA: its indexes may name a new column
+                have = {row[1] for row in self.conn.execute(f"PRAGMA table_info({table})")}
+                if have and column not in have:
+                    self.conn.execute(f"ALTER TABLE {table} ADD COLUMN {column} {kind}")
             self.conn.execute(SCHEMA)
         triggers = "SELECT count(*) FROM sqlite_master WHERE type = 'trigger' AND name LIKE 'chunks_%'"
         if self.conn.execute(triggers).fetchall()[0][0] < DERIVED_TRIGGERS:
@@ -370,10 +379,12 @@ class SqliteIndex:
             for item in items:
                 self.conn.execute(
                     "INSERT INTO quarantine (item_id, source_id, source_version, page, t_start, chunk_id, reasons, "
-                    "detail, evidence, evidence_path, chunk, first_seen, last_seen) "
-                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
+                    "detail, evidence, evidence_path, chunk, first_seen, last_seen, access, kind, readings) "
+                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
                     "ON CONFLICT(item_id) DO UPDATE SET last_seen = excluded.last_seen, "
-                    "reasons = excluded.reasons, detail = excluded.detail",
+                    "reasons = excluded.reasons, detail = excluded.detail, "
+                    "access = coalesce(excluded.access, access), kind = coalesce(excluded.kind, kind), "
+                    "readings = coalesce(excluded.readings, readings)",
                     (
                         item.item_id,
                         item.source_id,
@@ -388,6 +399,9 @@ class SqliteIndex:
                         item.chunk.model_dump_json() if item.chunk else None,
                         item.first_seen.isoformat(timespec="seconds"),
                         _now(),
+                        item.access,
+                        item.kind,
+                        json.dumps(item.readings, ensure_ascii=False) if item.readings else None,
                     ),
                 )
                 count += 1
@@ -442,23 +456,31 @@ class SqliteIndex:
         item = dict(zip(names, rows[0], strict=True))
         item["reasons"] = json.loads(item["reasons"])
         item["chunk"] = Chunk.model_validate_json(item["chunk"]) if item["chunk"] else None
+        item["readings"] = json.loads(item["readings"]) if item["readings"] else []
+        if item["access"] is None or item["kind"] is None:  # an item recorded before these columns: its version's
+            row = self.conn.execute(
+                "SELECT access, kind FROM sources WHERE source_id = ? AND version = ?",
+                (item["source_id"], item["source_version"]),
+            ).fetchall()
+            if row:
+                item["access"], item["kind"] = item["access"] or row[0][0], item["kind"] or row[0][1]
+        fields = ("decided_at", "reviewer", "action", "note", "outcome", "text")
         decisions = self.conn.execute(
-            "SELECT decided_at, reviewer, action, note, outcome FROM quarantine_decisions WHERE item_id = ? "
-            "ORDER BY rowid",
-            (item_id,),
+            f"SELECT {', '.join(fields)} FROM quarantine_decisions WHERE item_id = ? ORDER BY rowid", (item_id,)
         )
-        item["decisions"] = [
-            dict(zip(("decided_at", "reviewer", "action", "note", "outcome"), row, strict=True)) for row in decisions
-        ]
+        item["decisions"] = [dict(zip(fields, row, strict=True)) for row in decisions]
         return item
 
-    def record_decision(self, item_id: str, reviewer: str, action: str, note: str, outcome: str, status: str) -> None:
-        """Append to the audit trail and set the item's status, in one transaction."""
+    def record_decision(
+        self, item_id: str, reviewer: str, action: str, note: str, outcome: str, status: str, text: str | None = None
+    ) -> None:
+        """Append to the audit trail (with a reviewer's own text, when they wrote the page) and set the item's
+        status, in one transaction."""
         with self.conn:
             self.conn.execute(
-                "INSERT INTO quarantine_decisions (item_id, decided_at, reviewer, action, note, outcome) "
-                "VALUES (?, ?, ?, ?, ?, ?)",
-                (item_id, _now(), reviewer, action, note, outcome),
+                "INSERT INTO quarantine_decisions (item_id, decided_at, reviewer, action, note, outcome, text) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (item_id, _now(), reviewer, action, note, outcome, text),
             )
             self.conn.execute("UPDATE quarantine SET status = ? WHERE item_id = ?", (status, item_id))
 
@@ -486,6 +508,21 @@ class SqliteIndex:
                 (chunk.source_id, chunk.source_version),
             ).fetchall()[0][0]
             self._add_chunk(chunk, ordinal, np.asarray(vector, dtype=np.float32), exception=exception)
+
+    def add_reviewed_page(self, page: PageResult, replaces: str) -> None:
+        """Store a page a reviewer wrote (`method: manual`) beside the version's pages, and take out of service the
+        chunks of any earlier text written for the same page: ids starting with `replaces`."""
+        with self.conn:
+            self.conn.execute(
+                "UPDATE chunks SET lifecycle = 'quarantined' WHERE source_id = ? AND source_version = ? "
+                "AND substr(chunk_id, 1, length(?)) = ? AND lifecycle = 'current'",
+                (page.source_id, page.source_version, replaces, replaces),
+            )
+            self.conn.execute(
+                "INSERT INTO pages (source_id, version, ordinal, page) SELECT ?, ?, coalesce(max(ordinal), -1) + 1, ? "
+                "FROM pages WHERE source_id = ? AND version = ?",
+                (page.source_id, page.source_version, page.model_dump_json(), page.source_id, page.source_version),
+            )
 
     def withdraw_chunk(self, chunk_id: str) -> None:
         """Take a chunk out of service (a released chunk rejected later): it stays stored, never returned."""

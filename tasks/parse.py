@@ -7,6 +7,8 @@ re-run did no OCR work. Recordings: tasks/speech.py.
 
 from __future__ import annotations
 
+from typing import Any
+
 from korpus.datamodel import LayerCheck, PageResult, ReasonCode, Source, SourceKind
 from korpus.settings import Settings
 from tasks.chat import ChatError
@@ -92,6 +94,9 @@ def _cascade(source: Source, page: int, settings: Settings, force_vlm: bool, lay
     refused_reasons: list[str] = []
     best_text = ""
     q_layer = text_layer_quality(layer.text, settings) if layer is not None else None
+    readings = []  # every tier's refused reading, for the reviewer
+    if layer is not None and q_layer is not None:
+        readings.append(_reading(0, layer.engine or "text layer", layer.text, q_layer))
     try:
         image = reader_for(source.kind).page_image(source, page, settings)  # type: ignore[arg-type]
         engines = [e for e in cascade(settings) if e.available()]
@@ -117,6 +122,7 @@ def _cascade(source: Source, page: int, settings: Settings, force_vlm: bool, lay
                 return _counted(outcome, counts)
             refusals.append(f"tier {engine.tier} ({result.engine}): {', '.join(quality.reasons) or 'forced on'}")
             refused_reasons += quality.reasons
+            readings.append(_reading(engine.tier, result.engine, result.text, quality))
             earlier = result
         if not any(e.tier >= 2 for e in engines):
             refusals.append("tier 2: no VLM configured (KORPUS_VLM_URL)")
@@ -131,8 +137,15 @@ def _cascade(source: Source, page: int, settings: Settings, force_vlm: bool, lay
         return _counted(outcome, counts)
     item = problem(source, ReasonCode.page_quality if best_text else ReasonCode.empty_text, "; ".join(refusals), page)
     item.evidence = best_text[:4000]
+    item.readings = readings
     outcome.problems.append(item)
     return _counted(outcome, counts)
+
+
+def _reading(tier: int, engine: str, text: str, quality: TextLayerQuality) -> dict[str, Any]:
+    """One tier's refused reading, kept on the quarantine item so a reviewer sees what each tier made of it."""
+    return {"tier": tier, "engine": engine, "text": text[:4000], "score": round(float(quality.score), 3),
+            "reasons": list(quality.reasons)}  # fmt: skip
 
 
 def _counted(outcome: ParseOutcome, counts: TierCounts) -> ParseOutcome:

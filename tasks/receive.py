@@ -176,8 +176,9 @@ def admission_problems(source: Source) -> QuarantineItem | None:
     if not reasons:
         return None
     return QuarantineItem(
-        source_id=source.source_id, source_version=source.version, reasons=reasons, detail="; ".join(details)
-    )
+        source_id=source.source_id, source_version=source.version, reasons=reasons, detail="; ".join(details),
+        access=source.access, kind=source.kind.value if source.kind else None,
+    )  # fmt: skip
 
 
 @dataclass

@@ -1,16 +1,20 @@
-"""Manual quarantine review: release, reject or re-OCR an item; every decision lands in the audit trail.
+"""Manual quarantine review: release, reject, re-OCR or rewrite an item; every decision lands in the audit trail.
 
-The CLI (`korpus review …`) and the Prefect UI flow (`quarantine_review`) both call `apply_decision`, so a
-decision means the same thing whichever way it is made.
+The CLI (`korpus review …`), the web page (`/review` in `korpus serve`, korpus/review_web.py) and the Prefect flow
+(`quarantine_review`) all call `apply_decision` (or `apply_batch`), so a decision means the same thing whichever
+way it is made.
 """
 
 from __future__ import annotations
 
+import hashlib
+from collections.abc import Sequence
+from datetime import UTC, datetime
 from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
-from korpus.datamodel import REASON_ADVICE, Chunk, ReasonCode, Source, SourceKind
+from korpus.datamodel import REASON_ADVICE, Chunk, PageResult, ReasonCode, Source, SourceKind
 from korpus.model_store import embed_model_path
 from korpus.settings import Settings
 from tasks.chunking import build_chunks
@@ -25,6 +29,8 @@ class Action(StrEnum):
     release = "release"
     reject = "reject"
     reocr = "reocr"
+    edit = "edit"
+    """The reviewer's own text becomes the page's text (`method: manual`), chunked, gated and indexed."""
 
 
 class ReviewError(RuntimeError):
@@ -53,26 +59,59 @@ def describe_item(item: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def apply_decision(item_id: str, action: Action, reviewer: str, note: str, settings: Settings) -> str:
-    """Carry out a reviewer's decision and record it. Returns what happened, in words."""
+def apply_decision(
+    item_id: str,
+    action: Action,
+    reviewer: str,
+    note: str,
+    settings: Settings,
+    text: str | None = None,
+    scopes: Sequence[str] | None = None,
+) -> str:
+    """Carry out a reviewer's decision and record it. Returns what happened, in words.
+
+    `text` is the reviewer's page text (action `edit` only). `scopes`, when given, are the access scopes the
+    reviewer holds: an item of any other scope (or of none) is refused as if it did not exist.
+    """
     if not reviewer.strip():
         raise ReviewError("a decision needs a reviewer name")
+    if (action is Action.edit) != (text is not None):
+        raise ReviewError("the edit action, and only it, takes the reviewer's text")
     with SqliteIndex(settings.index_path) as index:
         item = index.quarantine_item(item_id)
-        if item is None:
+        if item is None or (scopes is not None and item["access"] not in scopes):
             raise ReviewError(f"no quarantine item {item_id!r}: see `korpus review list`")
         if action is Action.reject:
             outcome, status = _reject(index, item)
         elif action is Action.release:
             outcome, status = _release(index, item, settings)
+        elif action is Action.edit:
+            outcome, status = _edit(index, item, settings, text or "", reviewer)
         else:
             outcome, status = _reocr(index, item, settings)
-        index.record_decision(item_id, reviewer, action.value, note, outcome, status)
+        index.record_decision(item_id, reviewer, action.value, note, outcome, status, text=text)
         if settings.backend == "opensearch":  # the cluster serves what the catalog now serves
             from tasks.index_opensearch import opensearch_index
 
             opensearch_index(settings).sync_from(index)
         return outcome
+
+
+def apply_batch(
+    item_ids: Sequence[str], action: Action, reviewer: str, note: str, settings: Settings,
+    scopes: Sequence[str] | None = None,
+) -> dict[str, str]:  # fmt: skip
+    """The same decision for many items, one by one: item id → outcome, or `refused: …` for an item it could not
+    be applied to (the others still are)."""
+    if action is Action.edit:
+        raise ReviewError("each page's text is its own: edit items one at a time")
+    outcomes: dict[str, str] = {}
+    for item_id in dict.fromkeys(item_ids):
+        try:
+            outcomes[item_id] = apply_decision(item_id, action, reviewer, note, settings, scopes=scopes)
+        except ReviewError as exc:
+            outcomes[item_id] = f"refused: {exc}"
+    return outcomes
 
 
 def _reject(index: SqliteIndex, item: dict[str, Any]) -> tuple[str, str]:
@@ -101,23 +140,7 @@ def _release(index: SqliteIndex, item: dict[str, Any], settings: Settings) -> tu
 def _reocr(index: SqliteIndex, item: dict[str, Any], settings: Settings) -> tuple[str, str]:
     """Re-OCR the item's page with the VLM tier forced (tasks/parse.py cascade), and gate the result: if it
     passes it is indexed and the item closes; else it stays open with the new reasons."""
-    source_row = next(
-        (s for s in index.sources() if s["source_id"] == item["source_id"] and s["version"] == item["source_version"]),
-        None,
-    )
-    if item["page"] is None or source_row is None or not SourceKind(source_row["kind"] or "text").paged:
-        raise ReviewError("reocr applies to a page of an indexed PDF, image, DjVu or office version")
-    if source_row["lifecycle"] != "current":
-        raise ReviewError(f"{item['source_id']} version {item['source_version'][:12]} is no longer current")
-    source = Source(
-        source_id=source_row["source_id"],
-        version=source_row["version"],
-        path=_source_path(index, source_row),
-        kind=SourceKind(source_row["kind"]),
-        owner=source_row["owner"],
-        access=source_row["access"],
-        tenant=source_row["tenant"],
-    )
+    source = _page_source(index, item, "reocr")
     outcome = ocr_page(source, item["page"], settings, force_vlm=True)
     if outcome.problems:
         return f"re-OCR refused: {outcome.problems[0].detail}", "open"
@@ -134,6 +157,54 @@ def _reocr(index: SqliteIndex, item: dict[str, Any], settings: Settings) -> tupl
     for c, vector in zip(chunks, embedder.embed_passages([c.text for c in chunks]), strict=True):
         index.add_reviewed_chunk(c, vector, exception=False, embed_model=embedder.name)
     return f"re-OCR ({page.engine}, tier {page.tier}, read afresh) passed the gate and was indexed", "resolved"
+
+
+def _edit(index: SqliteIndex, item: dict[str, Any], settings: Settings, text: str, reviewer: str) -> tuple[str, str]:
+    """The reviewer's text becomes the page's text: chunked and gated like any page, indexed under ids of its own
+    (a later edit of the same page replaces it); the text korpus read stays on the item and in the audit trail."""
+    if not text.strip():
+        raise ReviewError("the page text is empty: reject the item instead")
+    source = _page_source(index, item, "edit")
+    now = datetime.now(UTC).isoformat(timespec="seconds")
+    page = PageResult(source_id=source.source_id, source_version=source.version, page=item["page"], text=text,
+                      method="manual", engine=f"manual: {reviewer.strip()}, {now}")  # fmt: skip
+    count = token_counter(str(embed_model_path(settings)))
+    chunks, _empty = build_chunks(source, [page], settings.chunk_policy, count=count, language=settings.language)
+    if not chunks:
+        raise ReviewError("the text holds nothing to index")
+    key = hashlib.sha256(f"{source.source_id}\x00{source.version}".encode()).hexdigest()[:12]
+    prefix = f"manual-{key}-p{item['page']}-"
+    digest = hashlib.sha256(text.encode()).hexdigest()[:8]
+    chunks = [c.model_copy(update={"chunk_id": f"{prefix}{digest}-{n}"}) for n, c in enumerate(chunks)]
+    failures = sorted({code.value for c in chunks for code, _ in gate_chunk(c)})
+    if failures:
+        raise ReviewError(f"the text is refused by the gate: {', '.join(failures)}")
+    index.add_reviewed_page(page, replaces=prefix)
+    embedder = shared_embedder(str(embed_model_path(settings)), settings.embed_batch_size)
+    for c, vector in zip(chunks, embedder.embed_passages([c.text for c in chunks]), strict=True):
+        index.add_reviewed_chunk(c, vector, exception=False, embed_model=embedder.name)
+    return f"the reviewer's text ({len(chunks)} chunk{'s' if len(chunks) > 1 else ''}) was indexed", "resolved"
+
+
+def _page_source(index: SqliteIndex, item: dict[str, Any], action: str) -> Source:
+    """The current version of a paged item's source, for an action that reads or replaces one page."""
+    source_row = next(
+        (s for s in index.sources() if s["source_id"] == item["source_id"] and s["version"] == item["source_version"]),
+        None,
+    )
+    if item["page"] is None or source_row is None or not SourceKind(source_row["kind"] or "text").paged:
+        raise ReviewError(f"{action} applies to a page of an indexed PDF, image, DjVu or office version")
+    if source_row["lifecycle"] != "current":
+        raise ReviewError(f"{item['source_id']} version {item['source_version'][:12]} is no longer current")
+    return Source(
+        source_id=source_row["source_id"],
+        version=source_row["version"],
+        path=_source_path(index, source_row),
+        kind=SourceKind(source_row["kind"]),
+        owner=source_row["owner"],
+        access=source_row["access"],
+        tenant=source_row["tenant"],
+    )
 
 
 def _source_path(index: SqliteIndex, row: dict[str, Any]) -> str:

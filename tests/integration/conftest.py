@@ -108,3 +108,18 @@ def refreshed(models: dict[str, Path], tmp_path_factory: pytest.TempPathFactory)
 
 def cosine(a: np.ndarray, b: np.ndarray) -> float:
     return float(np.dot(a, b) / (np.linalg.norm(a) * np.linalg.norm(b)))
+
+
+@pytest.fixture(scope="session")
+def review_archive(models: dict[str, Path], tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """The review workbench's archive (tests/integration/review_corpus.py), refreshed once: (root, data). Tests
+    that decide items work on a copy of the data directory."""
+    from flows.corpus_refresh import run_refresh
+
+    from .review_corpus import write_review_archive
+
+    base = tmp_path_factory.mktemp("review-archive")
+    root = write_review_archive(base / "archive")
+    summary = run_refresh(root, Settings(data=base / "data"))
+    assert summary["quarantine_reasons"] == {"empty-text": 2, "text-quality": 4}, summary
+    return root, base / "data"
