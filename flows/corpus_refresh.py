@@ -19,6 +19,7 @@ from prefect.cache_policies import NO_CACHE
 from prefect.runtime import flow_run
 from prefect_dask import DaskTaskRunner
 
+from flows import events
 from korpus.datamodel import Chunk, PageResult, QuarantineItem, ReasonCode, Source, SourceKind
 from korpus.model_store import embed_model_path, set_offline_switches
 from korpus.settings import Settings
@@ -465,8 +466,10 @@ def _refresh(root: str, settings: Settings) -> dict[str, Any]:
             vectors = embed(passed, settings) if passed else np.zeros((0, 0), dtype=np.float32)
             crash_point("after-embed")
             embedded += len(passed)
-            indexed_chunks += publish(source, passed, vectors, outcome.pages, settings)
+            published = publish(source, passed, vectors, outcome.pages, settings)
+            indexed_chunks += published
             crash_point("after-publish")
+            events.source_indexed(source, published, len(outcome.pages), Counter(p.method for p in outcome.pages))
         logger.info(
             "%s → %d/%d pages, %d chunks",
             source.source_id,
@@ -481,6 +484,7 @@ def _refresh(root: str, settings: Settings) -> dict[str, Any]:
             + (f", {len(waiting)} waiting for unread pages" if waiting else "")
             + (f", {len(moved)} changed during the run" if moved else "")))  # fmt: skip
     apply_catalog_changes(plan, problems, settings)
+    events.sources_quarantined(problems)
     meta = None
     if settings.meta_documents:
         try:
@@ -524,6 +528,7 @@ def _refresh(root: str, settings: Settings) -> dict[str, Any]:
         "opensearch": mirrored,
         "seconds": round(time.perf_counter() - started, 2),
         "flow_run_id": str(flow_run.id) if flow_run.id else None,  # its artifacts and task states in the Prefect UI
+        "review": f"{settings.review_url.rstrip('/')}?status=open" if settings.review_url else None,
     }
     create_markdown_artifact(markdown=_summary_markdown(summary), key="corpus-refresh-summary")
     headline = ("sources", "changes", "chunks_indexed", "quarantined", "quarantine_reasons", "pending_sources",
@@ -531,6 +536,8 @@ def _refresh(root: str, settings: Settings) -> dict[str, Any]:
     with SqliteIndex(settings.index_path) as index:
         index.record_refresh({"finished_at": datetime.now(UTC).isoformat(timespec="seconds"), "root": root,
                               **{key: summary[key] for key in headline}})  # fmt: skip
+        open_items = index.stats()["quarantine_open"]
+    events.refresh_completed(str(settings.data), summary, open_items)
     return summary
 
 
@@ -541,7 +548,14 @@ def _speech_share(outcomes: dict[str, ParseOutcome]) -> float | None:
 
 
 def _summary_markdown(summary: dict[str, Any]) -> str:
-    lines = ["# Corpus refresh", "", "| | |", "|---|---|"]
+    lines = ["# Corpus refresh", ""]
+    if summary["review"]:
+        link = f"[открыть очередь]({summary['review']})"
+        lines += [f"**Карантин:** {summary['quarantined']} в этом обновлении — {link}", ""]
+    elif summary["quarantined"]:
+        lines += [f"**Карантин:** {summary['quarantined']} в этом обновлении — `/review` в `korpus serve` "
+                  "(KORPUS_REVIEW_URL ставит сюда ссылку)", ""]  # fmt: skip
+    lines += ["| | |", "|---|---|"]
     lines += [f"| {key} | {value} |" for key, value in summary.items()]
     return "\n".join(lines)
 
@@ -550,7 +564,7 @@ def run_refresh(root: Path, settings: Settings) -> dict[str, Any]:
     """Run the flow with these settings: every field that differs from what the flow would read itself (KORPUS_*,
     korpus.yaml) travels as a flow parameter — never the API keys. The Dask task runner comes from the settings."""
     own, ambient = settings.model_dump(mode="json"), Settings().model_dump(mode="json")
-    overrides = {k: v for k, v in own.items() if v != ambient[k] and k not in ("data", "api_keys")}
+    overrides = {k: v for k, v in own.items() if v != ambient[k] and k not in ("data", "api_keys", "review_keys")}
     return corpus_refresh(root=str(root), data=str(settings.data), overrides=overrides or None)
 
 

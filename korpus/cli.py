@@ -350,26 +350,20 @@ def reindex(
     the new vectors in. Queries keep the old ones until the swap; afterwards set KORPUS_EMBED_MODEL to the path."""
     import time
 
-    from tasks.embedding import Embedder
-    from tasks.index_sqlite import IndexMismatchError, SqliteIndex
+    from flows.reindex import reindex_vectors
+    from tasks.index_sqlite import IndexMismatchError
 
     settings = _indexed(data)
-    try:
-        embedder = Embedder(embed_model_path(Settings(data=settings.data, embed_model=embed_model)), batch)
-        dims = embedder.dims
-    except ModelMissingError as exc:
-        _fail(str(exc))
     started = time.monotonic()
 
     def progress(done: int, total: int) -> None:
         rate = done / max(time.monotonic() - started, 1e-9)
         typer.echo(f"  {done}/{total} chunks embedded ({rate:.1f}/s)", err=True)
 
-    with SqliteIndex(settings.index_path) as index:
-        try:
-            report = index.reindex_vectors(embedder.name, dims, embedder.embed_passages, batch, progress)
-        except (ValueError, IndexMismatchError) as exc:
-            _fail(str(exc))
+    try:
+        report = reindex_vectors(settings, embed_model, batch, progress)
+    except (ModelMissingError, ValueError, IndexMismatchError) as exc:
+        _fail(str(exc))
     replaced = report["replaced"]
     typer.echo(
         f"reindexed {report['chunks']} chunks: {replaced['model']} ({replaced['dims']} dims) → {report['model']} "

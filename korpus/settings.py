@@ -179,6 +179,11 @@ class Settings(BaseSettings):
         description="Reviewer key → who and which scopes, for the /review page of `korpus serve`, as JSON: "
         '{"key": {"name": "Иванова", "scopes": ["public", "hr"]}}. Separate from api_keys; empty: no /review.',
     )
+    review_url: str | None = Field(
+        default=None,
+        description="The address reviewers open /review at (http://host:8765/review): linked from the refresh "
+        "summary artifact and the korpus.refresh.completed event.",
+    )
     page_cache_url: str | None = Field(
         default=None,
         description="Any fsspec URL for the OCR/ASR page cache (s3://…, file://…); unset: <data>/cache/pages.",

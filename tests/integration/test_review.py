@@ -4,13 +4,11 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
 import sys
 import time
 from pathlib import Path
 
-import httpx
 import pytest
 from typer.testing import CliRunner
 
@@ -128,40 +126,6 @@ def test_changed_source_served_only_in_new_version_and_removed_disappears(corpus
     assert summary["changes"]["removed"] == 1
     remaining = _search(settings, "списанию имущества", mode="hybrid")
     assert all(h["source_id"] != "протокол.txt" for h in remaining)
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-@pytest.fixture(scope="module")
-def prefect_server(tmp_path_factory: pytest.TempPathFactory) -> str:
-    """A real `prefect server start` (SQLite) on a free loopback port, for the length of this module."""
-    port = _free_port()
-    env = dict(os.environ, PREFECT_HOME=str(tmp_path_factory.mktemp("prefect-server")))
-    env.pop("PREFECT_API_URL", None)
-    log = open(tmp_path_factory.mktemp("log") / "server.log", "w")
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "prefect", "server", "start", "--host", "127.0.0.1", "--port", str(port)],
-        env=env, stdout=log, stderr=subprocess.STDOUT,
-    )  # fmt: skip
-    url = f"http://127.0.0.1:{port}/api"
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline:
-        try:
-            if httpx.get(f"{url}/health", timeout=2).status_code == 200:
-                break
-        except httpx.HTTPError:
-            time.sleep(0.5)
-    else:
-        proc.kill()
-        pytest.fail("prefect server did not become healthy in 120 s")
-    yield url
-    proc.terminate()
-    proc.wait(timeout=30)
-    log.close()
 
 
 def _paused_run(client, flow_run_id_file: Path):
