@@ -6,7 +6,8 @@
 thanks after; a pasted link; zero-width characters inside words; a typo in a content word (a letter swapped or
 dropped); a quoted reply chain above it; two questions in one message (the next question appended; the labels of
 both are kept, a hit for either counts). Each set is evaluated clean and noisy per retriever, with korpus's query
-clean-up (tasks/query.py) and without it (the question passed as it came), in one process on one index.
+clean-up (tasks/query.py) and without it (the question passed as it came), and noisy without typo-tolerant lexical
+matching (tasks/typos.py), in one process on one index.
 Corpora: the archive-style set (korpus.archive_eval) and XQuAD-ru dev (imported with import_beir), when given.
 """
 
@@ -29,7 +30,7 @@ from flows.corpus_refresh import run_refresh
 from korpus import archive_eval
 from korpus.model_store import embed_model_path, ensure_models
 from korpus.settings import Settings
-from tasks import evaluation
+from tasks import evaluation, query
 from tasks.embedding import Embedder
 from tasks.evaluation import Question, evaluate, import_beir, load_questions
 from tasks.index_sqlite import SqliteIndex
@@ -88,9 +89,16 @@ def compare(questions: list[Question], data: Path) -> dict:
             for label, qs in (("clean", questions), ("noisy", noise)):
                 result = evaluate(qs, index, embedder, retriever, settings.default_scopes, settings.no_answer_threshold)
                 row[label] = {"R@1": result["recall@1"], "nDCG@10": result["ndcg@10"]}
-            with mock.patch.object(evaluation, "clean_query", lambda text: text):  # the question as it came
+            as_it_came = lambda text: text  # noqa: E731 - the question as it came, in every place that cleans it
+            with (
+                mock.patch.object(evaluation, "clean_query", as_it_came),
+                mock.patch.object(query, "clean_query", as_it_came),
+            ):
                 result = evaluate(noise, index, embedder, retriever, settings.default_scopes, 0.8)
             row["noisy, no clean-up"] = {"R@1": result["recall@1"], "nDCG@10": result["ndcg@10"]}
+            with mock.patch.object(SqliteIndex, "typo_variants", lambda _self, _terms: {}):  # no typo matching
+                result = evaluate(noise, index, embedder, retriever, settings.default_scopes, 0.8)
+            row["noisy, no typo matching"] = {"R@1": result["recall@1"], "nDCG@10": result["ndcg@10"]}
             report[retriever] = row
     return report
 

@@ -15,7 +15,7 @@ from korpus.review_web import install_review
 from korpus.settings import Settings, parse_scopes
 from tasks.embedding import shared_query_batcher
 from tasks.index_sqlite import SEARCH_MODES, IndexMismatchError, SqliteIndex
-from tasks.query import clean_query
+from tasks.query import search_message
 from tasks.rerank import search_options
 
 TOOLS = [
@@ -133,19 +133,27 @@ def create_app(settings: Settings) -> FastAPI:
             raise HTTPException(
                 status_code=422, detail="hybrid+rerank needs KORPUS_RERANK_MODEL and the sqlite backend"
             )
-        q = clean_query(q)  # greetings, links, invisible characters and quoted replies do not steer ranking
-        vector = None
+        embed = None
         if mode not in ("bm25", "bm25-nostem"):
             batcher = shared_query_batcher(
                 str(embed_model_path(settings)), settings.embed_batch_size, settings.query_batch_size
             )
-            vector = batcher.embed_query(q)  # concurrent requests share one forward pass
-            idx.bind_embedding(batcher.embedder.name, int(vector.shape[0]))
+            idx.bind_embedding(batcher.embedder.name, batcher.embedder.dims)
+
+            def embed(parts: list[str]) -> list[Any]:
+                return [batcher.embed_query(part) for part in parts]  # concurrent requests share a forward pass
+
         options = search_options(settings)
-        if read is not idx:
-            return read.search(q, vector, allowed, k=k, depth=options["depth"], mode=mode,
-                               min_coverage=options["min_coverage"])  # fmt: skip
-        return idx.search(q, vector, allowed, k=k, mode=mode, **options)
+
+        def one(part: str, vector: Any) -> list[dict[str, Any]]:
+            if read is not idx:
+                return read.search(part, vector, allowed, k=k, depth=options["depth"], mode=mode,
+                                   min_coverage=options["min_coverage"])  # fmt: skip
+            return idx.search(part, vector, allowed, k=k, mode=mode, **options)
+
+        # greetings, links, invisible characters and quoted replies do not steer ranking; each question of a
+        # message is searched on its own and the hits interleaved
+        return search_message(q, one, embed, k)
 
     @app.get("/exact", summary="search_exact: every occurrence of a phrase")
     def exact(text: str, read: Reader, allowed: Scopes, limit: Annotated[int, Query(ge=1, le=1000)] = 200) -> dict:

@@ -129,11 +129,14 @@ def search(
     ] = "hybrid",
     data: DataOption = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print hits as a JSON list.")] = False,
+    explain: Annotated[
+        bool, typer.Option("--explain", help="Say how the ranking was decided: questions, typos, routing, ranks.")
+    ] = False,
 ) -> None:
     """Hybrid search (BM25 + kNN, RRF) over current chunks the scopes may see."""
     from tasks.embedding import Embedder
     from tasks.index_sqlite import SEARCH_MODES, IndexMismatchError, SqliteIndex
-    from tasks.query import clean_query
+    from tasks.query import search_message
 
     settings = _settings(data)
     if mode not in SEARCH_MODES:
@@ -142,25 +145,38 @@ def search(
         _fail("hybrid+rerank needs a rerank model: set KORPUS_RERANK_MODEL to a CrossEncoder folder")
     _indexed(settings)
     scope_list = parse_scopes(scopes) if scopes else settings.default_scopes
-    query = clean_query(query)  # greetings, links, invisible characters and quoted replies do not steer ranking
     set_offline_switches()
     index = SqliteIndex(settings.index_path)
+    explained: list[tuple[str, dict[str, Any]]] = []
     try:
-        vector = None
+        embed = None
         if mode not in ("bm25", "bm25-nostem"):
             embedder = Embedder(embed_model_path(settings), settings.embed_batch_size)
-            vector = embedder.embed_query(query)
-            index.bind_embedding(embedder.name, int(vector.shape[0]))
+            index.bind_embedding(embedder.name, embedder.dims)
+            embed = embedder.embed_queries
         from tasks.rerank import search_options
 
         options = search_options(settings)
         if settings.backend == "opensearch":
             from tasks.index_opensearch import opensearch_index
 
-            hits = opensearch_index(settings).search(query, vector, scope_list, k=k, depth=options["depth"],
-                                                     mode=mode, min_coverage=options["min_coverage"])  # fmt: skip
+            cluster = opensearch_index(settings)
+
+            def search(part: str, vector: Any) -> list[dict]:
+                return cluster.search(part, vector, scope_list, k=k, depth=options["depth"], mode=mode,
+                                      min_coverage=options["min_coverage"])  # fmt: skip
         else:
-            hits = index.search(query, vector, scope_list, k=k, mode=mode, **options)
+
+            def search(part: str, vector: Any) -> list[dict]:
+                decided: dict[str, Any] | None = {} if explain else None
+                hits = index.search(part, vector, scope_list, k=k, mode=mode, explain=decided, **options)
+                if decided is not None:
+                    explained.append((part, decided))
+                return hits
+
+        # greetings, links, invisible characters and quoted replies do not steer ranking; each question of a
+        # message is searched on its own and the hits interleaved
+        hits = search_message(query, search, embed, k)
     except (ModelMissingError, IndexMismatchError, ValueError) as exc:
         _fail(str(exc))
     finally:
@@ -168,12 +184,18 @@ def search(
     if as_json:
         typer.echo(json.dumps(hits, ensure_ascii=False, indent=2))
         return
+    for part, decided in explained:
+        typer.echo(_explanation(part, decided, mode))
     if not hits:
         typer.echo("no hits")
     for rank, hit in enumerate(hits, start=1):
         first, _, rest = hit["text"].partition("\n")
         snippet = " ".join(rest.split())[:160]
         typer.echo(f"{rank}. {first}  score={hit['score']:.4f}  access={hit['access']}\n   {snippet}")
+        if "explain" in hit:
+            sides = hit["explain"]
+            question = f"question {hit['question'] + 1}, " if "question" in hit else ""
+            typer.echo(f"   ({question}BM25 rank {sides['bm25_rank'] or '—'}, dense rank {sides['dense_rank'] or '—'})")
 
 
 @app.command()
@@ -513,6 +535,20 @@ def review_show(item_id: str, data: DataOption = None) -> None:
     for page in found[1] if found else []:
         if page.layer_check is not None and (item["page"] is None or page.page == item["page"]):
             typer.echo(page_reading(page))
+
+
+def _explanation(part: str, decided: dict[str, Any], mode: str) -> str:
+    """How one question's ranking was decided, for a person (`korpus search --explain`)."""
+    lines = [f"question: {part}", f"  mode: {mode}; terms: {' '.join(decided.get('terms', [])) or '—'}"]
+    for term, variants in decided.get("typo_variants", {}).items():
+        lines.append(f"  typo? '{term}' not in the index; also searched: {', '.join(variants)}")
+    if decided.get("coverage") is not None:
+        verdict = "joins the fusion" if decided["bm25_joined"] else "left out: dense ranks alone (a paraphrase)"
+        lines.append(f"  BM25's best hit holds {decided['coverage']:.2f} of the query (threshold "
+                     f"{decided['min_coverage']:.2f}): BM25 {verdict}")  # fmt: skip
+    if decided.get("identifier_pins"):
+        lines.append(f"  {decided['identifier_pins']} exact identifier match(es) pinned first")
+    return "\n".join(lines)
 
 
 def page_reading(page: Any) -> str:

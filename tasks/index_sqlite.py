@@ -27,6 +27,7 @@ from tasks.analysis import analyse, terms_of, words
 from tasks.audio import timecode
 from tasks.crash_points import crash_point
 from tasks.identifiers import extract_identifiers
+from tasks.typos import expand
 from tasks.vector_cache import GENERATION_SQL, Snapshot, cache_for
 
 if TYPE_CHECKING:
@@ -744,7 +745,11 @@ class SqliteIndex:
         self, query: str, scopes: Sequence[str], depth: int, stemmed: bool = True
     ) -> list[tuple[int, float]]:
         """BM25 over the Russian-analysed `terms` field, or (stemmed=False) over the unstemmed `exact` field."""
-        match = _fts_query(analyse(query)) if stemmed else _fts_query(words(query), column="exact")
+        if stemmed:
+            terms = analyse(query)
+            match = _fts_query([*terms, *(v for found in self.typo_variants(terms).values() for v in found)])
+        else:
+            match = _fts_query(words(query), column="exact")
         if match is None:
             return []
         where, params = self._visible_sql(scopes)
@@ -756,6 +761,23 @@ class SqliteIndex:
             [match, *params, depth],
         )
         return [(rowid, -score) for rowid, score in rows]
+
+    def term_frequency(self, term: str) -> int:
+        """Chunks whose analysed text holds `term` (an index lookup on fts5vocab; deleted rows may count)."""
+        rows = self.conn.execute("SELECT doc FROM chunk_terms_vocab WHERE term = ? AND col = 'terms'", (term,))
+        found = rows.fetchall()
+        return found[0][0] if found else 0
+
+    def typo_variants(self, terms: Sequence[str]) -> dict[str, list[str]]:
+        """Indexed terms a typo away from each query term the index does not know (tasks/typos.py)."""
+
+        def starting_with(letter: str) -> list[tuple[str, int]]:
+            return self.conn.execute(
+                "SELECT term, doc FROM chunk_terms_vocab WHERE term >= ? AND term < ? AND col = 'terms'",
+                (letter, chr(ord(letter) + 1)),
+            ).fetchall()
+
+        return expand(terms, self.term_frequency, starting_with)
 
     def identifier_ranking(self, identifiers: Sequence[str], scopes: Sequence[str], depth: int) -> list[int]:
         """Chunks holding the query's identifiers exactly, most identifiers matched first."""
@@ -801,16 +823,15 @@ class SqliteIndex:
             return 0.0
         stored = self.conn.execute("SELECT terms FROM chunk_terms WHERE rowid = ?", (rowid,)).fetchall()
         held = set(stored[0][0].split()) if stored else set()
+        # A mistyped term counts as held when the chunk holds one of its variants, and weighs as that variant.
+        for term, found in self.typo_variants(terms).items():
+            kept = next((v for v in found if v in held), found[0])
+            terms[terms.index(term)] = kept
         # N and document frequencies by index lookups only: count(*) on FTS5 and `term IN (…)` on fts5vocab both
         # scan (160 ms and 5 ms at 100k chunks); max(rowid) and `term = ?` take microseconds. max(rowid) counts
         # deleted rows too, which moves an IDF by a hair.
         total = self.conn.execute("SELECT max(rowid) FROM chunks").fetchall()[0][0] or 1
-        df = {}
-        for term in terms:
-            rows = self.conn.execute(
-                "SELECT doc FROM chunk_terms_vocab WHERE term = ? AND col = 'terms'", (term,)
-            ).fetchall()
-            df[term] = rows[0][0] if rows else 0
+        df = {term: self.term_frequency(term) for term in terms}
         return idf_coverage(terms, held, df, total)
 
     def vector_ranking(self, vector: np.ndarray, scopes: Sequence[str], depth: int) -> list[tuple[int, float]]:
@@ -850,9 +871,13 @@ class SqliteIndex:
         min_coverage: float = 0.35,
         reranker: Reranker | None = None,
         rerank_top: int = 20,
+        explain: dict[str, Any] | None = None,
     ) -> list[dict[str, Any]]:
         """Hybrid (RRF over BM25 and kNN, routed by lexical coverage), plain RRF ('hybrid-rrf'), or one side
         alone ('bm25', 'bm25-nostem', 'dense'). Identifier matches rank first in every mode that reads BM25.
+        `explain`, when given, is filled with how the ranking was decided (`korpus search --explain`): the query's
+        terms and typo variants, the lexical coverage and whether BM25 joined the fusion, identifier pins, and
+        each hit's rank on either side.
 
         Both sides and the hit lookup read one snapshot (one read transaction): a version switch committed
         meanwhile is seen by all of them or by none.
@@ -881,10 +906,19 @@ class SqliteIndex:
                 # reorder dense's top ranks, which RRF spaces only 1/(k+r) - 1/(k+r+1) apart. 'hybrid-rrf' is
                 # plain equal-weight RRF, the baseline evaluations compare against.
                 routed = mode in ("hybrid", "hybrid+rerank") and lexical
-                if not (routed and self.lexical_coverage(query, lexical[0]) < min_coverage):
+                coverage = self.lexical_coverage(query, lexical[0]) if routed else None
+                joined = not (routed and coverage < min_coverage)
+                if joined:
                     rankings.append(lexical)
+                if explain is not None:
+                    terms = analyse(query)
+                    explain.update(terms=terms, typo_variants=self.typo_variants(terms), coverage=coverage,
+                                   min_coverage=min_coverage, bm25_joined=joined,
+                                   bm25_ranks={r: n + 1 for n, r in enumerate(lexical)})  # fmt: skip
             if mode in HYBRID_MODES or mode == "dense":
                 rankings.append([rowid for rowid, _ in self.vector_ranking(vector, scopes, depth)])
+                if explain is not None:
+                    explain["dense_ranks"] = {r: n + 1 for n, r in enumerate(rankings[-1])}
             fused = rrf_fuse(rankings, rrf_k)
             if mode in HYBRID_MODES or mode == "bm25":
                 # A query carrying an ИНН, ОГРН or document number wants that document: exact identifier
@@ -894,8 +928,10 @@ class SqliteIndex:
                 fused = first + [(rowid, score) for rowid, score in fused if rowid not in set(exact)]
             else:
                 exact = []
+            if explain is not None:
+                explain["identifier_pins"] = len(exact)
             if mode != "hybrid+rerank":
-                return self._hits(fused[:k])
+                return self._explained(self._hits(fused[:k]), fused[:k], explain)
             # The cross-encoder reorders the fused top-N that the filters already passed; identifier matches
             # keep their place in front of it.
             hits = self._hits(fused[: max(k, rerank_top + len(exact))])
@@ -904,6 +940,18 @@ class SqliteIndex:
                 hit["fused_score"], hit["score"] = hit["score"], round(score, 6)
             rest.sort(key=lambda h: -h["score"])
             return (pinned + rest + hits[len(exact) + rerank_top :])[:k]
+
+    @staticmethod
+    def _explained(
+        hits: list[dict[str, Any]], scored: Sequence[tuple[int, float]], explain: dict[str, Any] | None
+    ) -> list[dict[str, Any]]:
+        """Each hit's place on either side of the fusion, when the caller asked how the ranking was decided."""
+        if explain is None:
+            return hits
+        lexical, dense = explain.pop("bm25_ranks", {}), explain.pop("dense_ranks", {})
+        for hit, (rowid, _score) in zip(hits, scored, strict=True):
+            hit["explain"] = {"bm25_rank": lexical.get(rowid), "dense_rank": dense.get(rowid)}
+        return hits
 
     def _hits(self, scored: Sequence[tuple[int, float]]) -> list[dict[str, Any]]:
         if not scored:

@@ -136,9 +136,9 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def prefect_server(tmp_path_factory: pytest.TempPathFactory) -> str:
-    """A real `prefect server start` (SQLite) on a free loopback port, for the length of this module."""
+    """A real `prefect server start` (SQLite) on a free loopback port, shared by the tests that need one."""
     port = _free_port()
     env = dict(os.environ, PREFECT_HOME=str(tmp_path_factory.mktemp("prefect-server")))
     env.pop("PREFECT_API_URL", None)

@@ -62,3 +62,19 @@ def test_eval_on_the_sample_archive_reports_no_leaks(refreshed: Refreshed) -> No
         assert report["checks"]["denied-access"] == {"n": 1, "passed": 1.0} and report["checks"]["no-answer"]["n"] == 2
         assert 0.0 <= report["ndcg@10"] <= 1.0
     assert reports["hybrid"]["recall@10"] >= reports["bm25"]["recall@10"]
+
+
+def test_explain_says_how_a_noisy_two_question_message_was_ranked(refreshed: Refreshed) -> None:
+    message = ("Здравствуйте! Где акт про огнетушитли с истёкшим сроком поверки? "
+               "Кто поставляет насосы по договору? Заранее спасибо!")  # fmt: skip
+    result = runner.invoke(app, ["search", message, "--explain", "-k", "4", "--data", str(refreshed.settings.data)])
+    assert result.exit_code == 0, result.output
+    out = result.stdout
+    assert "question: Где акт про огнетушитли с истёкшим сроком поверки?" in out
+    assert "question: Кто поставляет насосы по договору?" in out and "Здравствуйте" not in out
+    assert "typo? 'огнетушитл' not in the index; also searched: огнетушител" in out
+    assert "BM25 joins the fusion" in out or "dense ranks alone" in out
+    hits = json.loads(runner.invoke(app, ["search", message, "--json", "-k", "4", "--data",
+                                          str(refreshed.settings.data)]).stdout)  # fmt: skip
+    firsts = {h["question"]: h["source_id"] for h in reversed(hits)}
+    assert firsts == {0: "сканы/акт_проверки_2001.pdf", 1: "договоры/договор_поставки_45-17.pdf"}

@@ -1,0 +1,107 @@
+"""A refresh on a real multi-process Dask cluster: `dask scheduler` and two `dask worker` processes on loopback, a
+real Prefect server (worker processes report their task runs to it), `KORPUS_DASK_ADDRESS` set. The OCR pages of
+two scanned PDFs fan out across both workers, and the index equals the one a LocalCluster run builds from the same
+archive. Workers see the archive, the data directory and the page cache at the same paths (one machine here; NFS or
+an fsspec page-cache URL across machines — infra/README.md)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pymupdf
+import pytest
+
+from flows.corpus_refresh import run_refresh
+from korpus.sample_archive import _scan_pdf
+from korpus.settings import Settings
+from tasks.index_sqlite import SqliteIndex
+
+from .conftest import _free_port
+
+pytestmark = pytest.mark.integration
+MANIFEST = "defaults:\n  access: public\n  owner: Канцелярия\n"
+PAGES = {
+    "акт.pdf": [["АКТ № 5", "приёмки насосов на склад", "Приняты без замечаний."],
+                ["Приложение 1", "Перечень насосов", "Насос НД-1, насос НД-2"]],
+    "опись.pdf": [["ОПИСЬ ДЕЛ", "архивного фонда № 12", "за 1998 год"],
+                  ["Дело 1. Приказы", "по личному составу", "Дело 2. Переписка"]],
+}  # fmt: skip
+
+
+def _archive(root: Path) -> Path:
+    root.mkdir(parents=True)
+    (root / "korpus.yaml").write_text(MANIFEST, encoding="utf-8")
+    for name, pages in PAGES.items():
+        doc = pymupdf.open()
+        for n, lines in enumerate(pages):
+            doc.insert_pdf(pymupdf.open(stream=_scan_pdf(lines, seed=n + len(name))))
+        doc.save(root / name)
+    return root
+
+
+@pytest.fixture
+def cluster(prefect_server: str, tmp_path: Path) -> Iterator[str]:
+    """`dask scheduler` + two single-thread `dask worker` processes, reporting to the Prefect server."""
+    port = _free_port()
+    env = dict(os.environ, PREFECT_API_URL=prefect_server, PREFECT_SERVER_ANALYTICS_ENABLED="false")
+    address = f"tcp://127.0.0.1:{port}"
+    bin_dir = Path(sys.executable).parent
+    logs = [open(tmp_path / f"{name}.log", "w") for name in ("scheduler", "w1", "w2")]
+    procs = [subprocess.Popen([str(bin_dir / "dask"), "scheduler", "--host", "127.0.0.1", "--port", str(port),
+                               "--no-dashboard"], env=env, stdout=logs[0], stderr=subprocess.STDOUT)]  # fmt: skip
+    for name, log in zip(("w1", "w2"), logs[1:], strict=True):
+        procs.append(subprocess.Popen([str(bin_dir / "dask"), "worker", address, "--nthreads", "1", "--name", name,
+                                       "--no-dashboard", "--memory-limit", "0"], env=env, cwd=Path(__file__).parents[2],
+                                      stdout=log, stderr=subprocess.STDOUT))  # fmt: skip
+    from distributed import Client
+
+    deadline = time.monotonic() + 120
+    while True:
+        try:
+            with Client(address, timeout=5) as client:
+                if len(client.scheduler_info()["workers"]) == 2:
+                    break
+        except OSError:
+            pass
+        assert time.monotonic() < deadline, "the Dask cluster did not come up: " + (tmp_path / "w1.log").read_text()
+        time.sleep(1)
+    yield address
+    for proc in reversed(procs):
+        proc.terminate()
+    for proc in procs:
+        proc.wait(timeout=30)
+    for log in logs:
+        log.close()
+
+
+def _served(settings: Settings) -> list[tuple]:
+    with SqliteIndex(settings.index_path) as index:
+        return index.conn.execute(
+            "SELECT source_id, page, body FROM chunks WHERE lifecycle = 'current' AND source_id NOT LIKE 'korpus://%' "
+            "ORDER BY source_id, ordinal"
+        ).fetchall()
+
+
+def test_refresh_on_a_two_worker_cluster_equals_a_local_cluster_run(
+    cluster: str, prefect_server: str, models: dict[str, Path], tmp_path: Path
+) -> None:
+    from distributed import Client
+    from prefect.settings import PREFECT_API_URL, temporary_settings
+
+    root = _archive(tmp_path / "archive")
+    local = Settings(data=tmp_path / "local-data", meta_documents=False)
+    distributed = Settings(data=tmp_path / "cluster-data", meta_documents=False, dask_address=cluster)
+    with temporary_settings(updates={PREFECT_API_URL: prefect_server}):
+        on_cluster = run_refresh(root, distributed)
+        on_local = run_refresh(root, local)
+    assert on_cluster["pages_by_method"] == on_local["pages_by_method"] == {"tesseract": 4}
+    assert on_cluster["ocr_engine_calls"] == 4 and on_cluster["quarantined"] == 0
+    assert _served(distributed) == _served(local) and len(_served(local)) >= 2
+    with Client(cluster) as client:  # both worker processes ran tasks of the refresh to completion
+        done = client.run(lambda dask_worker: sum(1 for entry in dask_worker.state.log if entry[2] == "memory"))
+    assert len(done) == 2 and all(count > 0 for count in done.values()), done
