@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import time
 from collections import Counter
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -141,38 +142,76 @@ def _whole_document(source: Source, outcome: ParseOutcome) -> QuarantineItem:
     )
 
 
-@task(name="chunk", cache_policy=NO_CACHE)
-def chunk(
-    source: Source, pages: list[PageResult], settings: Settings, splitter: LlmSplitter | None
-) -> tuple[list[Chunk], list[QuarantineItem]]:
-    return build_chunks(
-        source,
-        pages,
-        settings.chunk_policy,
-        count=token_counter(str(embed_model_path(settings))),
-        language=document_language(pages, settings.language),
-        spans_override=splitter.page_spans if splitter else None,
-    )
+GROUP_PAGES = 128
+"""A group of documents is chunked, embedded and published once it holds this many pages (or
+`index_group_sources` documents): big enough for full embedding batches, small enough that the first documents are
+searchable early and a crash loses little."""
 
 
-@task(name="gate", cache_policy=NO_CACHE)
-def gate(chunks: list[Chunk]) -> tuple[list[Chunk], list[QuarantineItem]]:
-    return route_chunks(chunks)
+@dataclass
+class Ready:
+    """A source read, waiting in its group to be chunked, gated, embedded and published."""
+
+    source: Source
+    outcome: ParseOutcome
+    quarantined_pages: bool
+    passed: list[Chunk] = field(default_factory=list)
+    chunks: int = 0
+
+    @property
+    def publish(self) -> bool:
+        # read: the version is published — even if the gate kept every chunk out, or every page is in the
+        # quarantine (it is then current with no chunks: the next refresh leaves it alone, a reviewer decides)
+        return bool(self.chunks or self.quarantined_pages)
+
+
+@task(name="chunk-and-gate", cache_policy=NO_CACHE)
+def chunk_and_gate(
+    group: list[Ready], settings: Settings, splitter: LlmSplitter | None
+) -> tuple[list[tuple[int, list[Chunk]]], list[QuarantineItem]]:
+    """Each document's chunks (tasks/chunking.py) through the contract gate: per document (chunks cut, passed),
+    and everything the gate (or an empty page) refused."""
+    cut: list[tuple[int, list[Chunk]]] = []
+    refused_all: list[QuarantineItem] = []
+    count = token_counter(str(embed_model_path(settings)))
+    for ready in group:
+        pages = ready.outcome.pages
+        chunks, empty = build_chunks(
+            ready.source,
+            pages,
+            settings.chunk_policy,
+            count=count,
+            language=document_language(pages, settings.language),
+            spans_override=splitter.page_spans if splitter else None,
+        )
+        passed, refused = route_chunks(chunks)
+        cut.append((len(chunks), passed))
+        refused_all += [*empty, *refused]
+    return cut, refused_all
 
 
 @task(name="embed", cache_policy=NO_CACHE)
 def embed(chunks: list[Chunk], settings: Settings) -> np.ndarray:
+    """One forward pass per `embed_batch_size` chunks, across every document of the group."""
     embedder = shared_embedder(str(embed_model_path(settings)), settings.embed_batch_size)
     return embedder.embed_passages([c.text for c in chunks])
 
 
 @task(name="publish", cache_policy=NO_CACHE)
-def publish(
-    source: Source, chunks: list[Chunk], vectors: np.ndarray, pages: list[PageResult], settings: Settings
-) -> int:
+def publish(group: list[Ready], vectors: np.ndarray, settings: Settings) -> list[int]:
+    """Each document of the group switched in its own transaction, in order; chunks published per document."""
+    counts, start = [], 0
     with SqliteIndex(settings.index_path) as index:
-        index.publish_version(source, chunks, vectors, pages, embed_model=embed_model_path(settings).name)
-    return len(chunks)
+        for ready in group:
+            own = vectors[start : start + len(ready.passed)] if ready.passed else np.zeros((0, 0), dtype=np.float32)
+            start += len(ready.passed)
+            pages = ready.outcome.pages
+            index.publish_version(ready.source, ready.passed, own, pages,
+                                  embed_model=embed_model_path(settings).name)  # fmt: skip
+            counts.append(len(ready.passed))
+            crash_point("after-publish")
+            events.source_indexed(ready.source, len(ready.passed), len(pages), Counter(p.method for p in pages))
+    return counts
 
 
 @task(name="meta-documents", cache_policy=NO_CACHE)
@@ -432,6 +471,7 @@ def _refresh(root: str, settings: Settings) -> dict[str, Any]:
     problems = list(plan.rejected)
     methods: Counter[str] = Counter()
     indexed_chunks = embedded = 0
+    group: list[Ready] = []  # documents chunked and gated, embedded and published together
     waiting: dict[str, list[int]] = {}
     moved: list[str] = []
     for done, source in enumerate(plan.to_process, start=1):
@@ -455,29 +495,14 @@ def _refresh(root: str, settings: Settings) -> dict[str, Any]:
         if settings.quarantine_whole_document and any(p.page for p in found):
             problems.append(_whole_document(source, outcome))
             continue
-        chunks, empty = chunk(source, outcome.pages, settings, splitter)
-        crash_point("after-chunk")
-        problems.extend(empty)
-        passed, refused = gate(chunks)
-        problems.extend(refused)
-        if chunks or any(p.page for p in found):
-            # read: the version is published — even if the gate kept every chunk out, or every page is in the
-            # quarantine (it is then current with no chunks: the next refresh leaves it alone, a reviewer decides)
-            vectors = embed(passed, settings) if passed else np.zeros((0, 0), dtype=np.float32)
-            crash_point("after-embed")
-            embedded += len(passed)
-            published = publish(source, passed, vectors, outcome.pages, settings)
-            indexed_chunks += published
-            crash_point("after-publish")
-            events.source_indexed(source, published, len(outcome.pages), Counter(p.method for p in outcome.pages))
-        logger.info(
-            "%s → %d/%d pages, %d chunks",
-            source.source_id,
-            len(outcome.pages),
-            outcome.page_count,
-            len(chunks),
-        )
-        update_progress_artifact(progress, progress=100.0 * done / len(plan.to_process))
+        group.append(Ready(source, outcome, quarantined_pages=any(p.page for p in found)))
+        pages_in_group = sum(len(r.outcome.pages) for r in group)
+        if len(group) >= settings.index_group_sources or pages_in_group >= GROUP_PAGES:
+            embedded, indexed_chunks = _index_group(group, settings, splitter, problems, embedded, indexed_chunks)
+            group = []
+            update_progress_artifact(progress, progress=100.0 * done / len(plan.to_process))
+    if group:
+        embedded, indexed_chunks = _index_group(group, settings, splitter, problems, embedded, indexed_chunks)
     if progress is not None:  # every source was seen: held back or changed mid-run ones say so instead
         update_progress_artifact(progress, progress=100.0, description=(
             f"sources processed: {len(plan.to_process) - len(waiting) - len(moved)} of {len(plan.to_process)} indexed"
@@ -539,6 +564,34 @@ def _refresh(root: str, settings: Settings) -> dict[str, Any]:
         open_items = index.stats()["quarantine_open"]
     events.refresh_completed(str(settings.data), summary, open_items)
     return summary
+
+
+def _index_group(
+    group: list[Ready],
+    settings: Settings,
+    splitter: LlmSplitter | None,
+    problems: list[QuarantineItem],
+    embedded: int,
+    indexed: int,
+) -> tuple[int, int]:
+    """Chunk and gate the group's documents in one task, embed their passed chunks in one task (batches across
+    documents) and publish them; refusals go to `problems`. Returns the running counts of chunks embedded and
+    indexed."""
+    cut, refused = chunk_and_gate(group, settings, splitter)
+    problems.extend(refused)
+    for ready, (count, passed) in zip(group, cut, strict=True):
+        ready.chunks, ready.passed = count, passed
+    crash_point("after-chunk")
+    logger = get_run_logger()
+    for r in group:
+        logger.info("%s → %d/%d pages, %d chunks", r.source.source_id, len(r.outcome.pages), r.outcome.page_count,
+                    r.chunks)  # fmt: skip
+    ready = [r for r in group if r.publish]
+    chunks = [c for r in ready for c in r.passed]
+    vectors = embed(chunks, settings) if chunks else np.zeros((0, 0), dtype=np.float32)
+    crash_point("after-embed")
+    counts = publish(ready, vectors, settings) if ready else []
+    return embedded + len(chunks), indexed + sum(counts)
 
 
 def _speech_share(outcomes: dict[str, ParseOutcome]) -> float | None:

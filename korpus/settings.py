@@ -67,6 +67,12 @@ class Settings(BaseSettings):
         description="Any sentence-transformers model folder; default: e5-small rebuilt under home/models.",
     )
     embed_batch_size: int = Field(default=16, ge=1)
+    index_group_sources: int = Field(
+        default=32,
+        ge=1,
+        description="Documents are chunked, gated, embedded and published together in groups of up to this many (or "
+        "128 pages): one task and one embedding pass across them. 1: each document alone.",
+    )
     query_batch_size: int = Field(
         default=32,
         ge=1,
