@@ -10,6 +10,7 @@ import time
 from collections import Counter
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from itertools import chain
 from pathlib import Path
 from typing import Any
 
@@ -90,14 +91,36 @@ def discover(root: str) -> list[Source]:
 
 
 @task(name="read-source", cache_policy=NO_CACHE)
-def read_own_text(source: Source, settings: Settings) -> ParseOutcome:
-    """The file's own text through its reader: PDF/DjVu layers, decoded text, a converted office document."""
-    try:
-        outcome = read_source(source, settings)
-        crash_point("after-read-source")
-        return outcome
-    except OSError as exc:  # gone or replaced since discovery (the flow then skips it), or unreadable
-        return ParseOutcome(problems=[problem(source, ReasonCode.unreadable_file, f"cannot be read: {exc}")])
+def read_own_text(sources: list[Source], settings: Settings) -> list[ParseOutcome]:
+    """The files' own text through their readers: PDF/DjVu layers, decoded text, a converted office document. Small
+    files travel several to a task (`_read_batches`): a task's overhead is worth a big file, not a short letter."""
+    outcomes = []
+    for source in sources:
+        try:
+            outcomes.append(read_source(source, settings))
+            crash_point("after-read-source")
+        except OSError as exc:  # gone or replaced since discovery (the flow then skips it), or unreadable
+            outcomes.append(
+                ParseOutcome(problems=[problem(source, ReasonCode.unreadable_file, f"cannot be read: {exc}")])
+            )
+    return outcomes
+
+
+READ_BATCH_FILES = 16
+READ_BATCH_BYTES = 4 * 1024 * 1024
+
+
+def _read_batches(sources: list[Source]) -> list[list[Source]]:
+    """Sources in reading order, packed up to READ_BATCH_FILES files or READ_BATCH_BYTES per task; a big file alone."""
+    batches: list[list[Source]] = []
+    size = 0
+    for source in sources:
+        if not batches or len(batches[-1]) >= READ_BATCH_FILES or size + source.size > READ_BATCH_BYTES:
+            batches.append([])
+            size = 0
+        batches[-1].append(source)
+        size += source.size
+    return batches
 
 
 @task(name="ocr-page", cache_policy=NO_CACHE, retries=1, tags=["ocr"])
@@ -321,13 +344,17 @@ def _parse_on(runner: DaskTaskRunner, plan: RefreshPlan, settings: Settings) -> 
     for source in plan.to_process:
         if source.kind is SourceKind.audio:
             first[source.source_id] = submit(speech_plan, source=source, settings=settings)
-        else:
-            first[source.source_id] = submit(read_own_text, source=source, settings=settings)
+    reads = [s for s in plan.to_process if s.kind is not SourceKind.audio]
+    batches = [(batch, submit(read_own_text, sources=batch, settings=settings)) for batch in _read_batches(reads)]
     by_id = {s.source_id: s for s in plan.to_process}
     outcomes: dict[str, ParseOutcome] = {}
     ocr_futures, recordings = [], {}
-    for source_id, future in first.items():
-        result = future.result()
+    # a batch's OCR pages go out as soon as that batch is read, while later batches are still being read
+    answered = chain(  # lazily: each batch's result is awaited when the loop reaches it
+        ((s.source_id, r) for batch, future in batches for s, r in zip(batch, future.result(), strict=True)),
+        ((source_id, future.result()) for source_id, future in first.items()),
+    )
+    for source_id, result in answered:
         if isinstance(result, RecordingPlan):
             recordings[source_id] = result
             continue
