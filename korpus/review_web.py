@@ -20,7 +20,7 @@ from fastapi.responses import FileResponse, HTMLResponse, JSONResponse, Redirect
 from jinja2 import Environment, FileSystemLoader, select_autoescape
 from pydantic import BaseModel, Field
 
-from korpus.datamodel import REASON_ADVICE, ReasonCode, Source, SourceKind
+from korpus.datamodel import ReasonCode, Source, SourceKind
 from korpus.settings import Reviewer, Settings
 from tasks.audio import timecode
 from tasks.index_sqlite import SqliteIndex
@@ -33,6 +33,25 @@ COOKIE = "korpus_review"
 ASSETS = Path(__file__).parent / "review_assets"
 STATUS_NAMES = {"open": "ждёт решения", "released": "допущен", "rejected": "отклонён", "resolved": "исправлен",
                 "all": "все"}  # fmt: skip
+ADVICE_RU: dict[ReasonCode, str] = {
+    ReasonCode.missing_metadata: "укажите владельца и доступ для этого пути в korpus.yaml — следующее "
+    "обновление его примет",
+    ReasonCode.unsupported_type: "переведите в PDF, изображение, DjVu, офисный формат, текст или звук — или исключите",
+    ReasonCode.outside_root: "скопируйте файл в корень архива вместо ссылки на него",
+    ReasonCode.unreadable_file: "замените файл читаемой копией (целой, без пароля, в известной кодировке) или "
+    "исправьте ссылку или права, названные в подробностях",
+    ReasonCode.empty_text: "посмотрите на страницу: если на ней есть текст — распознайте заново или впишите его; "
+    "если она пустая — отклоните",
+    ReasonCode.ocr_failed: "проверьте движок, названный в подробностях, и распознайте заново",
+    ReasonCode.asr_failed: "замените запись читаемой копией или отклоните",
+    ReasonCode.no_speech: "речи не найдено: тихую запись отклоните; негромкой могут понадобиться другие фильтры",
+    ReasonCode.page_quality: "распознайте заново (VLM, если настроен), исправьте текст вручную, допустите как есть "
+    "или замените скан",
+    ReasonCode.policy_not_approved: "отклоните: обновление заново нарежет источник по текущей политике",
+    ReasonCode.oversized: "допустите как исключение, если текст верен, или исправьте вёрстку источника",
+    ReasonCode.text_quality: "распознайте заново, исправьте текст или допустите, если источник так напечатан",
+}
+"""REASON_ADVICE (korpus/datamodel.py) for the Russian page; the CLI keeps the English."""
 ACTION_NAMES = {"release": "допущен", "reject": "отклонён", "reocr": "распознан заново", "edit": "текст исправлен"}
 
 
@@ -212,7 +231,7 @@ def install_review(app: FastAPI, settings: Settings) -> None:
             timecode=timecode(item["t_start"]) if item["t_start"] is not None else "",
             image=bool(item["page"]) and (bool(item["evidence_path"]) or (paged and source is not None)),
             media=item["kind"] == SourceKind.audio.value and source is not None,
-            advice=[REASON_ADVICE[ReasonCode(code)] for code in item["reasons"]],
+            advice=[ADVICE_RU[ReasonCode(code)] for code in item["reasons"]],
             edit_text=chunk.body if chunk is not None else (item["evidence"] or ""),
             next_id=following if following != item_id else None,
             filters=urlencode(filters_of(query)),

@@ -3,6 +3,7 @@ columns the queue needs."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import apsw
@@ -85,3 +86,11 @@ def test_an_older_index_gains_the_queue_columns(tmp_path: Path) -> None:
         item = index.quarantine_item("i1")
         assert item is not None and item["access"] is None and item["readings"] == []
         assert queue_page(index, QueueQuery(scopes=["public"])).unscoped == 1
+
+
+def test_every_reason_has_russian_advice_on_the_review_page() -> None:
+    from korpus.datamodel import REASON_ADVICE
+    from korpus.review_web import ADVICE_RU
+
+    assert set(ADVICE_RU) == set(ReasonCode) == set(REASON_ADVICE)
+    assert all(re.search("[а-яё]", text) for text in ADVICE_RU.values())
