@@ -6,7 +6,9 @@ configuration refreshes the same archive into its own data directory, in a fresh
 its own), with the same models and cores:
 
 - `per document` — KORPUS_INDEX_GROUP_SOURCES=1: each document embedded and published alone (korpus before #14);
-- `grouped` — the default (32 documents or 256 chunks per embedding pass and publish task).
+- `grouped` — the default (32 documents or 128 pages per chunk-and-gate, embedding and publish task);
+- `plain loop` — the same stages (read, chunk, gate, embed in batches of 32 documents, publish) in one Python loop,
+  no Prefect and no Dask: the floor the orchestration is measured against (issue: throughput ≥ 0.8 × this).
 
     .venv/bin/python benchmarks/scale.py                      # 100 files
     .venv/bin/python benchmarks/scale.py --files 100 300      # time per file at two sizes
@@ -79,6 +81,59 @@ print(json.dumps({{"seconds": seconds, "chunks": summary["chunks_indexed"], "sou
 """
 
 
+PLAIN = """
+import json, resource, sys, time
+sys.path.insert(0, {root!r})
+from pathlib import Path
+import numpy as np
+from korpus.settings import Settings
+from korpus.model_store import embed_model_path
+from tasks.chunking import build_chunks
+from tasks.embedding import shared_embedder, token_counter
+from tasks.gate import route_chunks
+from tasks.index_sqlite import SqliteIndex
+from tasks.parse import read_source
+from tasks.receive import discover_sources
+settings = Settings(data=Path({data!r}), meta_documents=False)
+embedder = shared_embedder(str(embed_model_path(settings)), settings.embed_batch_size)
+embedder.embed_passages(["прогрев"])  # warm, as the refresh runs are
+count = token_counter(str(embed_model_path(settings)))
+start = time.perf_counter()
+sources = discover_sources(Path({archive!r}))
+indexed = 0
+with SqliteIndex(settings.index_path) as index:
+    for at in range(0, len(sources), 32):  # the same stages, batched the same way, no Prefect and no Dask
+        group = []
+        for source in sources[at : at + 32]:
+            pages = read_source(source, settings).pages
+            chunks, _empty = build_chunks(source, pages, settings.chunk_policy, count=count, language="ru")
+            passed, _refused = route_chunks(chunks)
+            group.append((source, pages, passed))
+        texts = [c.text for _s, _p, passed in group for c in passed]
+        vectors = embedder.embed_passages(texts) if texts else np.zeros((0, 0), dtype=np.float32)
+        offset = 0
+        for source, pages, passed in group:
+            index.publish_version(source, passed, vectors[offset : offset + len(passed)], pages,
+                                  embed_model=embed_model_path(settings).name)
+            offset += len(passed)
+            indexed += len(passed)
+seconds = time.perf_counter() - start
+print(json.dumps({{"seconds": seconds, "chunks": indexed, "sources": len(sources),
+                  "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+                  "first_searchable_s": None}}))
+"""
+
+
+def plain_loop(archive: Path, data: Path) -> dict:
+    """The same stages over the same files in one plain loop: the floor korpus's orchestration is measured against."""
+    script = PLAIN.format(root=str(ROOT), data=str(data), archive=str(archive))
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=7200,
+                          env=dict(os.environ, PREFECT_LOGGING_LEVEL="WARNING"))  # fmt: skip
+    if done.returncode != 0:
+        raise SystemExit(done.stderr[-3000:])
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
 def refresh(archive: Path, data: Path, group: int) -> dict:
     env = dict(os.environ, KORPUS_INDEX_GROUP_SOURCES=str(group), PREFECT_LOGGING_LEVEL="WARNING",
                PREFECT_SERVER_ANALYTICS_ENABLED="false")  # fmt: skip
@@ -105,7 +160,11 @@ def main() -> None:
                 result["wall_s"] = round(time.perf_counter() - started, 1)
                 result["s_per_file"] = round(result["seconds"] / files, 3)
                 row[label] = result
+            plain = plain_loop(archive, Path(tmp) / f"data-{files}-plain")
+            plain["s_per_file"] = round(plain["seconds"] / files, 3)
+            row["plain loop"] = plain
             row["grouped ÷ per document, time"] = round(row["grouped"]["seconds"] / row["per document"]["seconds"], 3)
+            row["grouped throughput ÷ plain loop"] = round(plain["seconds"] / row["grouped"]["seconds"], 3)
             row["grouped, first searchable ÷ whole refresh"] = round(
                 row["grouped"]["first_searchable_s"] / row["grouped"]["seconds"], 3
             )

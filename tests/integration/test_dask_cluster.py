@@ -1,8 +1,9 @@
 """A refresh on a real multi-process Dask cluster: `dask scheduler` and two `dask worker` processes on loopback, a
 real Prefect server (worker processes report their task runs to it), `KORPUS_DASK_ADDRESS` set. The OCR pages of
 two scanned PDFs fan out across both workers, and the index equals the one a LocalCluster run builds from the same
-archive. Workers see the archive, the data directory and the page cache at the same paths (one machine here; NFS or
-an fsspec page-cache URL across machines — infra/README.md)."""
+archive; with `pytest -m slow`, a worker SIGKILLed while it holds OCR work loses nothing. Workers see the archive,
+the data directory and the page cache at the same paths (one machine here; NFS or an fsspec page-cache URL across
+machines — infra/README.md)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pymupdf
@@ -46,6 +48,13 @@ def _archive(root: Path) -> Path:
 
 @pytest.fixture
 def cluster(prefect_server: str, tmp_path: Path) -> Iterator[str]:
+    """The scheduler's address (the worker processes are killed and reaped when the test ends)."""
+    with _cluster(prefect_server, tmp_path) as (address, _procs):
+        yield address
+
+
+@contextmanager
+def _cluster(prefect_server: str, tmp_path: Path) -> Iterator[tuple[str, dict[str, subprocess.Popen]]]:
     """`dask scheduler` + two single-thread `dask worker` processes, reporting to the Prefect server."""
     port = _free_port()
     env = dict(os.environ, PREFECT_API_URL=prefect_server, PREFECT_SERVER_ANALYTICS_ENABLED="false")
@@ -70,13 +79,15 @@ def cluster(prefect_server: str, tmp_path: Path) -> Iterator[str]:
             pass
         assert time.monotonic() < deadline, "the Dask cluster did not come up: " + (tmp_path / "w1.log").read_text()
         time.sleep(1)
-    yield address
-    for proc in reversed(procs):
-        proc.terminate()
-    for proc in procs:
-        proc.wait(timeout=30)
-    for log in logs:
-        log.close()
+    try:
+        yield address, {"w1": procs[1], "w2": procs[2]}
+    finally:
+        for proc in reversed(procs):
+            proc.terminate()
+        for proc in procs:
+            proc.wait(timeout=30)
+        for log in logs:
+            log.close()
 
 
 def _served(settings: Settings) -> list[tuple]:
@@ -105,3 +116,43 @@ def test_refresh_on_a_two_worker_cluster_equals_a_local_cluster_run(
     with Client(cluster) as client:  # both worker processes ran tasks of the refresh to completion
         done = client.run(lambda dask_worker: sum(1 for entry in dask_worker.state.log if entry[2] == "memory"))
     assert len(done) == 2 and all(count > 0 for count in done.values()), done
+
+
+@pytest.mark.slow  # ~70 s more; passes beside the cluster test (run with `pytest -m slow`)
+def test_a_worker_killed_mid_refresh_loses_nothing(
+    prefect_server: str, models: dict[str, Path], tmp_path: Path
+) -> None:
+    """SIGKILL one worker while it holds OCR work: Dask reruns its tasks on the other, the refresh completes, and the
+    index equals a LocalCluster run's."""
+    import threading
+
+    from distributed import Client
+    from prefect.settings import PREFECT_API_URL, temporary_settings
+
+    root = _archive(tmp_path / "archive")
+    local = Settings(data=tmp_path / "local-data", meta_documents=False)
+    with _cluster(prefect_server, tmp_path) as (address, procs):
+        distributed = Settings(data=tmp_path / "cluster-data", meta_documents=False, dask_address=address)
+        killed: list[str] = []
+
+        def kill_when_busy() -> None:
+            with Client(address) as client:
+                deadline = time.monotonic() + 240
+                while time.monotonic() < deadline and not killed:
+                    for worker, keys in client.processing().items():
+                        name = client.scheduler_info()["workers"].get(worker, {}).get("name")
+                        if name in procs and any("ocr" in str(key) for key in keys):
+                            procs[name].kill()
+                            killed.append(name)
+                            return
+                    time.sleep(0.05)
+
+        watcher = threading.Thread(target=kill_when_busy, daemon=True)
+        watcher.start()
+        with temporary_settings(updates={PREFECT_API_URL: prefect_server}):
+            summary = run_refresh(root, distributed)
+            watcher.join(5)
+            run_refresh(root, local)
+    assert killed, "no worker was caught holding OCR work"
+    assert summary["pages_by_method"] == {"tesseract": 4} and summary["quarantined"] == 0
+    assert _served(distributed) == _served(local)
