@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Annotated, Any
 from urllib.parse import parse_qsl, urlencode
 
-from fastapi import FastAPI, Form, HTTPException, Query, Request
+from fastapi import Depends, FastAPI, Form, HTTPException, Query, Request
 from fastapi.responses import FileResponse, HTMLResponse, JSONResponse, RedirectResponse, Response
 from jinja2 import Environment, FileSystemLoader, select_autoescape
 from pydantic import BaseModel, Field
@@ -53,6 +53,22 @@ ADVICE_RU: dict[ReasonCode, str] = {
 }
 """REASON_ADVICE (korpus/datamodel.py) for the Russian page; the CLI keeps the English."""
 ACTION_NAMES = {"release": "допущен", "reject": "отклонён", "reocr": "распознан заново", "edit": "текст исправлен"}
+
+
+class QueueParams:
+    """The queue's filters and page, as query parameters (the HTML page and the JSON API take the same)."""
+
+    def __init__(
+        self,
+        status: str = "open",
+        reason: str | None = None,
+        folder: str | None = None,
+        kind: str | None = None,
+        page: Annotated[int, Query(ge=1)] = 1,
+        per_page: Annotated[int, Query(ge=1, le=500)] = 50,
+    ) -> None:
+        self.status, self.reason, self.folder, self.kind = status, reason, folder, kind
+        self.page, self.per_page = page, per_page
 
 
 class LoginNeeded(Exception):
@@ -135,6 +151,13 @@ def install_review(app: FastAPI, settings: Settings) -> None:
         ).fetchall()
         return dict(zip(names, rows[0], strict=True)) if rows else None
 
+    def item_and_source(request: Request, item_id: str) -> tuple[dict[str, Any], dict[str, Any] | None]:
+        """An item the caller's key may see, and its source version's catalog row (for its image or recording)."""
+        reviewer = who(request)
+        with open_index() as index:
+            item = item_for(index, item_id, reviewer)
+            return item, source_row(index, item)
+
     def open_index() -> SqliteIndex:
         if not settings.index_path.is_file():
             raise HTTPException(status_code=503, detail="no index yet: run `korpus refresh`")
@@ -178,19 +201,9 @@ def install_review(app: FastAPI, settings: Settings) -> None:
     # --- pages ---------------------------------------------------------------------------------------------------
 
     @app.get(ROOT, response_class=HTMLResponse, summary="The review queue (HTML)")
-    def queue(
-        request: Request,
-        status: str = "open",
-        reason: str | None = None,
-        folder: str | None = None,
-        kind: str | None = None,
-        page: Annotated[int, Query(ge=1)] = 1,
-        per_page: Annotated[int, Query(ge=1, le=500)] = 50,
-        message: str | None = None,
-    ) -> HTMLResponse:
+    def queue(request: Request, asked: Annotated[QueueParams, Depends()], message: str | None = None) -> HTMLResponse:
         reviewer = who(request, page=True)
-        query = query_of(reviewer, status=status, reason=reason, folder=folder, kind=kind, page=page,
-                         per_page=per_page)  # fmt: skip
+        query = query_of(reviewer, **asked.__dict__)
         with open_index() as index:
             result = queue_page(index, query)
         filters = filters_of(query)
@@ -241,10 +254,7 @@ def install_review(app: FastAPI, settings: Settings) -> None:
 
     @app.get(f"{ROOT}/items/{{item_id}}/image", summary="The item's page image (PNG)")
     def item_image(request: Request, item_id: str) -> Response:
-        reviewer = who(request)
-        with open_index() as index:
-            item = item_for(index, item_id, reviewer)
-            source = source_row(index, item)
+        item, source = item_and_source(request, item_id)
         evidence = Path(item["evidence_path"]) if item["evidence_path"] else None
         if evidence is not None and evidence.is_file() and evidence.resolve().is_relative_to(settings.data.resolve()):
             return FileResponse(evidence, media_type="image/png")
@@ -254,10 +264,7 @@ def install_review(app: FastAPI, settings: Settings) -> None:
 
     @app.get(f"{ROOT}/items/{{item_id}}/audio", summary="The item's recording (seek to the segment with #t=)")
     def item_audio(request: Request, item_id: str) -> Response:
-        reviewer = who(request)
-        with open_index() as index:
-            item = item_for(index, item_id, reviewer)
-            source = source_row(index, item)
+        item, source = item_and_source(request, item_id)
         if item["kind"] != SourceKind.audio.value or source is None or not Path(source["path"]).is_file():
             raise HTTPException(status_code=404, detail="no recording for this item")
         return FileResponse(source["path"])
@@ -318,18 +325,9 @@ def install_review(app: FastAPI, settings: Settings) -> None:
     # --- JSON API ------------------------------------------------------------------------------------------------
 
     @app.get(f"{ROOT}/api/items", summary="The review queue (JSON)")
-    def api_queue(
-        request: Request,
-        status: str = "open",
-        reason: str | None = None,
-        folder: str | None = None,
-        kind: str | None = None,
-        page: Annotated[int, Query(ge=1)] = 1,
-        per_page: Annotated[int, Query(ge=1, le=500)] = 50,
-    ) -> dict[str, Any]:
+    def api_queue(request: Request, asked: Annotated[QueueParams, Depends()]) -> dict[str, Any]:
         reviewer = who(request)
-        query = query_of(reviewer, status=status, reason=reason, folder=folder, kind=kind, page=page,
-                         per_page=per_page)  # fmt: skip
+        query = query_of(reviewer, **asked.__dict__)
         with open_index() as index:
             return queue_page(index, query).as_dict() | {"page": query.page, "per_page": query.per_page}
 
