@@ -742,12 +742,19 @@ class SqliteIndex:
         return f"v.visible IN ({', '.join('?' for _ in scopes)})", list(scopes)
 
     def lexical_ranking(
-        self, query: str, scopes: Sequence[str], depth: int, stemmed: bool = True
+        self,
+        query: str,
+        scopes: Sequence[str],
+        depth: int,
+        stemmed: bool = True,
+        variants: dict[str, list[str]] | None = None,
     ) -> list[tuple[int, float]]:
-        """BM25 over the Russian-analysed `terms` field, or (stemmed=False) over the unstemmed `exact` field."""
+        """BM25 over the Russian-analysed `terms` field (with the typo variants of unknown terms; `variants` when the
+        caller has them already), or (stemmed=False) over the unstemmed `exact` field."""
         if stemmed:
             terms = analyse(query)
-            match = _fts_query([*terms, *(v for found in self.typo_variants(terms).values() for v in found)])
+            variants = self.typo_variants(terms) if variants is None else variants
+            match = _fts_query([*terms, *(v for found in variants.values() for v in found)])
         else:
             match = _fts_query(words(query), column="exact")
         if match is None:
@@ -814,7 +821,7 @@ class SqliteIndex:
         found = self.exact_occurrences(text, scopes, limit=0)
         return {"query": text, "total": found["total"], "by_source": found["by_source"]}
 
-    def lexical_coverage(self, query: str, rowid: int) -> float:
+    def lexical_coverage(self, query: str, rowid: int, variants: dict[str, list[str]] | None = None) -> float:
         """How much of the query the best lexical hit holds: the IDF-weighted share of the query's analysed terms
         found in that chunk (1.0 = every term). Low coverage means BM25 ranked on a word or two the question
         happens to share — the mark of a paraphrase — and its ranking deserves less weight in the fusion."""
@@ -824,7 +831,7 @@ class SqliteIndex:
         stored = self.conn.execute("SELECT terms FROM chunk_terms WHERE rowid = ?", (rowid,)).fetchall()
         held = set(stored[0][0].split()) if stored else set()
         # A mistyped term counts as held when the chunk holds one of its variants, and weighs as that variant.
-        for term, found in self.typo_variants(terms).items():
+        for term, found in (self.typo_variants(terms) if variants is None else variants).items():
             kept = next((v for v in found if v in held), found[0])
             terms[terms.index(term)] = kept
         # N and document frequencies by index lookups only: count(*) on FTS5 and `term IN (…)` on fts5vocab both
@@ -900,19 +907,20 @@ class SqliteIndex:
             if mode == "bm25-nostem":  # the baseline evaluations compare against: no Russian morphology
                 rankings.append([rowid for rowid, _ in self.lexical_ranking(query, scopes, depth, stemmed=False)])
             if mode in HYBRID_MODES or mode == "bm25":
-                lexical = [rowid for rowid, _ in self.lexical_ranking(query, scopes, depth)]
+                terms = analyse(query)
+                variants = self.typo_variants(terms)  # one vocabulary lookup for both the ranking and the coverage
+                lexical = [rowid for rowid, _ in self.lexical_ranking(query, scopes, depth, variants=variants)]
                 # Routed fusion: when BM25's best hit holds less than `min_coverage` of the query (IDF-weighted),
                 # BM25 matched a stray word of a paraphrase and its ranking is left out; any weight it kept would
                 # reorder dense's top ranks, which RRF spaces only 1/(k+r) - 1/(k+r+1) apart. 'hybrid-rrf' is
                 # plain equal-weight RRF, the baseline evaluations compare against.
                 routed = mode in ("hybrid", "hybrid+rerank") and lexical
-                coverage = self.lexical_coverage(query, lexical[0]) if routed else None
+                coverage = self.lexical_coverage(query, lexical[0], variants) if routed else None
                 joined = not (routed and coverage < min_coverage)
                 if joined:
                     rankings.append(lexical)
                 if explain is not None:
-                    terms = analyse(query)
-                    explain.update(terms=terms, typo_variants=self.typo_variants(terms), coverage=coverage,
+                    explain.update(terms=terms, typo_variants=variants, coverage=coverage,
                                    min_coverage=min_coverage, bm25_joined=joined,
                                    bm25_ranks={r: n + 1 for n, r in enumerate(lexical)})  # fmt: skip
             if mode in HYBRID_MODES or mode == "dense":
