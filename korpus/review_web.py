@@ -143,20 +143,12 @@ def install_review(app: FastAPI, settings: Settings) -> None:
             raise HTTPException(status_code=404, detail="no such item visible to this reviewer")
         return item
 
-    def source_row(index: SqliteIndex, item: dict[str, Any]) -> dict[str, Any] | None:
-        names = ("owner", "pages", "lifecycle", "kind", "path")
-        rows = index.conn.execute(
-            f"SELECT {', '.join(names)} FROM sources WHERE source_id = ? AND version = ?",
-            (item["source_id"], item["source_version"]),
-        ).fetchall()
-        return dict(zip(names, rows[0], strict=True)) if rows else None
-
     def item_and_source(request: Request, item_id: str) -> tuple[dict[str, Any], dict[str, Any] | None]:
         """An item the caller's key may see, and its source version's catalog row (for its image or recording)."""
         reviewer = who(request)
         with open_index() as index:
             item = item_for(index, item_id, reviewer)
-            return item, source_row(index, item)
+            return item, index.source_version(item["source_id"], item["source_version"])
 
     def open_index() -> SqliteIndex:
         if not settings.index_path.is_file():
@@ -231,7 +223,7 @@ def install_review(app: FastAPI, settings: Settings) -> None:
         query = query_of(reviewer, status=status, reason=reason, folder=folder, kind=kind)
         with open_index() as index:
             item = item_for(index, item_id, reviewer)
-            source = source_row(index, item)
+            source = index.source_version(item["source_id"], item["source_version"])
             following = next_item(index, query, item_id)
         paged = bool(item["kind"]) and item["kind"] in {k.value for k in SourceKind if k.paged}
         chunk = item["chunk"]

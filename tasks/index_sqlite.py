@@ -373,6 +373,14 @@ class SqliteIndex:
         )
         return _dicts(cursor)
 
+    def source_version(self, source_id: str, version: str | None) -> dict[str, Any] | None:
+        """One version's catalog row (kind, path, owner, access, tenant, lifecycle, pages), by primary key."""
+        names = ("source_id", "version", "kind", "path", "owner", "access", "tenant", "lifecycle", "pages")
+        rows = self.conn.execute(
+            f"SELECT {', '.join(names)} FROM sources WHERE source_id = ? AND version = ?", (source_id, version)
+        ).fetchall()
+        return dict(zip(names, rows[0], strict=True)) if rows else None
+
     def record_quarantine(self, items: Iterable[QuarantineItem]) -> int:
         """Add items to the queue; an item seen again keeps its first-seen time and any decision made on it."""
         count = 0
@@ -459,12 +467,9 @@ class SqliteIndex:
         item["chunk"] = Chunk.model_validate_json(item["chunk"]) if item["chunk"] else None
         item["readings"] = json.loads(item["readings"]) if item["readings"] else []
         if item["access"] is None or item["kind"] is None:  # an item recorded before these columns: its version's
-            row = self.conn.execute(
-                "SELECT access, kind FROM sources WHERE source_id = ? AND version = ?",
-                (item["source_id"], item["source_version"]),
-            ).fetchall()
+            row = self.source_version(item["source_id"], item["source_version"])
             if row:
-                item["access"], item["kind"] = item["access"] or row[0][0], item["kind"] or row[0][1]
+                item["access"], item["kind"] = item["access"] or row["access"], item["kind"] or row["kind"]
         fields = ("decided_at", "reviewer", "action", "note", "outcome", "text")
         decisions = self.conn.execute(
             f"SELECT {', '.join(fields)} FROM quarantine_decisions WHERE item_id = ? ORDER BY rowid", (item_id,)

@@ -188,29 +188,12 @@ def _edit(index: SqliteIndex, item: dict[str, Any], settings: Settings, text: st
 
 def _page_source(index: SqliteIndex, item: dict[str, Any], action: str) -> Source:
     """The current version of a paged item's source, for an action that reads or replaces one page."""
-    source_row = next(
-        (s for s in index.sources() if s["source_id"] == item["source_id"] and s["version"] == item["source_version"]),
-        None,
-    )
-    if item["page"] is None or source_row is None or not SourceKind(source_row["kind"] or "text").paged:
+    row = index.source_version(item["source_id"], item["source_version"])
+    if item["page"] is None or row is None or not SourceKind(row["kind"] or "text").paged:
         raise ReviewError(f"{action} applies to a page of an indexed PDF, image, DjVu or office version")
-    if source_row["lifecycle"] != "current":
+    if row["lifecycle"] != "current":
         raise ReviewError(f"{item['source_id']} version {item['source_version'][:12]} is no longer current")
-    return Source(
-        source_id=source_row["source_id"],
-        version=source_row["version"],
-        path=_source_path(index, source_row),
-        kind=SourceKind(source_row["kind"]),
-        owner=source_row["owner"],
-        access=source_row["access"],
-        tenant=source_row["tenant"],
-    )
-
-
-def _source_path(index: SqliteIndex, row: dict[str, Any]) -> str:
-    path = index.conn.execute(
-        "SELECT path FROM sources WHERE source_id = ? AND version = ?", (row["source_id"], row["version"])
-    ).fetchall()[0][0]
-    if not Path(path).is_file() or file_sha256(Path(path)) != row["version"]:
-        raise ReviewError(f"the source file {path} is gone or has changed; refresh first")
-    return path
+    if not Path(row["path"]).is_file() or file_sha256(Path(row["path"])) != row["version"]:
+        raise ReviewError(f"the source file {row['path']} is gone or has changed; refresh first")
+    return Source(source_id=row["source_id"], version=row["version"], path=row["path"], kind=SourceKind(row["kind"]),
+                  owner=row["owner"], access=row["access"], tenant=row["tenant"])  # fmt: skip
