@@ -71,10 +71,10 @@ demo: setup
 test: setup
 	$(BIN)/python -m pytest -m "(unit or integration) and not slow" -q
 
-# The whole OpenSearch backend suite — lexical, admin, kNN, hybrid pipeline, routing — against a real cluster.
+# The whole OpenSearch backend suite — lexical, admin, kNN, hybrid, routing — against a real cluster.
 test-opensearch: python
 	@test -n "$$KORPUS_OPENSEARCH_URL" || { echo "set KORPUS_OPENSEARCH_URL=http://host:9200 (a real OpenSearch 2.19+ cluster)"; exit 2; }
-	$(BIN)/python -m pytest -m opensearch -q tests/integration/test_opensearch_backend.py
+	$(BIN)/python -m pytest -m opensearch -q tests/integration/test_opensearch_backend.py tests/integration/test_retriever_backends.py
 
 lint:
 	$(BIN)/ruff check .

@@ -58,7 +58,7 @@ def build_index(data: Path, documents: int = 200, seed: int = 1) -> list[str]:
     from korpus.model_store import embed_model_path
     from korpus.settings import Settings
     from tasks.embedding import shared_embedder
-    from tasks.index_sqlite import SqliteIndex
+    from tasks.index.sqlite import SqliteIndex
 
     rnd = random.Random(seed)
     settings = Settings(data=data)

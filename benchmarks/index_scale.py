@@ -36,7 +36,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks.api_load import page_chunks
 from korpus.datamodel import Chunk, Source, SourceKind, chunk_id_for
-from tasks.index_sqlite import SqliteIndex
+from tasks.index.sqlite import SqliteIndex
+from tasks.retrieval.retriever import retrieve
 
 ROOT = Path(__file__).resolve().parents[1]
 XQUAD = ROOT.parent / "shared" / "data" / "xquad-ru" / "corpus.jsonl"
@@ -151,16 +152,16 @@ def latency(path: Path, qs: list) -> dict:
     out = {}
     with SqliteIndex(path) as index:
         start = time.perf_counter()
-        index.search(qs[0][0], qs[0][1], scopes)  # warm the page cache; loads the process's vector copy
+        retrieve(index.searcher, qs[0][0], qs[0][1], scopes)  # warm the page cache; loads the process's vector copy
         out["first_query_with_vector_load_ms"] = round((time.perf_counter() - start) * 1000, 1)
         runs = {
-            "bm25": lambda q, v: index.search(q, None, scopes, k=10, mode="bm25"),
-            "knn": lambda q, v: index.search(q, v, scopes, k=10, mode="dense"),
-            "hybrid": lambda q, v: index.search(q, v, scopes, k=10, mode="hybrid"),
-            "hybrid-rrf": lambda q, v: index.search(q, v, scopes, k=10, mode="hybrid-rrf"),
-            "knn-sqlite-vec-scan": lambda q, v: index.vector_ranking_sql(v, scopes, 50),
+            "bm25": lambda q, v: retrieve(index.searcher, q, None, scopes, k=10, mode="bm25"),
+            "knn": lambda q, v: retrieve(index.searcher, q, v, scopes, k=10, mode="dense"),
+            "hybrid": lambda q, v: retrieve(index.searcher, q, v, scopes, k=10, mode="hybrid"),
+            "hybrid-rrf": lambda q, v: retrieve(index.searcher, q, v, scopes, k=10, mode="hybrid-rrf"),
+            "knn-sqlite-vec-scan": lambda q, v: index.searcher.vector_ranking_sql(v, scopes, 50),
         }
-        table = index._vector_table()
+        table = index.vector_table()
         rows = index.conn.execute(
             f"SELECT c.rowid, v.embedding FROM chunks c JOIN {table} v ON v.rowid = c.rowid "
             "WHERE c.lifecycle = 'current' AND c.access = 'public'"

@@ -32,7 +32,7 @@ from korpus.meta_corpus import MANIFEST, write_meta_corpus
 from korpus.model_store import embed_model_path, ensure_models
 from korpus.settings import Settings
 from tasks.embedding import shared_embedder
-from tasks.index_sqlite import SqliteIndex
+from tasks.index.sqlite import SqliteIndex
 from tasks.meta.facts import FactCache
 from tasks.meta.names import warm_up
 from tasks.meta.publish import refresh_meta

@@ -33,7 +33,8 @@ from korpus.settings import Settings
 from tasks import evaluation, query
 from tasks.embedding import Embedder
 from tasks.evaluation import Question, evaluate, import_beir, load_questions
-from tasks.index_sqlite import SqliteIndex
+from tasks.index.sqlite import SqliteIndex
+from tasks.index.sqlite_search import SqliteSearch
 
 ROOT = Path(__file__).resolve().parents[1]
 GREETINGS = ["Здравствуйте!", "Добрый день.", "Добрый день, коллеги!", "Здравствуйте, подскажите, пожалуйста,"]
@@ -87,17 +88,19 @@ def compare(questions: list[Question], data: Path) -> dict:
         for retriever in ("bm25", "dense", "hybrid-rrf", "hybrid"):
             row = {}
             for label, qs in (("clean", questions), ("noisy", noise)):
-                result = evaluate(qs, index, embedder, retriever, settings.default_scopes, settings.no_answer_threshold)
+                result = evaluate(
+                    qs, index.searcher, embedder, retriever, settings.default_scopes, settings.no_answer_threshold
+                )
                 row[label] = {"R@1": result["recall@1"], "nDCG@10": result["ndcg@10"]}
             as_it_came = lambda text: text  # noqa: E731 - the question as it came, in every place that cleans it
             with (
                 mock.patch.object(evaluation, "clean_query", as_it_came),
                 mock.patch.object(query, "clean_query", as_it_came),
             ):
-                result = evaluate(noise, index, embedder, retriever, settings.default_scopes, 0.8)
+                result = evaluate(noise, index.searcher, embedder, retriever, settings.default_scopes, 0.8)
             row["noisy, no clean-up"] = {"R@1": result["recall@1"], "nDCG@10": result["ndcg@10"]}
-            with mock.patch.object(SqliteIndex, "typo_variants", lambda _self, _terms: {}):  # no typo matching
-                result = evaluate(noise, index, embedder, retriever, settings.default_scopes, 0.8)
+            with mock.patch.object(SqliteSearch, "typo_variants", lambda _self, _terms: {}):  # no typo matching
+                result = evaluate(noise, index.searcher, embedder, retriever, settings.default_scopes, 0.8)
             row["noisy, no typo matching"] = {"R@1": result["recall@1"], "nDCG@10": result["ndcg@10"]}
             report[retriever] = row
     return report

@@ -31,8 +31,7 @@ from korpus.sample_archive import write_sample_archive
 from korpus.settings import Settings
 from tasks.embedding import Embedder
 from tasks.evaluation import RETRIEVERS, calibrate_no_answer, evaluate, import_beir, load_questions
-from tasks.index_sqlite import SqliteIndex
-from tasks.rerank import search_options
+from tasks.index.sqlite import SqliteIndex
 
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_XQUAD = ROOT.parent / "shared" / "data" / "xquad-ru"
@@ -46,22 +45,21 @@ def run(root: Path, questions: Path, data: Path, changes=None, policy: str | Non
         run_refresh(root, settings)
     embedder = Embedder(embed_model_path(settings))
     qs = load_questions(questions)
-    options = search_options(settings)
     with SqliteIndex(settings.index_path) as index:
         if any(q.type == "no-answer" for q in qs):
-            calibration = calibrate_no_answer(qs, index, embedder, settings.default_scopes)
+            calibration = calibrate_no_answer(qs, index.searcher, embedder, settings.default_scopes)
             print(f"no-answer calibration: {calibration}", file=sys.stderr)
         return {
             r: evaluate(
                 qs,
-                index,
+                index.searcher,
                 embedder,
                 r,
                 settings.default_scopes,
                 settings.no_answer_threshold,
-                options["rrf_k"],
-                options["depth"],
-                options["min_coverage"],
+                settings.rrf_k,
+                settings.rrf_depth,
+                settings.hybrid_min_coverage,
             )
             for r in RETRIEVERS
             if r != "hybrid+rerank"  # no offline cross-encoder weights exist here

@@ -36,7 +36,7 @@ KEY = "bench-reviewer"
 def fill(data: Path, n: int) -> list[str]:
     """An index with `n` quarantine items; returns their ids."""
     from korpus.datamodel import QuarantineItem, ReasonCode
-    from tasks.index_sqlite import SqliteIndex
+    from tasks.index.sqlite import SqliteIndex
 
     rng = random.Random(7)
     start = datetime(2026, 1, 1, tzinfo=UTC)

@@ -63,7 +63,7 @@ sys.path.insert(0, {root!r})
 from pathlib import Path
 from flows.corpus_refresh import run_refresh
 from korpus.settings import Settings
-from tasks.index_sqlite import SqliteIndex
+from tasks.index.sqlite import SqliteIndex
 from tasks.embedding import shared_embedder
 from korpus.model_store import embed_model_path
 settings = Settings(data=Path({data!r}), meta_documents=False)
@@ -91,7 +91,7 @@ from korpus.model_store import embed_model_path
 from tasks.chunking import build_chunks
 from tasks.embedding import shared_embedder, token_counter
 from tasks.gate import route_chunks
-from tasks.index_sqlite import SqliteIndex
+from tasks.index.sqlite import SqliteIndex
 from tasks.parse import read_source
 from tasks.receive import discover_sources
 settings = Settings(data=Path({data!r}), meta_documents=False)

@@ -29,7 +29,7 @@ from tasks.chunking import build_chunks
 from tasks.crash_points import crash_point
 from tasks.embedding import shared_embedder, token_counter
 from tasks.gate import route_chunks
-from tasks.index_sqlite import SqliteIndex
+from tasks.index.sqlite import SqliteIndex
 from tasks.parse import ParseOutcome, read_source
 from tasks.parse import ocr_page as ocr_page_stage
 from tasks.pdf_pages import save_page_image
@@ -264,7 +264,7 @@ def sync_opensearch(settings: Settings) -> dict[str, Any]:
     backoff while the cluster is down or overloaded; when it stays down the catalog's changes stand, the cluster
     keeps serving what it served, and the answer says `pending` — the sync is idempotent, so the next refresh (or
     `korpus sync-opensearch`) completes it."""
-    from tasks.index_opensearch import opensearch_index
+    from tasks.index.opensearch import opensearch_index
 
     with SqliteIndex(settings.index_path) as index, counting_retries() as retries:
         try:

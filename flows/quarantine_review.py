@@ -22,7 +22,7 @@ from pydantic import Field
 
 from korpus.model_store import set_offline_switches
 from korpus.settings import Settings
-from tasks.index_sqlite import SqliteIndex
+from tasks.index.sqlite import SqliteIndex
 from tasks.review import Action, ReviewError, apply_batch, describe_item
 
 

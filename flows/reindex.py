@@ -14,7 +14,7 @@ from prefect.artifacts import create_progress_artifact, update_progress_artifact
 from korpus.model_store import embed_model_path, set_offline_switches
 from korpus.settings import Settings
 from tasks.embedding import Embedder
-from tasks.index_sqlite import SqliteIndex
+from tasks.index.sqlite import SqliteIndex
 
 
 def reindex_vectors(

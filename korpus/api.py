@@ -14,9 +14,10 @@ from korpus.model_store import embed_model_path, set_offline_switches
 from korpus.review_web import install_review
 from korpus.settings import Settings, parse_scopes
 from tasks.embedding import shared_query_batcher
-from tasks.index_sqlite import SEARCH_MODES, IndexMismatchError, SqliteIndex
+from tasks.index.backend import SEARCH_MODES, IndexMismatchError
+from tasks.index.sqlite import SqliteIndex
 from tasks.query import search_message
-from tasks.rerank import search_options
+from tasks.retrieval.retriever import Retriever, backend_for
 
 TOOLS = [
     {
@@ -102,21 +103,20 @@ def create_app(settings: Settings) -> FastAPI:
         with SqliteIndex(settings.index_path) as idx:
             yield idx
 
-    cluster: list[Any] = []  # the OpenSearch reader, made on first use when KORPUS_BACKEND=opensearch
+    cluster: list[Any] = []  # the OpenSearch backend, made on first use when KORPUS_BACKEND=opensearch
 
-    def reader(idx: Annotated[SqliteIndex, Depends(index)]) -> Any:
-        """Who answers /search, /exact and /count: the embedded index, or the cluster mirroring it."""
+    def reader(idx: Annotated[SqliteIndex, Depends(index)]) -> Retriever:
+        """Who answers /search, /exact and /count: the retriever over the embedded index, or over the cluster
+        mirroring it; the same routing, fusion, pins and rerank either way."""
         if settings.backend != "opensearch":
-            return idx
+            return Retriever.from_settings(idx.searcher, settings)
         if not cluster:
-            from tasks.index_opensearch import opensearch_index
-
-            cluster.append(opensearch_index(settings))
-        return cluster[0]
+            cluster.append(backend_for(settings, idx))
+        return Retriever.from_settings(cluster[0], settings)
 
     Scopes = Annotated[list[str], Depends(scopes)]
     Index = Annotated[SqliteIndex, Depends(index)]
-    Reader = Annotated[Any, Depends(reader)]
+    Reader = Annotated[Retriever, Depends(reader)]
 
     @app.get("/search", summary="Hybrid search")
     def search(
@@ -129,10 +129,8 @@ def create_app(settings: Settings) -> FastAPI:
     ) -> list[dict[str, Any]]:
         if mode not in SEARCH_MODES:
             raise HTTPException(status_code=422, detail=f"mode is one of {', '.join(SEARCH_MODES)}")
-        if mode == "hybrid+rerank" and (settings.rerank_model is None or read is not idx):
-            raise HTTPException(
-                status_code=422, detail="hybrid+rerank needs KORPUS_RERANK_MODEL and the sqlite backend"
-            )
+        if mode == "hybrid+rerank" and settings.rerank_model is None:
+            raise HTTPException(status_code=422, detail="hybrid+rerank needs KORPUS_RERANK_MODEL")
         embed = None
         if mode not in ("bm25", "bm25-nostem"):
             batcher = shared_query_batcher(
@@ -143,13 +141,8 @@ def create_app(settings: Settings) -> FastAPI:
             def embed(parts: list[str]) -> list[Any]:
                 return [batcher.embed_query(part) for part in parts]  # concurrent requests share a forward pass
 
-        options = search_options(settings)
-
         def one(part: str, vector: Any) -> list[dict[str, Any]]:
-            if read is not idx:
-                return read.search(part, vector, allowed, k=k, depth=options["depth"], mode=mode,
-                                   min_coverage=options["min_coverage"])  # fmt: skip
-            return idx.search(part, vector, allowed, k=k, mode=mode, **options)
+            return read.search(part, vector, allowed, k=k, mode=mode)
 
         # greetings, links, invisible characters and quoted replies do not steer ranking; each question of a
         # message is searched on its own and the hits interleaved

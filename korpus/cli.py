@@ -93,7 +93,7 @@ def refresh(
     except ModelMissingError as exc:
         _fail(str(exc))
     from flows.corpus_refresh import run_refresh
-    from tasks.index_sqlite import IndexWriteError
+    from tasks.index.sqlite import IndexWriteError
     from tasks.refresh_lock import RefreshLocked
 
     try:
@@ -135,7 +135,8 @@ def search(
 ) -> None:
     """Hybrid search (BM25 + kNN, RRF) over current chunks the scopes may see."""
     from tasks.embedding import Embedder
-    from tasks.index_sqlite import SEARCH_MODES, IndexMismatchError, SqliteIndex
+    from tasks.index.backend import SEARCH_MODES, IndexMismatchError
+    from tasks.index.sqlite import SqliteIndex
     from tasks.query import search_message
 
     settings = _settings(data)
@@ -154,25 +155,16 @@ def search(
             embedder = Embedder(embed_model_path(settings), settings.embed_batch_size)
             index.bind_embedding(embedder.name, embedder.dims)
             embed = embedder.embed_queries
-        from tasks.rerank import search_options
+        from tasks.retrieval.retriever import Retriever, backend_for
 
-        options = search_options(settings)
-        if settings.backend == "opensearch":
-            from tasks.index_opensearch import opensearch_index
+        retriever = Retriever.from_settings(backend_for(settings, index), settings)
 
-            cluster = opensearch_index(settings)
-
-            def search(part: str, vector: Any) -> list[dict]:
-                return cluster.search(part, vector, scope_list, k=k, depth=options["depth"], mode=mode,
-                                      min_coverage=options["min_coverage"])  # fmt: skip
-        else:
-
-            def search(part: str, vector: Any) -> list[dict]:
-                decided: dict[str, Any] | None = {} if explain else None
-                hits = index.search(part, vector, scope_list, k=k, mode=mode, explain=decided, **options)
-                if decided is not None:
-                    explained.append((part, decided))
-                return hits
+        def search(part: str, vector: Any) -> list[dict]:
+            decided: dict[str, Any] | None = {} if explain else None
+            hits = retriever.search(part, vector, scope_list, k=k, mode=mode, explain=decided)
+            if decided is not None:
+                explained.append((part, decided))
+            return hits
 
         # greetings, links, invisible characters and quoted replies do not steer ranking; each question of a
         # message is searched on its own and the hits interleaved
@@ -229,7 +221,7 @@ def chunks(
     """The chunks of one indexed source with locators and sizes; --policy previews another policy."""
     from tasks.chunking import POLICIES, build_chunks
     from tasks.embedding import token_counter
-    from tasks.index_sqlite import SqliteIndex
+    from tasks.index.sqlite import SqliteIndex
 
     settings = _settings(data)
     if policy is not None and policy not in POLICIES:
@@ -267,17 +259,13 @@ def exact(
     as_json: Annotated[bool, typer.Option("--json")] = False,
 ) -> None:
     """search_exact: every occurrence of a phrase with file, page or timecode, line and context."""
-    from tasks.index_sqlite import SqliteIndex
+    from tasks.index.sqlite import SqliteIndex
+    from tasks.retrieval.retriever import Retriever, backend_for
 
     settings = _indexed(data)
     scope_list = parse_scopes(scopes) if scopes else settings.default_scopes
     with SqliteIndex(settings.index_path) as index:
-        if settings.backend == "opensearch":
-            from tasks.index_opensearch import opensearch_index
-
-            reader = opensearch_index(settings)
-        else:
-            reader = index
+        reader = Retriever(backend_for(settings, index))
         found = reader.count_mentions(text, scope_list) if count_only else reader.exact_occurrences(text, scope_list)
     if as_json:
         typer.echo(json.dumps(found, ensure_ascii=False, indent=2))
@@ -304,7 +292,8 @@ def evaluate_cmd(
     checks apart (share passed); leak counts (must be 0)."""
     from tasks.embedding import Embedder
     from tasks.evaluation import RETRIEVERS, calibrate_no_answer, evaluate, load_questions
-    from tasks.index_sqlite import SqliteIndex
+    from tasks.index.sqlite import SqliteIndex
+    from tasks.retrieval.retriever import Retriever, backend_for
 
     settings = _settings(data)
     if retriever not in RETRIEVERS:
@@ -316,9 +305,10 @@ def evaluate_cmd(
     set_offline_switches()
     with SqliteIndex(settings.index_path) as index:
         embedder = Embedder(embed_model_path(settings), settings.embed_batch_size)
+        backend = backend_for(settings, index)  # eval runs on either backend, like search
         if calibrate:
             try:
-                found = calibrate_no_answer(load_questions(questions), index, embedder, settings.default_scopes)
+                found = calibrate_no_answer(load_questions(questions), backend, embedder, settings.default_scopes)
             except ValueError as exc:
                 _fail(str(exc))
             typer.echo(json.dumps(found) if as_json else
@@ -326,12 +316,10 @@ def evaluate_cmd(
                        f"{found['balanced_accuracy']}: answerable ≥ {found['answerable_min']} × {found['answerable']}, "
                        f"no-answer ≤ {found['no_answer_max']} × {found['no_answer']})")  # fmt: skip
             return
-        from tasks.rerank import search_options
-
-        options = search_options(settings)
-        report = evaluate(load_questions(questions), index, embedder, retriever, settings.default_scopes,
-                          settings.no_answer_threshold, options["rrf_k"], options["depth"],
-                          options["min_coverage"], options["reranker"])  # fmt: skip
+        ranker = Retriever.from_settings(backend, settings)
+        report = evaluate(load_questions(questions), backend, embedder, retriever, settings.default_scopes,
+                          settings.no_answer_threshold, ranker.rrf_k, ranker.depth, ranker.min_coverage,
+                          ranker.reranker)  # fmt: skip
     if as_json:
         typer.echo(json.dumps(report, ensure_ascii=False, indent=2))
         return
@@ -373,7 +361,7 @@ def reindex(
     import time
 
     from flows.reindex import reindex_vectors
-    from tasks.index_sqlite import IndexMismatchError
+    from tasks.index.backend import IndexMismatchError
 
     settings = _indexed(data)
     started = time.monotonic()
@@ -402,7 +390,7 @@ def meta_cmd(
     data: DataOption = None,
 ) -> None:
     """Print a meta-document about the collection — one per access scope the scopes allow (docs/meta.md)."""
-    from tasks.index_sqlite import SqliteIndex
+    from tasks.index.sqlite import SqliteIndex
     from tasks.meta.publish import read_meta
 
     settings = _indexed(data)
@@ -446,8 +434,8 @@ def status(
 def sync_opensearch_cmd(data: DataOption = None) -> None:
     """Mirror the catalog to KORPUS_OPENSEARCH_URL now (a refresh and every review decision do it themselves when
     KORPUS_BACKEND=opensearch): missing chunks indexed from stored text and vectors, lifecycles and labels switched."""
-    from tasks.index_opensearch import opensearch_index
-    from tasks.index_sqlite import SqliteIndex
+    from tasks.index.opensearch import opensearch_index
+    from tasks.index.sqlite import SqliteIndex
     from tasks.retry import TransientError
 
     settings = _indexed(data)
@@ -478,7 +466,7 @@ def serve(
 @app.command()
 def sources(data: DataOption = None) -> None:
     """The catalog: every source version with its lifecycle."""
-    from tasks.index_sqlite import SqliteIndex
+    from tasks.index.sqlite import SqliteIndex
 
     with SqliteIndex(_settings(data).index_path) as index:
         for row in index.sources():
@@ -506,7 +494,7 @@ def review_list(
     data: DataOption = None,
 ) -> None:
     """Quarantine items (open ones by default), with reason codes."""
-    from tasks.index_sqlite import SqliteIndex
+    from tasks.index.sqlite import SqliteIndex
 
     with SqliteIndex(_settings(data).index_path) as index:
         items = index.quarantine_items(status if status != "all" else None)
@@ -523,7 +511,7 @@ def review_list(
 @review_app.command("show")
 def review_show(item_id: str, data: DataOption = None) -> None:
     """One item: reasons, evidence, decisions so far."""
-    from tasks.index_sqlite import SqliteIndex
+    from tasks.index.sqlite import SqliteIndex
     from tasks.review import describe_item
 
     with SqliteIndex(_settings(data).index_path) as index:

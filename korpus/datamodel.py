@@ -172,6 +172,12 @@ class PageResult(BaseModel):
     layer_check: LayerCheck | None = Field(default=None, description="Set when a flagged layer met its OCR.")
 
 
+def timecode(seconds: float) -> str:
+    """A recording's locator as people write it: `00:12:34` (hours, minutes, seconds)."""
+    whole = max(0, int(seconds))
+    return f"{whole // 3600:02d}:{whole % 3600 // 60:02d}:{whole % 60:02d}"
+
+
 class Locator(BaseModel):
     page: int | None = None
     t_start: float | None = None

@@ -20,10 +20,9 @@ from fastapi.responses import FileResponse, HTMLResponse, JSONResponse, Redirect
 from jinja2 import Environment, FileSystemLoader, select_autoescape
 from pydantic import BaseModel, Field
 
-from korpus.datamodel import ReasonCode, Source, SourceKind
+from korpus.datamodel import ReasonCode, Source, SourceKind, timecode
 from korpus.settings import Reviewer, Settings
-from tasks.audio import timecode
-from tasks.index_sqlite import SqliteIndex
+from tasks.index.sqlite import SqliteIndex
 from tasks.readers.base import reader_for
 from tasks.review import Action, ReviewError, apply_batch, apply_decision
 from tasks.review_queue import STATUSES, QueueQuery, next_item, queue_page

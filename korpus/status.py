@@ -58,7 +58,7 @@ def dask_status(address: str | None) -> str:
 
 def collect_status(settings: Settings) -> dict[str, Any]:
     """Everything `korpus status` prints, as one dict (the `--json` form)."""
-    from tasks.index_sqlite import SqliteIndex
+    from tasks.index.sqlite import SqliteIndex
 
     status: dict[str, Any] = {"data": str(settings.data)}
     if settings.index_path.is_file():

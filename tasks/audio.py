@@ -16,6 +16,8 @@ from pathlib import Path
 import numpy as np
 from pydantic import BaseModel
 
+from korpus.datamodel import timecode
+
 SAMPLE_RATE = 16_000
 _BLOCK = 1 << 20
 MIN_SECONDS = 0.1
@@ -29,11 +31,6 @@ class SpeechSegment(BaseModel):
     start: float
     end: float
     text: str = ""
-
-
-def timecode(seconds: float) -> str:
-    whole = max(0, int(seconds))
-    return f"{whole // 3600:02d}:{whole % 3600 // 60:02d}:{whole % 60:02d}"
 
 
 def _vtt_time(seconds: float) -> str:

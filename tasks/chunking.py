@@ -33,8 +33,8 @@ from korpus.datamodel import (
     Unit,
     UnitKind,
     chunk_id_for,
+    timecode,
 )
-from tasks.audio import timecode
 
 TokenCounter = Callable[[str], int]
 

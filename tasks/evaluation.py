@@ -22,9 +22,10 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from tasks.embedding import Embedder
-from tasks.index_sqlite import SqliteIndex
+from tasks.index.backend import SearchBackend
 from tasks.query import clean_query, search_message, split_questions
 from tasks.rerank import Reranker
+from tasks.retrieval.retriever import Retriever
 
 RETRIEVERS = ("bm25-nostem", "bm25", "dense", "hybrid-rrf", "hybrid", "hybrid+rerank")
 
@@ -85,7 +86,7 @@ def _scores(hits: list[dict[str, Any]], expected: list[Expected]) -> dict[str, f
 
 def evaluate(
     questions: list[Question],
-    index: SqliteIndex,
+    backend: SearchBackend,
     embedder: Embedder | None,
     retriever: str,
     default_scopes: list[str],
@@ -101,6 +102,7 @@ def evaluate(
     question with nothing to find pass or fail as a whole, so averaging them in would lift recall for free.
     They are reported apart, under `checks`, as the share that passed.
     """
+    ranker = Retriever(backend, depth=depth, rrf_k=rrf_k, min_coverage=min_coverage, reranker=reranker)
     per_type: dict[str, list[dict[str, float]]] = defaultdict(list)
     checks: dict[str, list[float]] = defaultdict(list)
     leaks = {"denied_access": 0, "superseded": 0}
@@ -116,8 +118,7 @@ def evaluate(
         lexical_only = own is None or retriever in ("bm25", "bm25-nostem")
 
         def search(part: str, vector: Any, scopes: list[str] = scopes) -> list[dict[str, Any]]:
-            return index.search(part, vector, scopes, k=10, depth=depth, rrf_k=rrf_k, mode=retriever,
-                                min_coverage=min_coverage, reranker=reranker)  # fmt: skip
+            return ranker.search(part, vector, scopes, k=10, mode=retriever)
 
         hits = search_message(q.question, search, None if lexical_only else (lambda _p, own=own: own), k=10)
         leaks["denied_access"] += sum(h["access"] not in scopes for h in hits)
@@ -126,7 +127,7 @@ def evaluate(
             checks[q.type].append(
                 float(
                     embedder is None
-                    or _best_similarity(index, embedder, q, scopes, own[0] if own is not None else None)
+                    or _best_similarity(backend, embedder, q, scopes, own[0] if own is not None else None)
                     < no_answer_threshold
                 )
             )
@@ -148,15 +149,15 @@ def evaluate(
 
 
 def _best_similarity(
-    index: SqliteIndex, embedder: Embedder, q: Question, scopes: list[str], vector: Any = None
+    backend: SearchBackend, embedder: Embedder, q: Question, scopes: list[str], vector: Any = None
 ) -> float:
     """The highest dense similarity between the question and a chunk its scopes may see (0.0 when none)."""
-    best = index.vector_ranking(vector if vector is not None else embedder.embed_query(q.question), scopes, 1)
+    best = backend.vector(vector if vector is not None else embedder.embed_query(q.question), scopes, 1)
     return best[0][1] if best else 0.0
 
 
 def calibrate_no_answer(
-    questions: list[Question], index: SqliteIndex, embedder: Embedder, default_scopes: list[str]
+    questions: list[Question], backend: SearchBackend, embedder: Embedder, default_scopes: list[str]
 ) -> dict[str, Any]:
     """The no-answer threshold that best separates questions the corpus answers from those it does not: each
     question's best dense similarity among chunks it may see, and the cut (midway between two neighbouring values)
@@ -165,7 +166,7 @@ def calibrate_no_answer(
     for q in questions:
         if q.type == "denied-access":
             continue
-        value = _best_similarity(index, embedder, q, q.scopes or default_scopes)
+        value = _best_similarity(backend, embedder, q, q.scopes or default_scopes)
         (unanswerable if q.type == "no-answer" else answerable).append(value)
     if not answerable or not unanswerable:
         raise ValueError("calibration needs both no-answer questions and answerable ones")

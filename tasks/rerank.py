@@ -9,10 +9,8 @@ import threading
 from collections.abc import Sequence
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
 
 from korpus.model_store import ModelMissingError, set_offline_switches
-from korpus.settings import Settings
 
 
 class Reranker:
@@ -55,11 +53,3 @@ class Reranker:
 @lru_cache(maxsize=2)
 def shared_reranker(model_path: str) -> Reranker:
     return Reranker(Path(model_path))
-
-
-def search_options(settings: Settings) -> dict[str, Any]:
-    """Keyword arguments for `SqliteIndex.search` from these settings (the reranker loads on first use). Lives
-    here, not on Settings, so the settings module imports nothing above it."""
-    reranker = shared_reranker(str(settings.rerank_model)) if settings.rerank_model is not None else None
-    return {"depth": settings.rrf_depth, "rrf_k": settings.rrf_k, "min_coverage": settings.hybrid_min_coverage,
-            "reranker": reranker, "rerank_top": settings.rerank_top}  # fmt: skip

@@ -20,7 +20,7 @@ from korpus.settings import Settings
 from tasks.chunking import build_chunks
 from tasks.embedding import shared_embedder, token_counter
 from tasks.gate import gate_chunk
-from tasks.index_sqlite import SqliteIndex
+from tasks.index.sqlite import SqliteIndex
 from tasks.parse import ocr_page
 from tasks.receive import file_sha256
 
@@ -91,7 +91,7 @@ def apply_decision(
             outcome, status = _reocr(index, item, settings)
         index.record_decision(item_id, reviewer, action.value, note, outcome, status, text=text)
         if settings.backend == "opensearch":  # the cluster serves what the catalog now serves
-            from tasks.index_opensearch import opensearch_index
+            from tasks.index.opensearch import opensearch_index
 
             opensearch_index(settings).sync_from(index)
         return outcome

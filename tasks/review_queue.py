@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from tasks.index_sqlite import SqliteIndex
+from tasks.index.sqlite import SqliteIndex
 
 STATUSES = ("open", "released", "rejected", "resolved", "all")
 

@@ -51,14 +51,15 @@ def near_terms(term: str, candidates: Iterable[tuple[str, int]]) -> list[str]:
 def expand(
     terms: Iterable[str],
     frequency: Callable[[str], int],
-    starting_with: Callable[[str], Iterable[tuple[str, int]]],
+    candidates: Callable[[str], Iterable[tuple[str, int]]],
 ) -> dict[str, list[str]]:
     """term → variants for each unknown, correctable term of the query (terms the index knows are left out).
-    `frequency(term)` is the term's document frequency; `starting_with(letter)` lists indexed (term, df) pairs."""
+    `frequency(term)` is the term's document frequency; `candidates(term)` lists indexed (term, df) pairs sharing
+    its first letter (a superset of the near ones: `near_terms` measures the distance)."""
     variants: dict[str, list[str]] = {}
     for term in dict.fromkeys(terms):
         if correctable(term) and frequency(term) == 0:
-            found = near_terms(term, starting_with(term[0]))
+            found = near_terms(term, candidates(term))
             if found:
                 variants[term] = found
     return variants

@@ -24,7 +24,7 @@ import numpy as np
 
 from korpus.datamodel import Chunk, PageResult, Source, SourceKind
 from tasks.chunking import page_chunks
-from tasks.index_sqlite import SqliteIndex
+from tasks.index.sqlite import SqliteIndex
 from tasks.meta.documents import LAYOUT_VERSION, TITLES, meta_texts
 from tasks.meta.facts import EXTRACTOR_VERSION, FactCache, SourceFacts, extract_facts
 from tasks.meta.llm import LlmEvents

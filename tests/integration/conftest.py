@@ -25,7 +25,8 @@ from korpus.model_store import embed_model_path, ensure_models
 from korpus.sample_archive import write_sample_archive
 from korpus.settings import Settings
 from tasks.embedding import shared_embedder
-from tasks.index_sqlite import SqliteIndex
+from tasks.index.sqlite import SqliteIndex
+from tasks.retrieval.retriever import retrieve
 
 SHARED_AUDIO = Path(__file__).resolve().parents[1] / "fixtures" / "audio" / "ru.wav"  # MIT, see SOURCE.md there
 LECTURE_ID = "записи/лекция_ru.wav"
@@ -67,7 +68,7 @@ class Refreshed:
         embedder = shared_embedder(str(embed_model_path(self.settings)))
         vector = embedder.embed_query(query) if mode != "bm25" else None
         with SqliteIndex(self.settings.index_path) as index:
-            return index.search(query, vector, scopes or self.settings.default_scopes, k=k, mode=mode)
+            return retrieve(index.searcher, query, vector, scopes or self.settings.default_scopes, k=k, mode=mode)
 
 
 def _counting(target: Any, name: str, calls: dict[str, int], key: str, monkeypatch: pytest.MonkeyPatch) -> None:

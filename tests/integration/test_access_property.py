@@ -24,7 +24,8 @@ from korpus.model_store import embed_model_path
 from korpus.settings import Settings
 from tasks.embedding import shared_embedder
 from tasks.evaluation import Expected, Question, evaluate
-from tasks.index_sqlite import SEARCH_MODES, SqliteIndex
+from tasks.index.backend import SEARCH_MODES
+from tasks.index.sqlite import SqliteIndex
 from tasks.meta.facts import FactCache
 from tasks.meta.publish import meta_kind, refresh_meta
 
@@ -190,6 +191,6 @@ def test_eval_counts_no_leaks_for_any_question_scopes(served: Settings) -> None:
     embedder = shared_embedder(str(embed_model_path(served)))
     with SqliteIndex(served.index_path) as index:
         for retriever in ("bm25", "dense", "hybrid"):
-            report = evaluate(questions, index, embedder, retriever, ["public"], 0.8)
+            report = evaluate(questions, index.searcher, embedder, retriever, ["public"], 0.8)
             assert report["leaks"] == {"denied_access": 0, "superseded": 0}
             assert report["recall@10"] == 1.0  # each question finds its own scope's document

@@ -21,7 +21,7 @@ import pytest
 from flows.corpus_refresh import run_refresh
 from korpus.sample_archive import _scan_pdf
 from korpus.settings import Settings
-from tasks.index_sqlite import SqliteIndex
+from tasks.index.sqlite import SqliteIndex
 
 from .conftest import _free_port
 

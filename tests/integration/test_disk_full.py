@@ -10,10 +10,11 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-import tasks.index_sqlite
+import tasks.index.sqlite
 from korpus.cli import app
-from tasks.index_sqlite import SqliteIndex
+from tasks.index.sqlite import SqliteIndex
 from tasks.meta.publish import META_PREFIX
+from tasks.retrieval.retriever import retrieve
 
 pytestmark = pytest.mark.integration
 
@@ -40,12 +41,12 @@ def test_index_unwritable_during_publish(
             self.conn.execute("PRAGMA query_only = 1")  # SQLITE_READONLY, as for a file root cannot write
         original(self, *args, **kwargs)
 
-    monkeypatch.setattr(tasks.index_sqlite.SqliteIndex, "publish_version", on_a_full_disk)
+    monkeypatch.setattr(tasks.index.sqlite.SqliteIndex, "publish_version", on_a_full_disk)
     full = runner.invoke(app, ["refresh", "--root", str(root), "--data", str(data)])
     error = "FullError" if fault == "disk-full" else "ReadOnlyError"
     assert full.exit_code == 2 and error in full.output and "free disk space" in full.output, full.output
     with SqliteIndex(data / "korpus.db") as index:
-        hits = index.search("премировании", None, ["public"], k=5, mode="bm25")
+        hits = retrieve(index.searcher, "премировании", None, ["public"], k=5, mode="bm25")
         hits = [h for h in hits if not h["source_id"].startswith(META_PREFIX)]  # the files, not the TOC about them
         assert [h["source_id"] for h in hits] == ["приказ.txt"] and "об отмене" not in hits[0]["text"]
         assert index.conn.execute("PRAGMA integrity_check").fetchall() == [("ok",)]
@@ -53,6 +54,6 @@ def test_index_unwritable_during_publish(
     again = runner.invoke(app, ["refresh", "--root", str(root), "--data", str(data), "--json"])
     assert again.exit_code == 0, again.output
     with SqliteIndex(data / "korpus.db") as index:
-        hits = index.search("отмене премирования", None, ["public"], k=5, mode="bm25")
+        hits = retrieve(index.searcher, "отмене премирования", None, ["public"], k=5, mode="bm25")
     hits = [h for h in hits if not h["source_id"].startswith(META_PREFIX)]
     assert hits and "об отмене" in hits[0]["text"]

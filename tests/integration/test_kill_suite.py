@@ -23,7 +23,7 @@ from flows.corpus_refresh import run_refresh
 from korpus.sample_archive import _scan_pdf
 from korpus.settings import Settings
 from tasks.crash_points import POINTS
-from tasks.index_sqlite import SqliteIndex
+from tasks.index.sqlite import SqliteIndex
 
 pytestmark = pytest.mark.integration
 REPO = Path(__file__).resolve().parents[2]

@@ -19,7 +19,8 @@ import pytest
 import flows.corpus_refresh
 from korpus.datamodel import REASON_ADVICE, ReasonCode
 from korpus.settings import Settings
-from tasks.index_sqlite import SqliteIndex
+from tasks.index.sqlite import SqliteIndex
+from tasks.retrieval.retriever import retrieve
 
 pytestmark = pytest.mark.integration
 FONT = "/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf"
@@ -222,12 +223,12 @@ def test_a_malformed_archive_is_contained(tmp_path: Path, monkeypatch: pytest.Mo
     everything = " ".join(i["detail"] + (i.get("evidence") or "") for i in items)
     assert "Пароль от сейфа" not in everything  # nothing outside the root was read, not even as evidence
     with SqliteIndex(settings.index_path) as index:
-        assert not index.search("пароль сейфа", None, ["public"], k=5, mode="bm25")
-        assert index.search("длинным именем файла", None, ["public"], k=1, mode="bm25")
+        assert not retrieve(index.searcher, "пароль сейфа", None, ["public"], k=5, mode="bm25")
+        assert retrieve(index.searcher, "длинным именем файла", None, ["public"], k=1, mode="bm25")
 
     again = flows.corpus_refresh.run_refresh(root, settings)  # the changed file is read now; nothing else
     assert again["changed_during_run"] == [] and again["changes"].get("new") == 1
     with SqliteIndex(settings.index_path) as index:
         assert "меняется.txt" in index.indexed_versions()
-        hits = index.search("вторая редакция", None, ["public"], k=1, mode="bm25")
+        hits = retrieve(index.searcher, "вторая редакция", None, ["public"], k=1, mode="bm25")
     assert hits and hits[0]["source_id"] == "меняется.txt"

@@ -20,9 +20,10 @@ from korpus.meta_corpus import Truth, write_meta_corpus
 from korpus.model_store import embed_model_path
 from korpus.settings import Settings
 from tasks.embedding import shared_embedder
-from tasks.index_sqlite import SqliteIndex
+from tasks.index.sqlite import SqliteIndex
 from tasks.meta.names import person_name
 from tasks.meta.publish import read_meta
+from tasks.retrieval.retriever import retrieve
 
 pytestmark = pytest.mark.integration
 
@@ -120,12 +121,12 @@ def test_meta_chunks_say_what_they_are_and_respect_access(built) -> None:
                                 ("перечисли всех людей, которые упоминаются", "Реестр лиц"),
                                 ("список организаций и их ИНН", "Реестр организаций"),
                                 ("построй хронологию событий", "Хронология событий")]:  # fmt: skip
-            hits = index.search(question, embedder.embed_query(question), ["public"], k=3)
+            hits = retrieve(index.searcher, question, embedder.embed_query(question), ["public"], k=3)
             assert any(h["source_id"] == f"korpus://meta/public/{title}" for h in hits), (question, hits)
         restricted = [p for p in truth.persons if p.restricted]
         for person in restricted:
             query = f"{person.surname[0]} {person.name[0]}"
-            hits = index.search(query, embedder.embed_query(query), ["public"], k=20)
+            hits = retrieve(index.searcher, query, embedder.embed_query(query), ["public"], k=20)
             assert all(h["access"] == "public" for h in hits)
             assert not any(person.surname[0][:-1] in h["text"] for h in hits)
 

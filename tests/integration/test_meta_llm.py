@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from korpus.settings import Settings
-from tasks.index_sqlite import SqliteIndex
+from tasks.index.sqlite import SqliteIndex
 from tasks.meta.publish import read_meta
 
 from .chat_stand_in import Script, chat_stand_in

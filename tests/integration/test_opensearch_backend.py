@@ -2,10 +2,10 @@
 
 `test_osmem_*` (markers integration + opensearch): the lexical and admin paths. By default they run against
 osmem-server — an in-memory stand-in that speaks the OpenSearch REST API (templates, aliases, bulk, bool/filter,
-match, match_phrase, termvectors) but answers 400 to kNN, hybrid and search pipelines, so these tests exercise no
+match, match_phrase, termvectors, the term suggester) but answers 400 to kNN, so these tests exercise no
 kNN and no hybrid; osmem analyses `russian` with bleve, not Lucene, so stemming here only shows the field is
 analysed. With KORPUS_OPENSEARCH_URL set they run against that cluster instead.
-`test_real_cluster_*` (marker opensearch only): kNN, hybrid through the RRF pipeline, routing — skipped unless
+`test_real_cluster_*` (marker opensearch only): kNN, hybrid fusion, routing — skipped unless
 KORPUS_OPENSEARCH_URL is set (`make test-opensearch`). Their requests are also checked against the documentation
 in tests/unit/test_opensearch_requests.py."""
 
@@ -20,8 +20,9 @@ import pytest
 
 from korpus.datamodel import PageResult, Source, SourceKind
 from tasks.chunking import page_chunks
-from tasks.index_opensearch import OpenSearchIndex
-from tasks.index_sqlite import IndexMismatchError
+from tasks.index.backend import IndexMismatchError
+from tasks.index.opensearch import OpenSearchIndex
+from tasks.retrieval.retriever import Retriever, retrieve
 
 pytestmark = pytest.mark.opensearch
 DIMS = 4
@@ -44,7 +45,6 @@ def index(request: pytest.FixtureRequest) -> Iterator[OpenSearchIndex]:
     if REAL_CLUSTER:  # leave the shared cluster as it was
         client.indices.delete(index=f"{prefix}-chunks-*", ignore=[404])
         client.indices.delete_index_template(name=f"{prefix}-chunks", ignore=[404])
-        client.transport.perform_request("DELETE", f"/_search/pipeline/{prefix}-rrf", params={"ignore": 404})
 
 
 def _publish(
@@ -85,17 +85,17 @@ def test_osmem_admin_template_alias_strict_mapping_and_dimension_refusal(index: 
 def test_osmem_lexical_search_is_filtered_and_never_serves_superseded(index: OpenSearchIndex) -> None:
     _publish(index, "a.txt", "v1", ["Стороны заключили договоры поставки насосов."])
     _publish(index, "hr.txt", "v1", ["Договоры, договоры и ещё раз договоры о премии."], access="hr")
-    hits = index.search("договоры", None, ["public"], mode="bm25")
+    hits = retrieve(index, "договоры", None, ["public"], mode="bm25")
     assert [h["source_id"] for h in hits] == ["a.txt"]
     assert hits[0]["lifecycle"] == "current" and hits[0]["access"] == "public"
-    assert index.search("договоры", None, [], mode="bm25") == []
-    assert {h["source_id"] for h in index.search("договоры", None, ["public", "hr"], mode="bm25")} == {
+    assert retrieve(index, "договоры", None, [], mode="bm25") == []
+    assert {h["source_id"] for h in retrieve(index, "договоры", None, ["public", "hr"], mode="bm25")} == {
         "a.txt",
         "hr.txt",
     }
     # A new version switches in: the old one's chunks are superseded and never returned.
     _publish(index, "a.txt", "v2", ["Стороны расторгли договоры поставки насосов."])
-    hits = index.search("договоры", None, ["public"], mode="bm25")
+    hits = retrieve(index, "договоры", None, ["public"], mode="bm25")
     assert [h["source_version"] for h in hits] == ["v2"]
     assert "расторгли" in hits[0]["text"]
 
@@ -116,7 +116,7 @@ def test_osmem_failed_switch_leaves_the_old_version_serving(
     with pytest.raises(RuntimeError, match="injected"):
         _publish(index, "a.txt", "v2", ["Вторая редакция приказа о пропускном режиме."])
     monkeypatch.undo()
-    hits = index.search("приказ пропускном режиме", None, ["public"], mode="bm25")
+    hits = retrieve(index, "приказ пропускном режиме", None, ["public"], mode="bm25")
     assert [h["source_version"] for h in hits] == ["v1"]  # v2 stays staged: stored, never served
 
 
@@ -124,9 +124,9 @@ def test_osmem_failed_switch_leaves_the_old_version_serving(
 def test_osmem_identifier_ranks_first_and_exact_field_is_unstemmed(index: OpenSearchIndex) -> None:
     _publish(index, "many.txt", "v1", ["Договор поставки, договор аренды, договор подряда: договор, договор."])
     _publish(index, "inn.txt", "v1", ["Поставщик ООО «Северный ветер», ИНН 7708123450."])
-    hits = index.search("договор ИНН 7708123450", None, ["public"], mode="bm25")
+    hits = retrieve(index, "договор ИНН 7708123450", None, ["public"], mode="bm25")
     assert hits[0]["source_id"] == "inn.txt" and hits[0]["score"] > 1.0
-    unstemmed = index.search("договора", None, ["public"], mode="bm25-nostem")
+    unstemmed = retrieve(index, "договора", None, ["public"], mode="bm25-nostem")
     assert unstemmed == []  # the exact field holds «договор», not «договора»
 
 
@@ -137,27 +137,27 @@ def test_osmem_exact_and_count_honour_access(index: OpenSearchIndex) -> None:
     found = index.exact_occurrences("Смирнова А. В.", ["public"])
     assert found["total"] == 2 and found["by_source"] == {"a.txt": 2}
     assert found["occurrences"][1]["line"] == "Согласовано: Смирнова А. В."
-    assert index.count_mentions("Смирнова А. В.", ["public", "hr"])["by_source"] == {"a.txt": 2, "hr.txt": 1}
+    assert Retriever(index).count_mentions("Смирнова А. В.", ["public", "hr"])["by_source"] == {"a.txt": 2, "hr.txt": 1}
 
 
 @pytest.mark.integration
 def test_osmem_relabel_and_retire_are_partial_updates(index: OpenSearchIndex) -> None:
     source = _publish(index, "a.txt", "v1", ["Служебная записка о ремонте кровли."])
     index.relabel_source(source.model_copy(update={"access": "hr"}))
-    assert index.search("кровли", None, ["public"], mode="bm25") == []
-    assert index.search("кровли", None, ["hr"], mode="bm25")[0]["access"] == "hr"
+    assert retrieve(index, "кровли", None, ["public"], mode="bm25") == []
+    assert retrieve(index, "кровли", None, ["hr"], mode="bm25")[0]["access"] == "hr"
     index.retire_source("a.txt")
-    assert index.search("кровли", None, ["hr"], mode="bm25") == []
+    assert retrieve(index, "кровли", None, ["hr"], mode="bm25") == []
 
 
 @pytest.mark.integration
 def test_osmem_lexical_coverage_from_termvectors(index: OpenSearchIndex) -> None:
     _publish(index, "roof.txt", "v1", ["Прошу организовать ремонт кровли склада."])
     _publish(index, "other.txt", "v1", ["Инвентаризация товаров на складе."])
-    top = index.search("ремонт кровли", None, ["public"], mode="bm25")[0]
+    top = retrieve(index, "ремонт кровли", None, ["public"], mode="bm25")[0]
     assert top["source_id"] == "roof.txt"
-    assert index.lexical_coverage("ремонт кровли", top["chunk_id"]) == pytest.approx(1.0)
-    partial = index.lexical_coverage("когда починят крышу склада", top["chunk_id"])
+    assert index.coverage("ремонт кровли", top["chunk_id"]) == pytest.approx(1.0)
+    partial = index.coverage("когда починят крышу склада", top["chunk_id"])
     assert 0.0 < partial < 0.35
 
 
@@ -174,17 +174,17 @@ def test_real_cluster_knn_filters_inside_the_graph_search(index: OpenSearchIndex
     _publish(index, "secret.txt", "v1", ["Премия сотруднику."], access="hr", vector=_axis(0))
     _publish(index, "near.txt", "v1", ["Ремонт кровли."], vector=_axis(0, 1))
     _publish(index, "far.txt", "v1", ["Приказ о режиме."], vector=_axis(2))
-    hits = index.search("крыша", _axis(0), ["public"], mode="dense", k=5)
+    hits = retrieve(index, "крыша", _axis(0), ["public"], mode="dense", k=5)
     assert [h["source_id"] for h in hits] == ["near.txt", "far.txt"]
-    assert index.search("крыша", _axis(0), ["hr"], mode="dense", k=1)[0]["source_id"] == "secret.txt"
+    assert retrieve(index, "крыша", _axis(0), ["hr"], mode="dense", k=1)[0]["source_id"] == "secret.txt"
 
 
 @real_cluster_only
-def test_real_cluster_hybrid_pipeline_fuses_both_sides_and_filters(index: OpenSearchIndex) -> None:
+def test_real_cluster_hybrid_fuses_both_sides_and_filters(index: OpenSearchIndex) -> None:
     _publish(index, "lexical.txt", "v1", ["Договор поставки насосов."], vector=_axis(2))
     _publish(index, "dense.txt", "v1", ["Соглашение о закупке помп."], vector=_axis(0))
     _publish(index, "secret.txt", "v1", ["Договор поставки насосов, секретный."], access="hr", vector=_axis(0))
-    hits = index.search("договор поставки насосов", _axis(0), ["public"], mode="hybrid-rrf", k=5)
+    hits = retrieve(index, "договор поставки насосов", _axis(0), ["public"], mode="hybrid-rrf", k=5)
     assert {h["source_id"] for h in hits} == {"lexical.txt", "dense.txt"}
     assert all(h["access"] == "public" and h["lifecycle"] == "current" for h in hits)
 
@@ -194,4 +194,4 @@ def test_real_cluster_hybrid_routes_a_paraphrase_to_dense(index: OpenSearchIndex
     _publish(index, "roof.txt", "v1", ["Прошу организовать ремонт кровли."], vector=_axis(0, 1, 0.1))
     _publish(index, "stray.txt", "v1", ["Инвентаризация товаров на складе номер три."], vector=_axis(0, 1, 0.3))
     query, vector = "Когда починят крышу на складе?", _axis(0)
-    assert index.search(query, vector, ["public"], mode="hybrid")[0]["source_id"] == "roof.txt"
+    assert retrieve(index, query, vector, ["public"], mode="hybrid")[0]["source_id"] == "roof.txt"

@@ -11,8 +11,9 @@ from typer.testing import CliRunner
 
 from korpus.cli import app
 from korpus.settings import Settings
-from tasks.index_opensearch import opensearch_index
-from tasks.index_sqlite import SqliteIndex
+from tasks.index.opensearch import opensearch_index
+from tasks.index.sqlite import SqliteIndex
+from tasks.retrieval.retriever import retrieve
 
 from .fault_proxy import Faults, fault_proxy
 
@@ -90,5 +91,5 @@ def test_osmem_cluster_down_leaves_the_mirror_pending_until_it_returns(
         third = runner.invoke(app, ["refresh", "--root", str(root), "--data", str(settings.data), "--json"])
         assert third.exit_code == 0, third.output
         assert _served(settings, osmem_clone.url) == _catalog(settings)
-        hits = opensearch_index(settings).search("кровли", None, ["public"], mode="bm25")
+        hits = retrieve(opensearch_index(settings), "кровли", None, ["public"], mode="bm25")
         assert len(hits) == 1 and "отменён" in hits[0]["text"]

@@ -10,8 +10,9 @@ import pytest
 from fastapi.testclient import TestClient
 
 from korpus.api import create_app
-from tasks.index_opensearch import opensearch_index
-from tasks.index_sqlite import SqliteIndex
+from tasks.index.opensearch import opensearch_index
+from tasks.index.sqlite import SqliteIndex
+from tasks.retrieval.retriever import retrieve
 
 from .conftest import Refreshed
 
@@ -105,7 +106,7 @@ def test_osmem_refresh_flow_mirrors_each_run(models, osmem_clone, tmp_path: Path
     (root / "записка.txt").write_text("Служебная записка: ремонт кровли отменён.\n", encoding="utf-8")
     second = run_refresh(root, settings)
     assert second["opensearch"]["indexed"] > 0 and second["opensearch"]["updated"] > 0  # the old one superseded
-    hits = opensearch_index(settings).search("кровли", None, ["public"], mode="bm25", k=10)
+    hits = retrieve(opensearch_index(settings), "кровли", None, ["public"], mode="bm25", k=10)
     files = [h for h in hits if h["source_id"] == "записка.txt"]
     assert len(files) == 1 and "отменён" in files[0]["text"]
     # The table of contents lists the new title, and only its new build is served from the mirror.

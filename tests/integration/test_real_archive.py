@@ -15,7 +15,7 @@ from PIL import Image
 from flows.corpus_refresh import run_refresh
 from korpus.datamodel import PageResult, Source
 from korpus.settings import Settings
-from tasks.index_sqlite import SqliteIndex
+from tasks.index.sqlite import SqliteIndex
 from tasks.ocr.engine import PageImage
 from tasks.ocr.tesseract_engine import TesseractEngine
 from tasks.receive import file_sha256, source_kind

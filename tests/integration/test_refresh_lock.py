@@ -13,7 +13,7 @@ import pytest
 from typer.testing import CliRunner
 
 from korpus.cli import app
-from tasks.index_sqlite import SqliteIndex
+from tasks.index.sqlite import SqliteIndex
 from tasks.refresh_lock import refresh_lock
 
 pytestmark = pytest.mark.integration

@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from tasks.index_sqlite import SqliteIndex
+from tasks.index.sqlite import SqliteIndex
 
 from .conftest import LECTURE_ID, Refreshed
 

@@ -12,8 +12,9 @@ import pytest
 from korpus.model_store import ModelMissingError, embed_model_path
 from korpus.sample_archive import SAMPLE_INN
 from tasks.embedding import shared_embedder
-from tasks.index_sqlite import SqliteIndex
+from tasks.index.sqlite import SqliteIndex
 from tasks.rerank import Reranker
+from tasks.retrieval.retriever import retrieve
 
 pytestmark = pytest.mark.integration
 
@@ -40,7 +41,7 @@ def tiny_cross_encoder(models: dict[str, Path], tmp_path_factory: pytest.TempPat
 def _search(refreshed, query: str, reranker: Reranker | None, mode: str, scopes: list[str], k: int = 10) -> list:
     vector = shared_embedder(str(embed_model_path(refreshed.settings))).embed_query(query)
     with SqliteIndex(refreshed.settings.index_path) as index:
-        return index.search(query, vector, scopes, k=k, mode=mode, reranker=reranker, rerank_top=6)
+        return retrieve(index.searcher, query, vector, scopes, k=k, mode=mode, reranker=reranker, rerank_top=6)
 
 
 def test_rerank_reorders_the_fused_top_n_by_cross_encoder_score(refreshed, tiny_cross_encoder: Path) -> None:

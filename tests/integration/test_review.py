@@ -15,7 +15,7 @@ from typer.testing import CliRunner
 from flows.corpus_refresh import run_refresh
 from korpus.cli import app
 from korpus.settings import Settings
-from tasks.index_sqlite import SqliteIndex
+from tasks.index.sqlite import SqliteIndex
 from tasks.meta.publish import META_PREFIX
 
 pytestmark = pytest.mark.integration

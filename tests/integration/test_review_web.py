@@ -14,7 +14,7 @@ from typer.testing import CliRunner
 from korpus.api import create_app
 from korpus.cli import app as cli
 from korpus.settings import Settings
-from tasks.index_sqlite import SqliteIndex
+from tasks.index.sqlite import SqliteIndex
 from tasks.meta.publish import META_PREFIX
 from tasks.review_queue import QueueQuery, queue_page
 

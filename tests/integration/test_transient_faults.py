@@ -16,8 +16,9 @@ import pytest
 from korpus.datamodel import ReasonCode
 from korpus.sample_archive import _scan_pdf
 from korpus.settings import Settings
-from tasks.index_sqlite import SqliteIndex
+from tasks.index.sqlite import SqliteIndex
 from tasks.parse import ocr_page
+from tasks.retrieval.retriever import retrieve
 
 from .chat_stand_in import Script, chat_stand_in
 from .test_pdf_cascade import VLM_TEXT, _noise_page_pdf, _source
@@ -121,7 +122,7 @@ def test_refresh_holds_a_document_back_until_its_page_reads(tmp_path: Path, kill
     assert second["pages_by_tier"] == {"tier 1": 1}
     with SqliteIndex(settings.index_path) as index:
         assert set(index.indexed_versions()) == {"записка.txt", "scan.pdf"} and index.pending_pages() == []
-        hits = index.search("насосы принять", None, ["public"], k=3, mode="bm25")
+        hits = retrieve(index.searcher, "насосы принять", None, ["public"], k=3, mode="bm25")
     assert hits and hits[0]["source_id"] == "scan.pdf" and hits[0]["page"] == 1
 
 

@@ -1,3 +1,4 @@
+import contextlib
 import json
 from pathlib import Path
 
@@ -58,7 +59,7 @@ def test_calibration_puts_the_threshold_between_answerable_and_unanswerable(tmp_
 
     from korpus.datamodel import Chunk, Locator, Source, SourceKind
     from tasks.evaluation import Question, calibrate_no_answer
-    from tasks.index_sqlite import SqliteIndex
+    from tasks.index.sqlite import SqliteIndex
 
     source = Source(source_id="a.txt", version="v1", path="/x", kind=SourceKind.text, owner="o", access="public",
                     tenant="default")  # fmt: skip
@@ -72,18 +73,34 @@ def test_calibration_puts_the_threshold_between_answerable_and_unanswerable(tmp_
         questions = [Question(id=q, question=q, type="normal") for q in ("q1", "q2")] + [
             Question(id=q, question=q, type="no-answer") for q in ("n1", "n2")
         ] + [Question(id="d1", question="d1", type="denied-access")]  # fmt: skip
-        report = calibrate_no_answer(questions, index, _AxisEmbedder(vectors), ["public"])
+        report = calibrate_no_answer(questions, index.searcher, _AxisEmbedder(vectors), ["public"])
     assert report["balanced_accuracy"] == 1.0
     assert report["no_answer_max"] < report["threshold"] < report["answerable_min"]
     assert report["threshold"] == pytest.approx(0.75, abs=1e-3)
     assert (report["answerable"], report["no_answer"]) == (2, 2)  # denied-access left out
 
 
-class _OneAnswerIndex:
-    """Answers every search with one public hit: a.pdf p. 1."""
+class _OneAnswerBackend:
+    """A search backend whose BM25 answers every question with one public hit: a.pdf p. 1."""
 
-    def search(self, *_args: object, **_kwargs: object) -> list[dict]:
-        return [{"source_id": "a.pdf", "page": 1, "access": "public", "lifecycle": "current"}]
+    name = "one-answer"
+
+    def snapshot(self) -> contextlib.nullcontext:
+        return contextlib.nullcontext()
+
+    def lexical(self, *_args: object) -> list[tuple[str, float]]:
+        return [("a", 1.0)]
+
+    def typo_variants(self, _terms: object) -> dict:
+        return {}
+
+    def identifiers(self, *_args: object) -> list[str]:
+        return []
+
+    def hits(self, scored: list[tuple[str, float]], _scopes: object) -> list[tuple[str, dict]]:
+        return [
+            (key, {"source_id": "a.pdf", "page": 1, "access": "public", "lifecycle": "current"}) for key, _ in scored
+        ]
 
 
 def test_overall_figures_cover_answerable_questions_only() -> None:
@@ -95,7 +112,7 @@ def test_overall_figures_cover_answerable_questions_only() -> None:
         Question(id="q3", question="чего нет", type="no-answer", expected=[]),
         Question(id="q4", question="что в hr", type="denied-access", expected=[]),
     ]
-    report = evaluate(questions, _OneAnswerIndex(), None, "bm25", ["public"], 0.8)  # type: ignore[arg-type]
+    report = evaluate(questions, _OneAnswerBackend(), None, "bm25", ["public"], 0.8)  # type: ignore[arg-type]
     # two trivially passing checks would have lifted recall@1 from 0.5 to 0.75
     assert report["n"] == 2 and report["recall@1"] == 0.5
     assert report["checks"] == {"denied-access": {"n": 1, "passed": 1.0}, "no-answer": {"n": 1, "passed": 1.0}}

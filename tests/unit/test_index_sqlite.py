@@ -7,7 +7,10 @@ import pytest
 
 from korpus.datamodel import PageResult, Source, SourceKind
 from tasks.chunking import page_chunks
-from tasks.index_sqlite import IndexMismatchError, SqliteIndex, rrf_fuse
+from tasks.index.backend import IndexMismatchError
+from tasks.index.sqlite import SqliteIndex
+from tasks.retrieval.fusion import rrf_fuse
+from tasks.retrieval.retriever import retrieve
 
 pytestmark = pytest.mark.unit
 DIMS = 8
@@ -57,7 +60,7 @@ def test_rrf_sums_reciprocal_ranks() -> None:
 def test_bm25_finds_inflected_form(index: SqliteIndex) -> None:
     _publish(index, "a.txt", "v1", ["Стороны заключили договор поставки."])
     _publish(index, "b.txt", "v1", ["Протокол совещания о ремонте."])
-    hits = index.search("договорами", None, ["public"], mode="bm25")
+    hits = retrieve(index.searcher, "договорами", None, ["public"], mode="bm25")
     assert [h["source_id"] for h in hits] == ["a.txt"]
 
 
@@ -66,22 +69,22 @@ def test_restricted_chunk_never_ranks_on_either_side(index: SqliteIndex) -> None
     _publish(index, "secret.txt", "v1", ["премия премия Смирновой премия"], access="hr", axis=0)
     _publish(index, "open.txt", "v1", ["о премии в целом"], access="public", axis=1)
     for mode in ("bm25", "dense", "hybrid"):
-        hits = index.search("премия Смирновой", _vec(0), ["public"], mode=mode)
+        hits = retrieve(index.searcher, "премия Смирновой", _vec(0), ["public"], mode=mode)
         assert all(h["access"] == "public" for h in hits), mode
         assert "secret.txt" not in {h["source_id"] for h in hits}, mode
-    visible = index.search("премия Смирновой", _vec(0), ["public", "hr"])
+    visible = retrieve(index.searcher, "премия Смирновой", _vec(0), ["public", "hr"])
     assert visible[0]["source_id"] == "secret.txt"
 
 
 def test_empty_scopes_see_nothing(index: SqliteIndex) -> None:
     _publish(index, "a.txt", "v1", ["договор"])
-    assert index.search("договор", _vec(0), []) == []
+    assert retrieve(index.searcher, "договор", _vec(0), []) == []
 
 
 def test_new_version_supersedes_old_in_one_step(index: SqliteIndex) -> None:
     _publish(index, "a.txt", "v1", ["старая редакция договора"])
     _publish(index, "a.txt", "v2", ["новая редакция договора"])
-    hits = index.search("редакция договора", _vec(0), ["public"])
+    hits = retrieve(index.searcher, "редакция договора", _vec(0), ["public"])
     assert [(h["source_version"], h["lifecycle"]) for h in hits] == [("v2", "current")]
     assert index.chunk_count("superseded") == 1
     assert index.indexed_versions() == {"a.txt": {"v2": ("o", "public", "default")}}
@@ -90,15 +93,15 @@ def test_new_version_supersedes_old_in_one_step(index: SqliteIndex) -> None:
 def test_retired_source_disappears(index: SqliteIndex) -> None:
     _publish(index, "a.txt", "v1", ["договор"])
     index.retire_source("a.txt")
-    assert index.search("договор", _vec(0), ["public"]) == []
+    assert retrieve(index.searcher, "договор", _vec(0), ["public"]) == []
     assert index.indexed_versions() == {}
 
 
 def test_relabel_changes_access_in_place(index: SqliteIndex) -> None:
     source = _publish(index, "a.txt", "v1", ["договор"])
     index.relabel_source(source.model_copy(update={"access": "hr"}))
-    assert index.search("договор", _vec(0), ["public"]) == []
-    assert index.search("договор", _vec(0), ["hr"])[0]["access"] == "hr"
+    assert retrieve(index.searcher, "договор", _vec(0), ["public"]) == []
+    assert retrieve(index.searcher, "договор", _vec(0), ["hr"])[0]["access"] == "hr"
 
 
 def test_other_embedding_model_or_dimension_is_refused(index: SqliteIndex) -> None:
@@ -115,10 +118,10 @@ def test_identifier_in_the_query_ranks_its_exact_match_first(index: SqliteIndex)
     _publish(index, "contract.txt", "v1", ["Поставщик: ООО «Северный ветер», ИНН 7708123450."], axis=1)
     _publish(index, "secret.txt", "v1", ["ИНН 7708123450 в служебной записке"], access="hr", axis=0)
     for mode in ("hybrid", "bm25"):
-        hits = index.search("ИНН 7708123450 договор", _vec(0), ["public"], mode=mode)
+        hits = retrieve(index.searcher, "ИНН 7708123450 договор", _vec(0), ["public"], mode=mode)
         assert hits[0]["source_id"] == "contract.txt", mode
         assert "secret.txt" not in {h["source_id"] for h in hits}
-    number = index.search("договор № 45-17/2023", _vec(0), ["public"])
+    number = retrieve(index.searcher, "договор № 45-17/2023", _vec(0), ["public"])
     assert number[0]["source_id"] != "contract.txt"  # no such number indexed: plain fusion applies
 
 
@@ -168,35 +171,38 @@ def _paraphrase_corpus(index: SqliteIndex) -> None:
 
 def test_lexical_coverage_is_the_idf_weighted_share_of_query_terms(index: SqliteIndex) -> None:
     _paraphrase_corpus(index)
-    stray = index.lexical_ranking("Инвентаризация на складе", ["public"], 1)[0][0]
-    assert index.lexical_coverage("Инвентаризация на складе", stray) == pytest.approx(1.0)
-    partial = index.lexical_coverage("Когда починят крышу на складе?", stray)
+    stray = index.searcher.lexical("Инвентаризация на складе", ["public"], 1)[0][0]
+    assert index.searcher.coverage("Инвентаризация на складе", stray) == pytest.approx(1.0)
+    partial = index.searcher.coverage("Когда починят крышу на складе?", stray)
     assert 0.0 < partial < 0.35
 
 
 def test_hybrid_routes_a_paraphrase_to_dense_where_plain_rrf_loses_it(index: SqliteIndex) -> None:
     _paraphrase_corpus(index)
     query, vector = "Когда починят крышу на складе?", _axes(1)
-    assert index.search(query, vector, ["public"], mode="dense")[0]["source_id"] == "roof.txt"
-    assert index.search(query, vector, ["public"], mode="hybrid-rrf")[0]["source_id"] == "stray.txt"
-    assert index.search(query, vector, ["public"], mode="hybrid")[0]["source_id"] == "roof.txt"
+    assert retrieve(index.searcher, query, vector, ["public"], mode="dense")[0]["source_id"] == "roof.txt"
+    assert retrieve(index.searcher, query, vector, ["public"], mode="hybrid-rrf")[0]["source_id"] == "stray.txt"
+    assert retrieve(index.searcher, query, vector, ["public"], mode="hybrid")[0]["source_id"] == "roof.txt"
     # Routing off (min_coverage 0) is plain RRF again.
-    assert index.search(query, vector, ["public"], mode="hybrid", min_coverage=0.0)[0]["source_id"] == "stray.txt"
+    assert (
+        retrieve(index.searcher, query, vector, ["public"], mode="hybrid", min_coverage=0.0)[0]["source_id"]
+        == "stray.txt"
+    )
 
 
 def test_hybrid_keeps_both_sides_when_the_lexical_hit_covers_the_query(index: SqliteIndex) -> None:
     _paraphrase_corpus(index)
     query, vector = "инвентаризация товаров на складе", _axes(1)
     # Dense alone prefers roof.txt; BM25 covers the whole query with stray.txt, so both sides fuse.
-    assert index.search(query, vector, ["public"], mode="dense")[0]["source_id"] == "roof.txt"
-    assert index.search(query, vector, ["public"], mode="hybrid")[0]["source_id"] == "stray.txt"
+    assert retrieve(index.searcher, query, vector, ["public"], mode="dense")[0]["source_id"] == "roof.txt"
+    assert retrieve(index.searcher, query, vector, ["public"], mode="hybrid")[0]["source_id"] == "stray.txt"
 
 
 def test_unknown_mode_and_rerank_without_model_are_refused(index: SqliteIndex) -> None:
     with pytest.raises(ValueError, match="unknown search mode"):
-        index.search("x", None, ["public"], mode="fuzzy")
+        retrieve(index.searcher, "x", None, ["public"], mode="fuzzy")
     with pytest.raises(ValueError, match="KORPUS_RERANK_MODEL"):
-        index.search("x", _axes(1), ["public"], mode="hybrid+rerank")
+        retrieve(index.searcher, "x", _axes(1), ["public"], mode="hybrid+rerank")
 
 
 def test_reindex_swaps_vectors_to_a_new_model_without_touching_chunks(index: SqliteIndex) -> None:
@@ -214,11 +220,11 @@ def test_reindex_swaps_vectors_to_a_new_model_without_touching_chunks(index: Sql
     assert sum(len(batch) for batch in seen) == 3 and max(len(batch) for batch in seen) <= 2
     assert [row[0] for row in index.conn.execute("SELECT text FROM chunks ORDER BY rowid")] == texts_before
     assert index.stats()["embed_model"] == "new-model" and index.stats()["embed_dims"] == 3
-    hits = index.search("крыша", np.asarray([1.0, 0.0, 0.0], dtype=np.float32), ["public"], mode="dense")
+    hits = retrieve(index.searcher, "крыша", np.asarray([1.0, 0.0, 0.0], dtype=np.float32), ["public"], mode="dense")
     assert hits[0]["source_id"] == "roof.txt"
     # The old model's vectors are gone, and a query of the old dimension is refused with a clear message.
     with pytest.raises(IndexMismatchError, match="3-dim vectors"):
-        index.search("крыша", _axes(1), ["public"], mode="hybrid")
+        retrieve(index.searcher, "крыша", _axes(1), ["public"], mode="hybrid")
     with pytest.raises(IndexMismatchError, match="korpus reindex"):
         index.bind_embedding("old-model", DIMS)
     # A version published after the swap goes into the new table; one embedded with the old model is refused.
@@ -244,7 +250,7 @@ def test_reindex_refuses_vectors_of_the_wrong_shape(index: SqliteIndex) -> None:
     with pytest.raises(IndexMismatchError, match="shape"):
         index.reindex_vectors("n", 5, lambda texts: np.zeros((len(texts), 4), dtype=np.float32))
     assert index.stats()["embed_model"] == "m"  # nothing swapped
-    assert index.search("склад", _axes(1), ["public"], mode="dense")
+    assert retrieve(index.searcher, "склад", _axes(1), ["public"], mode="dense")
 
 
 def test_an_empty_index_answers_with_empty_lists(tmp_path: Path) -> None:

@@ -14,7 +14,8 @@ import pytest
 
 from korpus.datamodel import PageResult, Source, SourceKind
 from tasks.chunking import page_chunks
-from tasks.index_sqlite import SqliteIndex
+from tasks.index.sqlite import SqliteIndex
+from tasks.retrieval.retriever import retrieve
 
 pytestmark = pytest.mark.unit
 DIMS = 8
@@ -51,7 +52,7 @@ def test_readers_see_old_or_new_never_both_or_neither(tmp_path: Path) -> None:
         reader = SqliteIndex(db)
         while not stop.is_set():
             seen.append(_current_versions(reader, "a.txt"))
-            hits = reader.search("договор редакция", np.ones(DIMS, dtype=np.float32), ["public"], k=50)
+            hits = retrieve(reader.searcher, "договор редакция", np.ones(DIMS, dtype=np.float32), ["public"], k=50)
             seen.append({h["source_version"] for h in hits})
         reader.close()
 
@@ -91,7 +92,7 @@ import sys, time
 sys.path.insert(0, {root!r})
 from pathlib import Path
 from tests.unit.test_lifecycle import _version
-from tasks.index_sqlite import SqliteIndex
+from tasks.index.sqlite import SqliteIndex
 index = SqliteIndex(Path({db!r}))
 add = index._add_chunk
 def slow_add(chunk, ordinal, *args, **kwargs):

@@ -1,5 +1,5 @@
-"""Golden-request tests for what osmem-server cannot answer: the kNN, hybrid and pipeline JSON korpus sends to
-OpenSearch, against hand-written files that follow the documentation (tests/fixtures/opensearch/README.md)."""
+"""Golden-request tests for what osmem-server cannot answer: the kNN JSON korpus sends to OpenSearch, against
+hand-written files that follow the documentation (tests/fixtures/opensearch/README.md)."""
 
 import json
 from pathlib import Path
@@ -7,13 +7,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tasks.index_opensearch import (
-    hybrid_body,
+from tasks.index.opensearch import (
     index_name,
     index_template,
     knn_body,
     lexical_body,
-    rrf_pipeline,
     server_version,
 )
 
@@ -31,18 +29,6 @@ def _golden(name: str) -> dict:
 
 def test_knn_request_filters_inside_the_knn_clause() -> None:
     assert knn_body(VECTOR, SCOPES, 50) == _golden("knn.json")
-
-
-def test_hybrid_request_on_3x_uses_the_hybrid_filter() -> None:
-    assert hybrid_body("договор поставки", VECTOR, SCOPES, 50, (3, 1)) == _golden("hybrid-3.x.json")
-
-
-def test_hybrid_request_on_2_19_filters_every_sub_query() -> None:
-    assert hybrid_body("договор поставки", VECTOR, SCOPES, 50, (2, 19)) == _golden("hybrid-2.19.json")
-
-
-def test_rrf_pipeline_request() -> None:
-    assert rrf_pipeline(60) == _golden("pipeline.json")
 
 
 def test_template_is_strict_russian_and_cosine_hnsw() -> None:

@@ -10,7 +10,7 @@ import apsw
 import pytest
 
 from korpus.datamodel import QuarantineItem, ReasonCode
-from tasks.index_sqlite import SqliteIndex
+from tasks.index.sqlite import SqliteIndex
 from tasks.review_queue import QueueQuery, next_item, queue_page
 
 pytestmark = pytest.mark.unit

@@ -9,7 +9,8 @@ import pytest
 
 from korpus.datamodel import Chunk, Locator, Source, SourceKind
 from tasks.analysis import analyse
-from tasks.index_sqlite import SqliteIndex
+from tasks.index.sqlite import SqliteIndex
+from tasks.retrieval.retriever import retrieve
 from tasks.typos import expand, near_terms
 
 pytestmark = pytest.mark.unit
@@ -33,9 +34,9 @@ def test_an_unknown_term_gets_the_indexed_terms_a_typo_away() -> None:
 
 
 def test_known_short_and_numeric_terms_are_left_alone() -> None:
-    assert expand(["протокол", "прот", "инн7707", "7707083893"], _frequency, _starting_with) == {}
-    assert expand(["протакол"], _frequency, _starting_with) == {"протакол": ["протокол"]}
-    assert expand(["ракета"], _frequency, _starting_with) == {}  # nothing near it: nothing added
+    assert expand(["протокол", "прот", "инн7707", "7707083893"], _frequency, lambda term: _starting_with(term[0])) == {}
+    assert expand(["протакол"], _frequency, lambda term: _starting_with(term[0])) == {"протакол": ["протокол"]}
+    assert expand(["ракета"], _frequency, lambda term: _starting_with(term[0])) == {}  # nothing near it: nothing added
 
 
 def test_variants_are_bounded_and_most_frequent_first() -> None:
@@ -52,11 +53,13 @@ def test_bm25_finds_a_document_through_a_mistyped_word(tmp_path: Path) -> None:
                   policy_version="structure-v2")  # fmt: skip
     with SqliteIndex(tmp_path / "korpus.db") as index:
         index.publish_version(source, [chunk], np.ones((1, 4), dtype=np.float32), [], embed_model="m")
-        assert index.typo_variants(analyse("огнетушитлей")) == {"огнетушитл": ["огнетушител"]}
-        hits = index.search("огнетушитлей на складе", None, ["public"], k=3, mode="bm25")
+        assert index.searcher.typo_variants(analyse("огнетушитлей")) == {"огнетушитл": ["огнетушител"]}
+        hits = retrieve(index.searcher, "огнетушитлей на складе", None, ["public"], k=3, mode="bm25")
         assert [h["chunk_id"] for h in hits] == ["c1"]
         assert (
-            index.lexical_coverage("огнетушитлей поверки", hits and index.lexical_ranking("склад", ["public"], 1)[0][0])
+            index.searcher.coverage(
+                "огнетушитлей поверки", hits and index.searcher.lexical("склад", ["public"], 1)[0][0]
+            )
             == 1.0
         )
-        assert index.search("огнетушитлей", None, ["hr"], k=3, mode="bm25") == []  # scopes still hold
+        assert retrieve(index.searcher, "огнетушитлей", None, ["hr"], k=3, mode="bm25") == []  # scopes still hold

@@ -1,4 +1,4 @@
-"""The in-memory kNN (tasks/vector_cache.py) against sqlite-vec's scan in SQL, and the trigger-kept visibility
+"""The in-memory kNN (tasks/index/vector_cache.py) against sqlite-vec's scan in SQL, and the trigger-kept visibility
 table against `chunks`, through a random sequence of the index's writes: publish, republish of the same version
 (rowids reused), supersede, retire, relabel, a reindex swap, and a second connection writing while the first one
 queries."""
@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from korpus.datamodel import Chunk, Locator, Source, SourceKind, chunk_id_for
-from tasks.index_sqlite import SqliteIndex
+from tasks.index.sqlite import SqliteIndex
 
 pytestmark = pytest.mark.unit
 DIMS = 12
@@ -53,8 +53,8 @@ def _agree(index: SqliteIndex, rng: np.random.Generator, dims: int = DIMS) -> No
     assert drift == 0 and extra == 0
     for scopes in SCOPES:
         query = rng.standard_normal(dims).astype(np.float32)
-        cached = index.vector_ranking(query, scopes, 10)
-        reference = index.vector_ranking_sql(query, scopes, 10)
+        cached = index.searcher.vector(query, scopes, 10)
+        reference = index.searcher.vector_ranking_sql(query, scopes, 10)
         assert [r for r, _ in cached] == [r for r, _ in reference], scopes
         assert [s for _, s in cached] == pytest.approx([s for _, s in reference], abs=1e-5)
 
@@ -96,9 +96,9 @@ def test_no_scopes_and_unknown_scopes_see_nothing(tmp_path: Path) -> None:
         source, chunks = _source(1, "v1", "public")
         index.publish_version(source, chunks, _vectors(rng, 3), 3)
         query = rng.standard_normal(DIMS).astype(np.float32)
-        assert index.vector_ranking(query, [], 10) == []
-        assert index.vector_ranking(query, ["nobody"], 10) == []
-        assert len(index.vector_ranking(query, ["public"], 10)) == 3
+        assert index.searcher.vector(query, [], 10) == []
+        assert index.searcher.vector(query, ["nobody"], 10) == []
+        assert len(index.searcher.vector(query, ["public"], 10)) == 3
 
 
 def test_a_current_chunk_without_a_vector_is_left_out_and_said(
@@ -108,9 +108,9 @@ def test_a_current_chunk_without_a_vector_is_left_out_and_said(
     with SqliteIndex(tmp_path / "k.db") as index:
         source, chunks = _source(1, "v" * 64, "public")
         index.publish_version(source, chunks, _vectors(rng, 3), 3)
-        index.conn.execute(f"DELETE FROM {index._vector_table()} WHERE rowid = (SELECT min(rowid) FROM chunks)")
+        index.conn.execute(f"DELETE FROM {index.vector_table()} WHERE rowid = (SELECT min(rowid) FROM chunks)")
         with caplog.at_level("WARNING", logger="korpus.vectors"):
-            ranked = index.vector_ranking(_vectors(rng, 1)[0], ["public"], 10)
+            ranked = index.searcher.vector(_vectors(rng, 1)[0], ["public"], 10)
     assert len(ranked) == 2
     assert "1 current chunks have no vector" in caplog.text
 

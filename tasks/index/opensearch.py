@@ -7,41 +7,40 @@
 - A version switch: the new version's chunks are bulk-indexed as `staged` (never served), then one bulk of partial
   updates makes them `current` and the old ones `superseded`, with `refresh=wait_for`. Retire and relabel are
   bulk partial updates too. Filters — lifecycle `current` and the caller's access scopes — sit inside every query.
-- Hybrid: the RRF `score-ranker-processor` search pipeline on 2.19+ (filters inside each sub-query on 2.19, the
-  hybrid query's own `filter` on 3.x), client-side RRF over two requests before 2.19. Routing as in the embedded
-  index: BM25 joins only when its best hit covers `min_coverage` of the query, measured from `_termvectors`
-  document frequencies. Identifier matches rank first.
+- Search: the `SearchBackend` primitives (tasks/index/backend.py) — BM25 (`match` on `text` with the typo
+  variants of unknown terms as `terms`, variants found by the cluster's term suggester), kNN (lucene-engine
+  efficient filtering), identifier matches, routing coverage from `_termvectors` statistics, hits fetched by id
+  under the same filters. Fusion, routing, pins and rerank are the `Retriever`'s, the same code as for the
+  embedded index. (The hybrid query with an RRF search pipeline is not used: routing needs BM25's ranking before
+  it decides whether BM25 joins, so the pipeline would run BM25 twice; two requests fused client-side do less.)
 
 What ran where: the lexical and admin paths are tested against osmem-server (an in-memory server speaking the
-OpenSearch REST API; it answers 400 to kNN, hybrid and pipelines); the kNN, hybrid and pipeline requests are
+OpenSearch REST API; it answers 400 to kNN); the kNN request is
 checked as JSON against the OpenSearch documentation (tests/fixtures/opensearch/); `make test-opensearch` runs the
 backend suite against a real cluster when KORPUS_OPENSEARCH_URL is set.
 """
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import AbstractContextManager, nullcontext
 from functools import partial
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 
-from korpus.datamodel import Chunk, Locator, Source
+from korpus.datamodel import Chunk, Source
 from korpus.settings import Settings
 from tasks.analysis import analyse, words
 from tasks.identifiers import extract_identifiers
-from tasks.index_sqlite import (
-    HYBRID_MODES,
-    SEARCH_MODES,
-    IndexMismatchError,
-    SqliteIndex,
-    idf_coverage,
-    locate_occurrences,
-    rrf_fuse,
-)
+from tasks.index.backend import IndexMismatchError, idf_coverage
+from tasks.index.exact import locate_occurrences, no_occurrences
 from tasks.retry import RetryPolicy, TransientError, with_retries
+from tasks.typos import MIN_LENGTH, expand
+
+if TYPE_CHECKING:
+    from tasks.index.sqlite import SqliteIndex
 
 HIT_FIELDS = ["chunk_id", "source_id", "source_version", "page", "t_start", "t_end", "section_path", "text",
               "lifecycle", "access", "exception"]  # fmt: skip
@@ -108,15 +107,6 @@ def index_template(prefix: str, dims: int) -> dict[str, Any]:
     }
 
 
-def rrf_pipeline(rrf_k: int) -> dict[str, Any]:
-    return {
-        "description": "korpus: reciprocal rank fusion of the hybrid query's lexical and kNN clauses",
-        "phase_results_processors": [
-            {"score-ranker-processor": {"combination": {"technique": "rrf", "rank_constant": rrf_k}}}
-        ],
-    }
-
-
 def visible(scopes: Sequence[str]) -> list[dict[str, Any]]:
     """The filters every read carries: current chunks whose access rule is among the caller's scopes."""
     return [{"term": {"lifecycle": "current"}}, {"terms": {"access": list(scopes)}}]
@@ -126,14 +116,21 @@ def lexical_query(query: str, stemmed: bool = True) -> dict[str, Any]:
     return {"match": {"text" if stemmed else "text.exact": {"query": query}}}
 
 
-def lexical_body(query: str, scopes: Sequence[str], depth: int, stemmed: bool = True) -> dict[str, Any]:
-    return {"size": depth, "_source": HIT_FIELDS,
-            "query": {"bool": {"must": [lexical_query(query, stemmed)], "filter": visible(scopes)}}}  # fmt: skip
+def lexical_body(
+    query: str, scopes: Sequence[str], depth: int, stemmed: bool = True, extra_terms: Sequence[str] = ()
+) -> dict[str, Any]:
+    """BM25 on `text` (or `text.exact`); `extra_terms` (analysed typo variants) are matched as terms beside it."""
+    match = lexical_query(query, stemmed)
+    if extra_terms:
+        match = {"bool": {"should": [match, {"terms": {"text": list(extra_terms)}}], "minimum_should_match": 1}}
+    return {"size": depth, "_source": False, "query": {"bool": {"must": [match], "filter": visible(scopes)}}}
 
 
 def identifier_body(identifiers: Sequence[str], scopes: Sequence[str], depth: int) -> dict[str, Any]:
-    wanted = {"terms": {"identifiers": list(identifiers)}}
-    return {"size": depth, "_source": HIT_FIELDS, "query": {"bool": {"filter": [wanted, *visible(scopes)]}}}
+    """Chunks holding any of the identifiers, scored by how many (one constant-score clause each)."""
+    each = [{"constant_score": {"filter": {"term": {"identifiers": i}}, "boost": 1.0}} for i in identifiers]
+    query = {"bool": {"should": each, "minimum_should_match": 1, "filter": visible(scopes)}}
+    return {"size": depth, "_source": False, "query": query, "sort": [{"_score": "desc"}, {"chunk_id": "asc"}]}
 
 
 def knn_query(vector: np.ndarray, depth: int, scopes: Sequence[str] | None) -> dict[str, Any]:
@@ -146,21 +143,7 @@ def knn_query(vector: np.ndarray, depth: int, scopes: Sequence[str] | None) -> d
 
 
 def knn_body(vector: np.ndarray, scopes: Sequence[str], depth: int) -> dict[str, Any]:
-    return {"size": depth, "_source": HIT_FIELDS, "query": knn_query(vector, depth, scopes)}
-
-
-def hybrid_body(
-    query: str, vector: np.ndarray, scopes: Sequence[str], depth: int, version: tuple[int, int]
-) -> dict[str, Any]:
-    """One hybrid query for the RRF pipeline. 3.x: the hybrid query's own `filter` pre-filters every sub-query.
-    2.19 has no such parameter: each sub-query carries the filters itself (bool filter; knn efficient filter)."""
-    if version >= (3, 0):
-        hybrid = {"filter": {"bool": {"filter": visible(scopes)}},
-                  "queries": [lexical_query(query), knn_query(vector, depth, None)]}  # fmt: skip
-    else:
-        hybrid = {"queries": [{"bool": {"must": [lexical_query(query)], "filter": visible(scopes)}},
-                              knn_query(vector, depth, scopes)]}  # fmt: skip
-    return {"size": depth, "_source": HIT_FIELDS, "query": {"hybrid": hybrid}}
+    return {"size": depth, "_source": False, "query": knn_query(vector, depth, scopes)}
 
 
 def chunk_document(
@@ -184,16 +167,15 @@ class OpenSearchIndex:
 
     >>> index = OpenSearchIndex(OpenSearch(hosts=["http://localhost:9200"]))
     >>> index.ensure("e5-small", 384)
-    >>> index.search("договор поставки", vector, scopes=["public"], k=5)
+    >>> Retriever(index).search("договор поставки", vector, scopes=["public"], k=5)
     """
 
-    def __init__(self, client: Any, prefix: str = "korpus", rrf_k: int = 60, retry: RetryPolicy | None = None) -> None:
+    def __init__(self, client: Any, prefix: str = "korpus", retry: RetryPolicy | None = None) -> None:
         self.client = client
         self.retry = retry or RetryPolicy()
         self.prefix = prefix
         self.alias = f"{prefix}-chunks"
-        self.pipeline = f"{prefix}-rrf"
-        self.rrf_k = rrf_k
+        self._dims: int | None = None
         self._version: tuple[int, int] | None = None
 
     @property
@@ -220,11 +202,6 @@ class OpenSearchIndex:
             self.client.indices.create(index=name)
         self.client.indices.update_aliases(body={"actions": [{"add": {"index": name, "alias": self.alias}}]})
         return name
-
-    def ensure_pipeline(self) -> None:
-        self.client.transport.perform_request(
-            "PUT", f"/_search/pipeline/{self.pipeline}", body=rrf_pipeline(self.rrf_k)
-        )
 
     # --- writes ----------------------------------------------------------------------------------------
 
@@ -328,38 +305,19 @@ class OpenSearchIndex:
         `staged`, from the stored text and vectors — nothing re-parsed or re-embedded), then one bulk of partial
         updates switches lifecycles and labels and supersedes what the catalog no longer holds. Idempotent: a sync
         interrupted anywhere is completed by the next one."""
-        meta = dict(catalog.conn.execute("SELECT key, value FROM index_meta"))
-        if "embed_model" not in meta:
+        model = catalog.embedding_model()
+        if model is None:
             return {"indexed": 0, "updated": 0, "superseded": 0}
-        self._retrying("setup", partial(self.ensure, meta["embed_model"], int(meta["embed_dims"])))
-        want = {
-            row[0]: (row[1], row[2], row[3], row[4], bool(row[5]))
-            for row in catalog.conn.execute("SELECT chunk_id, lifecycle, access, owner, tenant, exception FROM chunks")
-        }
+        self._retrying("setup", partial(self.ensure, *model))
+        want = catalog.chunk_states()
         have = self.states()
         missing = [c for c, state in want.items() if state[0] == "current" and c not in have]
-        table = catalog._vector_table()
         for start in range(0, len(missing), batch):
             part = missing[start : start + batch]
-            marks = ", ".join("?" for _ in part)
-            cursor = catalog.conn.execute(
-                "SELECT c.chunk_id, c.source_id, c.source_version, c.ordinal, c.page, c.t_start, c.t_end, "
-                "c.section_path, c.text, c.body, c.owner, c.access, c.tenant, c.language, c.policy_version, "
-                f"c.exception, s.kind, v.embedding FROM chunks c JOIN {table} v ON v.rowid = c.rowid "
-                "LEFT JOIN sources s ON s.source_id = c.source_id AND s.version = c.source_version "
-                f"WHERE c.chunk_id IN ({marks})",
-                part,
-            )
             actions: list[dict[str, Any]] = []
-            for row in cursor:
-                (chunk_id, source_id, version, ordinal, page, t0, t1, section, text, body, owner, access, tenant,
-                 language, policy, exception, kind, blob) = row  # fmt: skip
-                chunk = Chunk(chunk_id=chunk_id, source_id=source_id, source_version=version,
-                              section_path=json.loads(section), locator=Locator(page=page, t_start=t0, t_end=t1),
-                              text=text, body=body, owner=owner, access_rule=access, tenant=tenant,
-                              policy_version=policy, language=language)  # fmt: skip
-                doc = chunk_document(chunk, ordinal, np.frombuffer(blob, dtype=np.float32), kind, bool(exception))
-                actions += [{"index": {"_index": self.alias, "_id": chunk_id}}, doc]
+            for stored in catalog.stored_chunks(part):
+                doc = chunk_document(stored.chunk, stored.ordinal, stored.vector, stored.kind, stored.exception)
+                actions += [{"index": {"_index": self.alias, "_id": stored.chunk.chunk_id}}, doc]
             self._bulk(actions)
             for chunk_id in part:
                 have[chunk_id] = ("staged", None, None, None, None)
@@ -379,75 +337,90 @@ class OpenSearchIndex:
         self._bulk(switch, refresh="wait_for")
         return {"indexed": len(missing), "updated": updated, "superseded": superseded}
 
-    # --- reads -----------------------------------------------------------------------------------------
+    # --- reads: the SearchBackend primitives (tasks/index/backend.py) ------------------------------------
 
-    def _search(self, body: dict[str, Any], **params: Any) -> list[tuple[dict[str, Any], float]]:
-        hits = self.client.search(index=self.alias, body=body, params=params or None)["hits"]["hits"]
-        return [(h["_source"], float(h["_score"] or 0.0)) for h in hits]
+    name = "opensearch"
 
-    def lexical_coverage(self, query: str, chunk_id: str) -> float:
-        """The embedded index's measure from the cluster's own statistics: `_termvectors` of the best lexical
-        hit gives its terms and their document frequencies."""
+    def snapshot(self) -> AbstractContextManager[Any]:
+        """A cluster has no read transaction; `hits` re-applies the filters, so a chunk switched out between the
+        ranking and the lookup is dropped, never served."""
+        return nullcontext()
+
+    def check_query_vector(self, vector: np.ndarray) -> None:
+        if self._dims is None:
+            serving = sorted(self.client.indices.get_alias(name=self.alias)) if self.client.indices.exists_alias(
+                name=self.alias) else []  # fmt: skip
+            self._dims = int(serving[0].rsplit("-", 1)[1]) if serving else 0
+        if self._dims and self._dims != len(vector):
+            raise IndexMismatchError(
+                f"alias {self.alias} serves {self._dims}-dim vectors; the query vector has {len(vector)} dims. "
+                "Query with the model the index was built with."
+            )
+
+    def _ranked(self, body: dict[str, Any]) -> list[tuple[str, float]]:
+        hits = self.client.search(index=self.alias, body=body)["hits"]["hits"]
+        return [(h["_id"], float(h["_score"] or 0.0)) for h in hits]
+
+    def lexical(
+        self, query: str, scopes: Sequence[str], depth: int, stemmed: bool = True,
+        variants: dict[str, list[str]] | None = None,
+    ) -> list[tuple[str, float]]:  # fmt: skip
+        extra = [v for found in (variants or {}).values() for v in found] if stemmed else []
+        return self._ranked(lexical_body(query, scopes, depth, stemmed, extra))
+
+    def vector(self, vector: np.ndarray, scopes: Sequence[str], depth: int) -> list[tuple[str, float]]:
+        return self._ranked(knn_body(vector, scopes, depth))
+
+    def identifiers(self, identifiers: Sequence[str], scopes: Sequence[str], depth: int) -> list[str]:
+        """Chunks holding the identifiers, most identifiers matched first (a constant-score clause per identifier)."""
+        if not identifiers:
+            return []
+        return [chunk_id for chunk_id, _ in self._ranked(identifier_body(identifiers, scopes, depth))]
+
+    def term_frequency(self, term: str) -> int:
+        """Documents whose analysed text holds `term` (a stem, as tasks/analysis.py makes it)."""
+        body = {"size": 0, "track_total_hits": True, "query": {"term": {"text": term}}}
+        return int(self.client.search(index=self.alias, body=body)["hits"]["total"]["value"])
+
+    def near(self, term: str) -> list[tuple[str, int]]:
+        """Indexed terms sharing `term`'s first letter within two edits, with their document frequencies: the
+        cluster's term suggester over the analysed field (the input is a stem already: not analysed again)."""
+        spec = {"field": "text", "analyzer": "keyword", "suggest_mode": "always", "max_edits": 2,
+                "prefix_length": 1, "min_word_length": MIN_LENGTH, "size": 50}  # fmt: skip
+        body = {"size": 0, "suggest": {"typo": {"text": term, "term": spec}}}
+        found = self.client.search(index=self.alias, body=body).get("suggest", {}).get("typo", [])
+        return [(o["text"], int(o.get("freq", 0))) for entry in found for o in entry.get("options", [])]
+
+    def typo_variants(self, terms: Sequence[str]) -> dict[str, list[str]]:
+        """The embedded index's rule (tasks/typos.py) over the cluster's own vocabulary."""
+        return expand(terms, self.term_frequency, self.near)
+
+    def coverage(self, query: str, key: str, variants: dict[str, list[str]] | None = None) -> float:
+        """The embedded index's measure from the cluster's own statistics: `_termvectors` of the hit gives its
+        terms and their document frequencies."""
         terms = list(dict.fromkeys(analyse(query)))
         if not terms:
             return 0.0
         request = {"fields": ["text"], "term_statistics": True, "field_statistics": True}
-        vectors = self.client.termvectors(index=self.alias, id=chunk_id, body=request)
+        vectors = self.client.termvectors(index=self.alias, id=key, body=request)
         field = vectors.get("term_vectors", {}).get("text", {})
         held = field.get("terms", {})
+        for term, found in (variants or {}).items():  # a mistyped term counts as held through a variant
+            terms[terms.index(term)] = next((v for v in found if v in held), found[0])
         total = field.get("field_statistics", {}).get("doc_count", 1) or 1
         # A term the hit does not hold has no statistics here; it counts as rare (the most informative case).
         df = {t: held[t].get("doc_freq", 1) for t in terms if t in held}
         return idf_coverage(terms, held, df, total)
 
-    def search(
-        self,
-        query: str,
-        vector: np.ndarray | None,
-        scopes: Sequence[str],
-        k: int = 10,
-        depth: int = 50,
-        mode: str = "hybrid",
-        min_coverage: float = 0.35,
-    ) -> list[dict[str, Any]]:
-        if mode not in SEARCH_MODES or mode == "hybrid+rerank":
-            raise ValueError(f"unknown search mode {mode!r} for OpenSearch")
-        if mode in (*HYBRID_MODES, "dense") and vector is None:
-            raise ValueError("dense and hybrid search need a query vector")
-        if not scopes:
+    def hits(self, scored: Sequence[tuple[str, float]], scopes: Sequence[str]) -> list[tuple[str, dict[str, Any]]]:
+        """The ranked chunks' fields, fetched by id under the same filters as the ranking."""
+        if not scored:
             return []
-        docs: dict[str, dict[str, Any]] = {}
-
-        def run(body: dict[str, Any], **params: Any) -> list[tuple[str, float]]:
-            found = self._search(body, **params)
-            docs.update((source["chunk_id"], source) for source, _ in found)
-            return [(source["chunk_id"], score) for source, score in found]
-
-        if mode in ("bm25", "bm25-nostem"):
-            fused = run(lexical_body(query, scopes, depth, stemmed=mode == "bm25"))
-        elif mode == "dense":
-            fused = run(knn_body(vector, scopes, depth))
-        else:
-            lexical = run(lexical_body(query, scopes, depth))
-            if mode == "hybrid" and lexical and self.lexical_coverage(query, lexical[0][0]) < min_coverage:
-                fused = run(knn_body(vector, scopes, depth))  # routed: a paraphrase, dense ranks alone
-            elif self.version >= (2, 19):
-                self.ensure_pipeline()
-                fused = run(hybrid_body(query, vector, scopes, depth, self.version), search_pipeline=self.pipeline)
-            else:  # no score-ranker-processor before 2.19: the same RRF as the embedded index, client-side
-                dense = run(knn_body(vector, scopes, depth))
-                ids = list(dict.fromkeys([c for c, _ in lexical] + [c for c, _ in dense]))
-                position = {c: i for i, c in enumerate(ids)}
-                rankings = [[position[c] for c, _ in side] for side in (lexical, dense)]
-                fused = [(ids[i], score) for i, score in rrf_fuse(rankings, self.rrf_k)]
-        identifiers = extract_identifiers(query)
-        if mode != "dense" and identifiers:
-            exact = [c for c, _ in run(identifier_body(identifiers, scopes, depth))]
-            pinned = set(exact)
-            fused = [(c, 1.0 + 1.0 / (rank + 1)) for rank, c in enumerate(exact)] + [
-                (c, s) for c, s in fused if c not in pinned
-            ]
-        return [self._hit(docs[c], s) for c, s in fused[:k]]
+        ids = [chunk_id for chunk_id, _ in scored]
+        wanted = {"terms": {"chunk_id": ids}}
+        body = {"size": len(ids), "_source": HIT_FIELDS, "query": {"bool": {"filter": [wanted, *visible(scopes)]}}}
+        found = {h["_id"]: h["_source"] for h in self.client.search(index=self.alias, body=body)["hits"]["hits"]}
+        return [(c, self._hit(found[c], score)) for c, score in scored if c in found]
 
     @staticmethod
     def _hit(source: dict[str, Any], score: float) -> dict[str, Any]:
@@ -462,7 +435,7 @@ class OpenSearchIndex:
         stored bodies exactly as the embedded index does."""
         tokens = words(text)
         if not tokens or not scopes:
-            return {"query": text, "total": 0, "by_source": {}, "occurrences": []}
+            return no_occurrences(text)
         query = {"bool": {"must": [{"match_phrase": {"text.exact": " ".join(tokens)}}], "filter": visible(scopes)}}
         fields = ["source_id", "page", "t_start", "body", "chunk_id"]
         rows = [
@@ -471,10 +444,6 @@ class OpenSearchIndex:
             for h in self._every(query, source=fields, sort=("source_id", "page", "chunk_id"))
         ]  # fmt: skip
         return locate_occurrences(text, rows, limit)
-
-    def count_mentions(self, text: str, scopes: Sequence[str]) -> dict[str, Any]:
-        found = self.exact_occurrences(text, scopes, limit=0)
-        return {"query": text, "total": found["total"], "by_source": found["by_source"]}
 
 
 def opensearch_index(settings: Settings) -> OpenSearchIndex:
@@ -485,6 +454,4 @@ def opensearch_index(settings: Settings) -> OpenSearchIndex:
 
     # korpus retries itself (with backoff, counted); the client's own immediate retries are switched off.
     client = OpenSearch(hosts=[settings.opensearch_url], timeout=60, max_retries=0)
-    return OpenSearchIndex(
-        client, prefix=settings.opensearch_prefix, rrf_k=settings.rrf_k, retry=RetryPolicy.from_settings(settings)
-    )
+    return OpenSearchIndex(client, prefix=settings.opensearch_prefix, retry=RetryPolicy.from_settings(settings))

@@ -1,5 +1,5 @@
 """The embedded index and catalog: one SQLite file through apsw, FTS5 for BM25; exact kNN in numpy over an
-in-memory snapshot of the vectors (tasks/vector_cache.py), which sqlite-vec stores and checks against.
+in-memory snapshot of the vectors (tasks/index/vector_cache.py), which sqlite-vec stores and checks against.
 
 Access and lifecycle filters are part of every query on both sides, applied before the top-N cut, so a chunk the
 caller may not see can never take a rank. A source version's chunks are written and switched current in one
@@ -10,28 +10,26 @@ from __future__ import annotations
 
 import hashlib
 import json
-import math
 import re
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import apsw
 import numpy as np
 import sqlite_vec
 
-from korpus.datamodel import Chunk, Lifecycle, PageResult, QuarantineItem, Source
-from tasks.analysis import analyse, terms_of, words
-from tasks.audio import timecode
+from korpus.datamodel import Chunk, Lifecycle, Locator, PageResult, QuarantineItem, Source
+from tasks.analysis import terms_of, words
 from tasks.crash_points import crash_point
 from tasks.identifiers import extract_identifiers
-from tasks.typos import expand
-from tasks.vector_cache import GENERATION_SQL, Snapshot, cache_for
-
-if TYPE_CHECKING:
-    from tasks.rerank import Reranker
+from tasks.index.backend import IndexMismatchError
+from tasks.index.exact import mentions
+from tasks.index.sqlite_search import SqliteSearch
+from tasks.index.vector_cache import GENERATION_SQL
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS index_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -75,10 +73,6 @@ ADDED_COLUMNS = (("quarantine", "access", "TEXT"), ("quarantine", "kind", "TEXT"
                  ("quarantine_decisions", "text", "TEXT"))  # fmt: skip
 
 
-SEARCH_MODES = ("hybrid", "hybrid+rerank", "hybrid-rrf", "bm25", "bm25-nostem", "dense")
-HYBRID_MODES = ("hybrid", "hybrid+rerank", "hybrid-rrf")
-
-
 # What a filter needs, in a table of two narrow columns: `visible` is the access rule of a current chunk and NULL
 # otherwise. BM25 joins it instead of `chunks`, whose rows carry text and body: at 100k chunks the join over a
 # query's matches fell from p95 ~75 ms to ~19 ms. Triggers keep it exact inside every writing transaction.
@@ -96,84 +90,31 @@ CREATE TRIGGER IF NOT EXISTS chunks_visibility_delete AFTER DELETE ON chunks BEG
 END;
 INSERT OR REPLACE INTO chunk_visibility SELECT rowid, CASE WHEN lifecycle = 'current' THEN access END FROM chunks;
 """
-DERIVED_TRIGGERS = 6  # chunks_generation_* (tasks/vector_cache.py) and chunks_visibility_*
+DERIVED_TRIGGERS = 6  # chunks_generation_* (tasks/index/vector_cache.py) and chunks_visibility_*
+
+
+@dataclass(frozen=True)
+class StoredChunk:
+    chunk: Chunk
+    ordinal: int
+    vector: np.ndarray
+    kind: str | None
+    exception: bool
 
 
 class IndexWriteError(RuntimeError):
     """The index file could not be written (disk full, read-only): the refresh stops, nothing half-switched."""
 
 
-class IndexMismatchError(RuntimeError):
-    """The index was built with another embedding model or dimension than the one asked to query it."""
-
-
-_STAMP = re.compile(r"\[(\d\d:\d\d:\d\d)\]")
-
-
 def _now() -> str:
     return datetime.now(UTC).isoformat(timespec="seconds")
-
-
-def _fts_query(terms: Iterable[str], column: str = "terms") -> str | None:
-    unique = list(dict.fromkeys(t for t in terms if t))
-    if not unique:
-        return None
-    quoted = " OR ".join('"' + t.replace('"', '""') + '"' for t in unique)
-    return f"{column} : ({quoted})"
-
-
-def rrf_fuse(rankings: Sequence[Sequence[int]], k: int) -> list[tuple[int, float]]:
-    """Reciprocal rank fusion: score = Σ 1/(k + rank), rank starting at 1."""
-    scores: dict[int, float] = {}
-    for ranking in rankings:
-        for rank, rowid in enumerate(ranking, start=1):
-            scores[rowid] = scores.get(rowid, 0.0) + 1.0 / (k + rank)
-    return sorted(scores.items(), key=lambda item: (-item[1], item[0]))
-
-
-def idf_coverage(terms: Sequence[str], held: Iterable[str], df: dict[str, int], total: int) -> float:
-    """The IDF-weighted share of `terms` found among `held` (a chunk's terms); `df` gives document frequencies
-    out of `total` documents (a term missing from `df` counts as rare). The routing measure of every backend."""
-    held = set(held)
-    idf = {t: math.log(1.0 + max(total - df.get(t, 0) + 0.5, 0.5) / (df.get(t, 0) + 0.5)) for t in terms}
-    return sum(idf[t] for t in terms if t in held) / sum(idf.values())
-
-
-def locate_occurrences(
-    text: str, rows: Iterable[tuple[str, int | None, float | None, str, str]], limit: int
-) -> dict[str, Any]:
-    """Every occurrence of `text` (case-insensitive, any run of whitespace between its words) in the bodies of
-    `rows` — (source id, page, start time, body, chunk id) of chunks that matched the phrase — with file, page or
-    timecode, the line, ±80 characters of context, counts per source and the total. Shared by every backend."""
-    pattern = re.compile(r"\s+".join(re.escape(part) for part in text.split()), re.IGNORECASE)
-    occurrences: list[dict[str, Any]] = []
-    by_source: dict[str, int] = {}
-    for source_id, page, t_start, body, chunk_id in rows:
-        for match in pattern.finditer(body):
-            by_source[source_id] = by_source.get(source_id, 0) + 1
-            if len(occurrences) >= limit:
-                continue
-            line_start = body.rfind("\n", 0, match.start()) + 1
-            line_end = body.find("\n", match.end())
-            stamp = _STAMP.findall(body[: match.start()])
-            occurrences.append(
-                {
-                    "source_id": source_id,
-                    "page": page,
-                    "timecode": stamp[-1] if stamp else (timecode(t_start) if t_start is not None else None),
-                    "line": body[line_start : line_end if line_end >= 0 else len(body)].strip(),
-                    "context": body[max(0, match.start() - 80) : match.end() + 80].replace("\n", " "),
-                    "chunk_id": chunk_id,
-                }
-            )
-    return {"query": text, "total": sum(by_source.values()), "by_source": by_source, "occurrences": occurrences}
 
 
 class SqliteIndex:
     """Catalog + hybrid index in one SQLite file.
 
     >>> index = SqliteIndex(Path("korpus-data/korpus.db"))
-    >>> hits = index.search("договор поставки", query_vector, scopes=["public"], k=5)
+    >>> hits = Retriever(index.searcher).search("договор поставки", query_vector, scopes=["public"], k=5)
     """
 
     def __init__(self, path: Path) -> None:
@@ -232,7 +173,7 @@ class SqliteIndex:
                 f"with, or move the index to the new model: korpus reindex --embed-model PATH."
             )
 
-    def _vector_table(self) -> str:
+    def vector_table(self) -> str:
         """The table holding the current model's vectors (the 'alias' a reindex swaps)."""
         rows = self.conn.execute("SELECT value FROM index_meta WHERE key = 'vector_table'").fetchall()
         return rows[0][0] if rows else "chunk_vectors"
@@ -252,7 +193,7 @@ class SqliteIndex:
         old vectors. A refresh still running with the old model is refused at publish (IndexMismatchError).
         """
         meta = dict(self.conn.execute("SELECT key, value FROM index_meta"))
-        old_table = self._vector_table()
+        old_table = self.vector_table()
         table = "chunk_vectors_" + re.sub(r"[^a-z0-9]+", "_", model_name.lower()).strip("_") + f"_{dims}"
         if meta.get("embed_model") == model_name and meta.get("embed_dims") == str(dims):
             raise ValueError(f"index {self.path} already holds {dims}-dim vectors from {model_name!r}")
@@ -319,7 +260,7 @@ class SqliteIndex:
     def current_vectors(self, source_id: str) -> dict[str, np.ndarray]:
         """Chunk text → vector of a source's current chunks (to reuse for unchanged text in a new version)."""
         rows = self.conn.execute(
-            f"SELECT c.text, v.embedding FROM chunks c INDEXED BY chunks_by_source JOIN {self._vector_table()} v "
+            f"SELECT c.text, v.embedding FROM chunks c INDEXED BY chunks_by_source JOIN {self.vector_table()} v "
             "ON v.rowid = c.rowid WHERE c.source_id = ? AND c.lifecycle = 'current'",
             (source_id,),
         )
@@ -589,7 +530,7 @@ class SqliteIndex:
                 "AND source_version = ?)",
                 (source.source_id, source.version),
             )
-            table = self._vector_table()
+            table = self.vector_table()
             self.conn.execute(
                 f"DELETE FROM {table} WHERE rowid IN (SELECT rowid FROM chunks WHERE source_id = ? "
                 "AND source_version = ?)",
@@ -656,7 +597,7 @@ class SqliteIndex:
             (rowid, " ".join(terms_of(tokens)), " ".join(tokens)),
         )
         self.conn.execute(
-            f"INSERT INTO {table or self._vector_table()} (rowid, embedding) VALUES (?, ?)", (rowid, vector.tobytes())
+            f"INSERT INTO {table or self.vector_table()} (rowid, embedding) VALUES (?, ?)", (rowid, vector.tobytes())
         )
         for identifier in extract_identifiers(chunk.body):
             self.conn.execute("INSERT INTO chunk_identifiers (rowid, identifier) VALUES (?, ?)", (rowid, identifier))
@@ -730,272 +671,49 @@ class SqliteIndex:
                 (source.owner, source.access, source.tenant, source.source_id, source.version),
             )
 
-    # --- reads -----------------------------------------------------------------------------------------
+    # --- reads: the search side is tasks/index/sqlite_search.py (composed by tasks/retrieval/retriever.py) ---
 
-    @staticmethod
-    def _filter_sql(scopes: Sequence[str]) -> tuple[str, list[Any]]:
-        if not scopes:
-            return "0", []
-        marks = ", ".join("?" for _ in scopes)
-        return f"c.lifecycle = 'current' AND c.access IN ({marks})", list(scopes)
-
-    @staticmethod
-    def _visible_sql(scopes: Sequence[str]) -> tuple[str, list[Any]]:
-        """The same filter on `chunk_visibility v` (current and in scope)."""
-        if not scopes:
-            return "0", []
-        return f"v.visible IN ({', '.join('?' for _ in scopes)})", list(scopes)
-
-    def lexical_ranking(
-        self,
-        query: str,
-        scopes: Sequence[str],
-        depth: int,
-        stemmed: bool = True,
-        variants: dict[str, list[str]] | None = None,
-    ) -> list[tuple[int, float]]:
-        """BM25 over the Russian-analysed `terms` field (with the typo variants of unknown terms; `variants` when the
-        caller has them already), or (stemmed=False) over the unstemmed `exact` field."""
-        if stemmed:
-            terms = analyse(query)
-            variants = self.typo_variants(terms) if variants is None else variants
-            match = _fts_query([*terms, *(v for found in variants.values() for v in found)])
-        else:
-            match = _fts_query(words(query), column="exact")
-        if match is None:
-            return []
-        where, params = self._visible_sql(scopes)
-        weights = "1.0, 0.0" if stemmed else "0.0, 1.0"
-        rows = self.conn.execute(
-            f"SELECT v.rowid, bm25(chunk_terms, {weights}) AS s FROM chunk_terms "
-            f"JOIN chunk_visibility v ON v.rowid = chunk_terms.rowid WHERE chunk_terms MATCH ? AND {where} "
-            "ORDER BY s LIMIT ?",
-            [match, *params, depth],
-        )
-        return [(rowid, -score) for rowid, score in rows]
-
-    def term_frequency(self, term: str) -> int:
-        """Chunks whose analysed text holds `term` (an index lookup on fts5vocab; deleted rows may count)."""
-        rows = self.conn.execute("SELECT doc FROM chunk_terms_vocab WHERE term = ? AND col = 'terms'", (term,))
-        found = rows.fetchall()
-        return found[0][0] if found else 0
-
-    def typo_variants(self, terms: Sequence[str]) -> dict[str, list[str]]:
-        """Indexed terms a typo away from each query term the index does not know (tasks/typos.py)."""
-
-        def starting_with(letter: str) -> list[tuple[str, int]]:
-            return self.conn.execute(
-                "SELECT term, doc FROM chunk_terms_vocab WHERE term >= ? AND term < ? AND col = 'terms'",
-                (letter, chr(ord(letter) + 1)),
-            ).fetchall()
-
-        return expand(terms, self.term_frequency, starting_with)
-
-    def identifier_ranking(self, identifiers: Sequence[str], scopes: Sequence[str], depth: int) -> list[int]:
-        """Chunks holding the query's identifiers exactly, most identifiers matched first."""
-        if not identifiers:
-            return []
-        where, params = self._visible_sql(scopes)
-        marks = ", ".join("?" for _ in identifiers)
-        rows = self.conn.execute(
-            "SELECT v.rowid, count(DISTINCT i.identifier) AS n FROM chunk_identifiers i "
-            f"JOIN chunk_visibility v ON v.rowid = i.rowid WHERE i.identifier IN ({marks}) AND {where} "
-            "GROUP BY v.rowid ORDER BY n DESC, v.rowid LIMIT ?",
-            [*identifiers, *params, depth],
-        )
-        return [rowid for rowid, _ in rows]
+    @property
+    def searcher(self) -> SqliteSearch:
+        """This index as a `SearchBackend`."""
+        return SqliteSearch(self)
 
     def exact_occurrences(self, text: str, scopes: Sequence[str], limit: int = 500) -> dict[str, Any]:
-        """`search_exact`: every occurrence of `text` (case-insensitive, any run of whitespace between its words)
-        in current chunks the scopes may see: file, page or timecode, the line, context, and the total count."""
-        tokens = words(text)
-        if not tokens:
-            return {"query": text, "total": 0, "by_source": {}, "occurrences": []}
-        where, params = self._filter_sql(scopes)
-        phrase = '"' + " ".join(t.replace('"', '""') for t in tokens) + '"'
-        rows = self.conn.execute(
-            "SELECT c.source_id, c.page, c.t_start, c.body, c.chunk_id FROM chunk_terms "
-            f"JOIN chunks c ON c.rowid = chunk_terms.rowid WHERE chunk_terms MATCH ? AND {where} "
-            "ORDER BY c.source_id, c.page, c.t_start, c.rowid",
-            [f"exact : {phrase}", *params],
-        )
-        return locate_occurrences(text, rows, limit)
+        return self.searcher.exact_occurrences(text, scopes, limit)
 
     def count_mentions(self, text: str, scopes: Sequence[str]) -> dict[str, Any]:
-        """`count_mentions`: how often `text` occurs, per source, in what the scopes may see."""
-        found = self.exact_occurrences(text, scopes, limit=0)
-        return {"query": text, "total": found["total"], "by_source": found["by_source"]}
+        return mentions(self.searcher.exact_occurrences(text, scopes, limit=0))
 
-    def lexical_coverage(self, query: str, rowid: int, variants: dict[str, list[str]] | None = None) -> float:
-        """How much of the query the best lexical hit holds: the IDF-weighted share of the query's analysed terms
-        found in that chunk (1.0 = every term). Low coverage means BM25 ranked on a word or two the question
-        happens to share — the mark of a paraphrase — and its ranking deserves less weight in the fusion."""
-        terms = list(dict.fromkeys(analyse(query)))
-        if not terms:
-            return 0.0
-        stored = self.conn.execute("SELECT terms FROM chunk_terms WHERE rowid = ?", (rowid,)).fetchall()
-        held = set(stored[0][0].split()) if stored else set()
-        # A mistyped term counts as held when the chunk holds one of its variants, and weighs as that variant.
-        for term, found in (self.typo_variants(terms) if variants is None else variants).items():
-            kept = next((v for v in found if v in held), found[0])
-            terms[terms.index(term)] = kept
-        # N and document frequencies by index lookups only: count(*) on FTS5 and `term IN (…)` on fts5vocab both
-        # scan (160 ms and 5 ms at 100k chunks); max(rowid) and `term = ?` take microseconds. max(rowid) counts
-        # deleted rows too, which moves an IDF by a hair.
-        total = self.conn.execute("SELECT max(rowid) FROM chunks").fetchall()[0][0] or 1
-        df = {term: self.term_frequency(term) for term in terms}
-        return idf_coverage(terms, held, df, total)
+    def embedding_model(self) -> tuple[str, int] | None:
+        """(model name, dimension) of the stored vectors; None before the first publish."""
+        meta = dict(self.conn.execute("SELECT key, value FROM index_meta"))
+        return (meta["embed_model"], int(meta["embed_dims"])) if "embed_model" in meta else None
 
-    def vector_ranking(self, vector: np.ndarray, scopes: Sequence[str], depth: int) -> list[tuple[int, float]]:
-        """Exact kNN over the current chunks the scopes may see, from the process's in-memory copy of the vectors
-        (tasks/vector_cache.py), synced to this connection's snapshot first."""
-        if not scopes:
-            return []
-        return self._vectors().top(vector, scopes, depth)
+    def chunk_states(self) -> dict[str, tuple[str, str, str, str, bool]]:
+        """chunk id → (lifecycle, access, owner, tenant, exception) of every stored chunk (what a mirror serves)."""
+        rows = self.conn.execute("SELECT chunk_id, lifecycle, access, owner, tenant, exception FROM chunks")
+        return {row[0]: (row[1], row[2], row[3], row[4], bool(row[5])) for row in rows}
 
-    def _vectors(self) -> Snapshot:
-        """The in-memory vectors at this connection's snapshot (one read transaction for check and sync)."""
-        with self.conn:
-            table = self._vector_table()
-            generation = self.conn.execute("SELECT value FROM index_meta WHERE key = 'generation'").fetchall()[0][0]
-            return cache_for(self.path, table).current(self.conn, table, generation)
-
-    def vector_ranking_sql(self, vector: np.ndarray, scopes: Sequence[str], depth: int) -> list[tuple[int, float]]:
-        """The same ranking by sqlite-vec inside SQL (no memory copy): the reference the cache is tested against."""
-        where, params = self._filter_sql(scopes)
-        blob = np.asarray(vector, dtype=np.float32).tobytes()
-        rows = self.conn.execute(
-            "SELECT c.rowid, vec_distance_cosine(v.embedding, ?) AS d FROM chunks c "
-            f"JOIN {self._vector_table()} v ON v.rowid = c.rowid WHERE {where} ORDER BY d LIMIT ?",
-            [blob, *params, depth],
-        )
-        return [(rowid, 1.0 - distance) for rowid, distance in rows]
-
-    def search(
-        self,
-        query: str,
-        vector: np.ndarray | None,
-        scopes: Sequence[str],
-        k: int = 10,
-        depth: int = 50,
-        rrf_k: int = 60,
-        mode: str = "hybrid",
-        min_coverage: float = 0.35,
-        reranker: Reranker | None = None,
-        rerank_top: int = 20,
-        explain: dict[str, Any] | None = None,
-    ) -> list[dict[str, Any]]:
-        """Hybrid (RRF over BM25 and kNN, routed by lexical coverage), plain RRF ('hybrid-rrf'), or one side
-        alone ('bm25', 'bm25-nostem', 'dense'). Identifier matches rank first in every mode that reads BM25.
-        `explain`, when given, is filled with how the ranking was decided (`korpus search --explain`): the query's
-        terms and typo variants, the lexical coverage and whether BM25 joined the fusion, identifier pins, and
-        each hit's rank on either side.
-
-        Both sides and the hit lookup read one snapshot (one read transaction): a version switch committed
-        meanwhile is seen by all of them or by none.
-        """
-        if mode not in SEARCH_MODES:
-            raise ValueError(f"unknown search mode {mode!r}; one of {', '.join(SEARCH_MODES)}")
-        if mode == "hybrid+rerank" and reranker is None:
-            raise ValueError("hybrid+rerank needs a rerank model: set KORPUS_RERANK_MODEL to a CrossEncoder folder")
-        if mode in (*HYBRID_MODES, "dense") and vector is None:
-            raise ValueError("dense and hybrid search need a query vector")
-        if vector is not None:
-            dims = self.conn.execute("SELECT value FROM index_meta WHERE key = 'embed_dims'").fetchall()
-            if dims and int(dims[0][0]) != len(vector):
-                raise IndexMismatchError(
-                    f"index {self.path} holds {dims[0][0]}-dim vectors; the query vector has {len(vector)} dims. "
-                    "Query with the model the index was built with (korpus sources / /health show it)."
-                )
-        with self.conn:
-            rankings = []
-            if mode == "bm25-nostem":  # the baseline evaluations compare against: no Russian morphology
-                rankings.append([rowid for rowid, _ in self.lexical_ranking(query, scopes, depth, stemmed=False)])
-            if mode in HYBRID_MODES or mode == "bm25":
-                terms = analyse(query)
-                variants = self.typo_variants(terms)  # one vocabulary lookup for both the ranking and the coverage
-                lexical = [rowid for rowid, _ in self.lexical_ranking(query, scopes, depth, variants=variants)]
-                # Routed fusion: when BM25's best hit holds less than `min_coverage` of the query (IDF-weighted),
-                # BM25 matched a stray word of a paraphrase and its ranking is left out; any weight it kept would
-                # reorder dense's top ranks, which RRF spaces only 1/(k+r) - 1/(k+r+1) apart. 'hybrid-rrf' is
-                # plain equal-weight RRF, the baseline evaluations compare against.
-                routed = mode in ("hybrid", "hybrid+rerank") and lexical
-                coverage = self.lexical_coverage(query, lexical[0], variants) if routed else None
-                joined = not (routed and coverage < min_coverage)
-                if joined:
-                    rankings.append(lexical)
-                if explain is not None:
-                    explain.update(terms=terms, typo_variants=variants, coverage=coverage,
-                                   min_coverage=min_coverage, bm25_joined=joined,
-                                   bm25_ranks={r: n + 1 for n, r in enumerate(lexical)})  # fmt: skip
-            if mode in HYBRID_MODES or mode == "dense":
-                rankings.append([rowid for rowid, _ in self.vector_ranking(vector, scopes, depth)])
-                if explain is not None:
-                    explain["dense_ranks"] = {r: n + 1 for n, r in enumerate(rankings[-1])}
-            fused = rrf_fuse(rankings, rrf_k)
-            if mode in HYBRID_MODES or mode == "bm25":
-                # A query carrying an ИНН, ОГРН or document number wants that document: exact identifier
-                # matches rank first, whatever either side of the fusion thought of them.
-                exact = self.identifier_ranking(extract_identifiers(query), scopes, depth)
-                first = [(rowid, 1.0 + 1.0 / (rank + 1)) for rank, rowid in enumerate(exact)]
-                fused = first + [(rowid, score) for rowid, score in fused if rowid not in set(exact)]
-            else:
-                exact = []
-            if explain is not None:
-                explain["identifier_pins"] = len(exact)
-            if mode != "hybrid+rerank":
-                return self._explained(self._hits(fused[:k]), fused[:k], explain)
-            # The cross-encoder reorders the fused top-N that the filters already passed; identifier matches
-            # keep their place in front of it.
-            hits = self._hits(fused[: max(k, rerank_top + len(exact))])
-            pinned, rest = hits[: len(exact)], hits[len(exact) : len(exact) + rerank_top]
-            for hit, score in zip(rest, reranker.scores(query, [h["text"] for h in rest]), strict=True):
-                hit["fused_score"], hit["score"] = hit["score"], round(score, 6)
-            rest.sort(key=lambda h: -h["score"])
-            return (pinned + rest + hits[len(exact) + rerank_top :])[:k]
-
-    @staticmethod
-    def _explained(
-        hits: list[dict[str, Any]], scored: Sequence[tuple[int, float]], explain: dict[str, Any] | None
-    ) -> list[dict[str, Any]]:
-        """Each hit's place on either side of the fusion, when the caller asked how the ranking was decided."""
-        if explain is None:
-            return hits
-        lexical, dense = explain.pop("bm25_ranks", {}), explain.pop("dense_ranks", {})
-        for hit, (rowid, _score) in zip(hits, scored, strict=True):
-            hit["explain"] = {"bm25_rank": lexical.get(rowid), "dense_rank": dense.get(rowid)}
-        return hits
-
-    def _hits(self, scored: Sequence[tuple[int, float]]) -> list[dict[str, Any]]:
-        if not scored:
-            return []
-        marks = ", ".join("?" for _ in scored)
+    def stored_chunks(self, chunk_ids: Sequence[str]) -> Iterator[StoredChunk]:
+        """The chunks with these ids as stored — text, locator, labels, vector, the source's kind — to mirror them
+        without re-parsing or re-embedding."""
+        marks = ", ".join("?" for _ in chunk_ids)
         cursor = self.conn.execute(
-            "SELECT rowid, chunk_id, source_id, source_version, page, t_start, t_end, section_path, text, "
-            f"lifecycle, access, exception FROM chunks WHERE rowid IN ({marks})",
-            [rowid for rowid, _ in scored],
+            "SELECT c.chunk_id, c.source_id, c.source_version, c.ordinal, c.page, c.t_start, c.t_end, "
+            "c.section_path, c.text, c.body, c.owner, c.access, c.tenant, c.language, c.policy_version, "
+            f"c.exception, s.kind, v.embedding FROM chunks c JOIN {self.vector_table()} v ON v.rowid = c.rowid "
+            "LEFT JOIN sources s ON s.source_id = c.source_id AND s.version = c.source_version "
+            f"WHERE c.chunk_id IN ({marks})",
+            list(chunk_ids),
         )
-        rows = {row[0]: row[1:] for row in cursor}
-        hits = []
-        for rowid, score in scored:
-            chunk_id, source_id, version, page, t0, t1, section, text, lifecycle, access, exception = rows[rowid]
-            hits.append(
-                {
-                    "chunk_id": chunk_id,
-                    "source_id": source_id,
-                    "source_version": version,
-                    "page": page,
-                    "t_start": t0,
-                    "t_end": t1,
-                    "section_path": json.loads(section),
-                    "text": text,
-                    "score": round(score, 6),
-                    "lifecycle": lifecycle,
-                    "access": access,
-                    "exception": bool(exception),
-                }
-            )
-        return hits
+        for row in cursor:
+            (chunk_id, source_id, version, ordinal, page, t0, t1, section, text, body, owner, access, tenant,
+             language, policy, exception, kind, blob) = row  # fmt: skip
+            chunk = Chunk(chunk_id=chunk_id, source_id=source_id, source_version=version,
+                          section_path=json.loads(section), locator=Locator(page=page, t_start=t0, t_end=t1),
+                          text=text, body=body, owner=owner, access_rule=access, tenant=tenant,
+                          policy_version=policy, language=language)  # fmt: skip
+            yield StoredChunk(chunk, ordinal, np.frombuffer(blob, dtype=np.float32), kind, bool(exception))
 
     def current_source(self, source_id: str) -> tuple[Source, list[PageResult]] | None:
         """The current version of a source with its stored page texts and units."""

@@ -1,0 +1,177 @@
+"""The retriever: every search mode composed once from a backend's primitives (tasks/index/backend.py).
+
+    >>> retriever = Retriever.from_settings(backend_for(settings, index), settings)
+    >>> retriever.search("договор поставки", vector, scopes=["public"], k=5)
+
+- **hybrid** (default): RRF over BM25 and kNN, *routed* — when BM25's best hit holds less than `min_coverage` of the
+  query (IDF-weighted), BM25 matched a stray word of a paraphrase and its ranking is left out; any weight it kept
+  would reorder dense's top ranks, which RRF spaces only 1/(k+r) - 1/(k+r+1) apart.
+- **hybrid-rrf**: plain equal-weight RRF, the baseline evaluations compare against; **hybrid+rerank**: the routed
+  fusion's top `rerank_top` reordered by a cross-encoder.
+- **bm25**, **bm25-nostem** (no Russian morphology: the baseline), **dense**: one side alone.
+
+In every mode that reads BM25 (not bm25-nostem), a query carrying an ИНН, ОГРН or document number wants that
+document: exact identifier matches rank first, whatever either side thought of them. An unknown query term is
+searched with its typo variants (tasks/typos.py). Scopes are enforced here and inside every backend primitive: no
+scopes, no hits. `explain`, when given, is filled with how the ranking was decided (`korpus search --explain`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from tasks.analysis import analyse
+from tasks.identifiers import extract_identifiers
+from tasks.index.backend import HYBRID_MODES, SEARCH_MODES, SearchBackend
+from tasks.index.exact import mentions
+from tasks.retrieval.fusion import pin_first, rrf_fuse
+
+if TYPE_CHECKING:
+    from korpus.settings import Settings
+    from tasks.index.sqlite import SqliteIndex
+    from tasks.rerank import Reranker
+
+
+def backend_for(settings: Settings, index: SqliteIndex) -> SearchBackend:
+    """Who answers searches: the embedded index, or (KORPUS_BACKEND=opensearch) the cluster mirroring it."""
+    if settings.backend == "opensearch":
+        from tasks.index.opensearch import opensearch_index
+
+        return opensearch_index(settings)
+    return index.searcher
+
+
+@dataclass
+class Retriever:
+    backend: SearchBackend
+    depth: int = 50
+    rrf_k: int = 60
+    min_coverage: float = 0.35
+    reranker: Reranker | None = None
+    rerank_top: int = 20
+
+    @classmethod
+    def from_settings(cls, backend: SearchBackend, settings: Settings) -> Retriever:
+        """Depth, RRF constant, routing threshold and reranker (loaded on first use) from the settings."""
+        from tasks.rerank import shared_reranker
+
+        reranker = shared_reranker(str(settings.rerank_model)) if settings.rerank_model is not None else None
+        return cls(backend, depth=settings.rrf_depth, rrf_k=settings.rrf_k, min_coverage=settings.hybrid_min_coverage,
+                   reranker=reranker, rerank_top=settings.rerank_top)  # fmt: skip
+
+    def check(self, mode: str, vector: np.ndarray | None) -> None:
+        """Refuse what cannot be searched, with a message for a person."""
+        if mode not in SEARCH_MODES:
+            raise ValueError(f"unknown search mode {mode!r}; one of {', '.join(SEARCH_MODES)}")
+        if mode == "hybrid+rerank" and self.reranker is None:
+            raise ValueError("hybrid+rerank needs a rerank model: set KORPUS_RERANK_MODEL to a CrossEncoder folder")
+        if mode in (*HYBRID_MODES, "dense") and vector is None:
+            raise ValueError("dense and hybrid search need a query vector")
+        if vector is not None:
+            self.backend.check_query_vector(vector)
+
+    def search(
+        self,
+        query: str,
+        vector: np.ndarray | None,
+        scopes: Sequence[str],
+        k: int = 10,
+        mode: str = "hybrid",
+        explain: dict[str, Any] | None = None,
+    ) -> list[dict[str, Any]]:
+        """The top `k` hits of `mode` among current chunks the scopes may see. Every primitive reads one snapshot
+        of the backend: a version switch committed meanwhile is seen by all of them or by none."""
+        self.check(mode, vector)
+        if not scopes:
+            return []
+        with self.backend.snapshot():
+            fused, pinned, sides = self._ranked(query, vector, scopes, mode, explain)
+            if mode != "hybrid+rerank":
+                return self._explained(self.backend.hits(fused[:k], scopes), sides, explain)
+            return self._reranked(query, fused, pinned, scopes, k)
+
+    def _ranked(
+        self, query: str, vector: np.ndarray | None, scopes: Sequence[str], mode: str, explain: dict[str, Any] | None
+    ) -> tuple[list[tuple[Hashable, float]], int, dict[str, list[Hashable]]]:
+        """(fused ranking, how many identifier pins lead it, each side's ranking)."""
+        depth, sides, rankings = self.depth, {}, []
+        if mode == "bm25-nostem":
+            rankings.append([key for key, _ in self.backend.lexical(query, scopes, depth, False, {})])
+        if mode in HYBRID_MODES or mode == "bm25":
+            terms = analyse(query)
+            variants = self.backend.typo_variants(terms)  # one vocabulary lookup for ranking, coverage and explain
+            lexical = [key for key, _ in self.backend.lexical(query, scopes, depth, True, variants)]
+            routed = mode in ("hybrid", "hybrid+rerank") and bool(lexical)
+            coverage = self.backend.coverage(query, lexical[0], variants) if routed else None
+            joined = not (routed and coverage < self.min_coverage)
+            if joined:
+                rankings.append(lexical)
+            sides["bm25"] = lexical
+            if explain is not None:
+                explain.update(terms=terms, typo_variants=variants, coverage=coverage,
+                               min_coverage=self.min_coverage, bm25_joined=joined)  # fmt: skip
+        if mode in HYBRID_MODES or mode == "dense":
+            sides["dense"] = [key for key, _ in self.backend.vector(vector, scopes, depth)]
+            rankings.append(sides["dense"])
+        fused = rrf_fuse(rankings, self.rrf_k)
+        exact: list[Hashable] = []
+        if mode in HYBRID_MODES or mode == "bm25":
+            exact = self.backend.identifiers(extract_identifiers(query), scopes, depth)
+            fused = pin_first(exact, fused)
+        if explain is not None:
+            explain.update(backend=self.backend.name, identifier_pins=len(exact))
+        return fused, len(exact), sides
+
+    def _reranked(
+        self, query: str, fused: list[tuple[Hashable, float]], pinned: int, scopes: Sequence[str], k: int
+    ) -> list[dict[str, Any]]:
+        """The cross-encoder reorders the fused top-N that the filters already passed; identifier matches keep
+        their place in front of it."""
+        assert self.reranker is not None
+        hits = [hit for _key, hit in self.backend.hits(fused[: max(k, self.rerank_top + pinned)], scopes)]
+        front, rest = hits[:pinned], hits[pinned : pinned + self.rerank_top]
+        for hit, score in zip(rest, self.reranker.scores(query, [h["text"] for h in rest]), strict=True):
+            hit["fused_score"], hit["score"] = hit["score"], round(score, 6)
+        rest.sort(key=lambda h: -h["score"])
+        return (front + rest + hits[pinned + self.rerank_top :])[:k]
+
+    @staticmethod
+    def _explained(
+        found: list[tuple[Hashable, dict[str, Any]]], sides: dict[str, list[Hashable]], explain: dict[str, Any] | None
+    ) -> list[dict[str, Any]]:
+        """The hits; with each one's place on either side of the fusion when the caller asked how the ranking was
+        decided."""
+        if explain is None:
+            return [hit for _key, hit in found]
+        ranks = {side: {key: n + 1 for n, key in enumerate(keys)} for side, keys in sides.items()}
+        for key, hit in found:
+            hit["explain"] = {"bm25_rank": ranks.get("bm25", {}).get(key),
+                              "dense_rank": ranks.get("dense", {}).get(key)}  # fmt: skip
+        return [hit for _key, hit in found]
+
+    def exact_occurrences(self, text: str, scopes: Sequence[str], limit: int = 500) -> dict[str, Any]:
+        """`search_exact`: every occurrence of `text` in current chunks the scopes may see."""
+        return self.backend.exact_occurrences(text, list(scopes), limit=limit)
+
+    def count_mentions(self, text: str, scopes: Sequence[str]) -> dict[str, Any]:
+        """`count_mentions`: how often `text` occurs, per source, in what the scopes may see."""
+        return mentions(self.backend.exact_occurrences(text, list(scopes), limit=0))
+
+
+def retrieve(
+    backend: SearchBackend,
+    query: str,
+    vector: np.ndarray | None,
+    scopes: Sequence[str],
+    k: int = 10,
+    mode: str = "hybrid",
+    explain: dict[str, Any] | None = None,
+    **options: Any,
+) -> list[dict[str, Any]]:
+    """One search with explicit options (`depth`, `rrf_k`, `min_coverage`, `reranker`, `rerank_top`): for tests,
+    benchmarks and evaluations that vary them; the product's paths use `Retriever.from_settings`."""
+    return Retriever(backend, **options).search(query, vector, scopes, k=k, mode=mode, explain=explain)
