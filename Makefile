@@ -6,21 +6,21 @@ PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV ?= .venv
 BIN := $(VENV)/bin
 DEMO ?= .demo
-APT_PACKAGES := tesseract-ocr tesseract-ocr-rus tesseract-ocr-eng tesseract-ocr-osd ffmpeg ghostscript fonts-dejavu-core espeak-ng poppler-utils djvulibre-bin libreoffice-writer-nogui chromium chromium-driver
+APT_PACKAGES := tesseract-ocr tesseract-ocr-rus tesseract-ocr-eng tesseract-ocr-osd ffmpeg ghostscript fonts-dejavu-core espeak-ng poppler-utils djvulibre-bin libreoffice-writer-nogui chromium chromium-driver openjdk-17-jdk-headless
 export PREFECT_SERVER_ANALYTICS_ENABLED := false
 export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 
-.PHONY: help setup system python models demo test test-opensearch lint format clean
+.PHONY: help setup system python models lucene demo test test-opensearch lint format clean
 
 help:
 	@echo "make demo   set up, write the sample archive, refresh it twice, run cited searches"
 	@echo "make test   set up and run the unit + integration tests"
-	@echo "make setup  system packages (apt), .venv with torch==2.13.0 (CPU), offline models"
+	@echo "make setup  system packages (apt), .venv with torch==2.13.0 (CPU), offline models, Lucene for the analyzer check"
 	@echo "make lint   ruff check + format check"
 	@echo "make test-opensearch   the OpenSearch backend suite against KORPUS_OPENSEARCH_URL (a real cluster)"
 
-setup: system python models
+setup: system python models lucene
 
 system:
 	@missing=$$(for p in $(APT_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || echo $$p; done); \
@@ -40,6 +40,19 @@ $(VENV)/.installed: pyproject.toml
 
 models: python
 	$(BIN)/korpus models
+
+# Lucene's RussianAnalyzer for tests/integration/test_lucene_analyzer.py: the Anserini fat jar (Lucene 9.9.1)
+# inside PyPI's pyserini 1.6.0 sdist — fetched from the registry, only the jar kept.
+LUCENE_JAR := .cache/lucene/anserini-1.7.1-fatjar.jar
+lucene: $(LUCENE_JAR)
+
+$(LUCENE_JAR): | python
+	mkdir -p .cache/lucene
+	$(BIN)/python -m pip download -q --no-deps --no-binary :all: --no-build-isolation pyserini==1.6.0 -d .cache/lucene \
+	  || $(BIN)/python -m pip download -q --no-deps --no-binary :all: pyserini==1.6.0 -d .cache/lucene
+	tar -xzf .cache/lucene/pyserini-1.6.0.tar.gz -C .cache/lucene --no-same-owner --strip-components=4 \
+	  pyserini-1.6.0/pyserini/resources/jars/anserini-1.7.1-fatjar.jar
+	rm -f .cache/lucene/pyserini-1.6.0.tar.gz
 
 demo: setup
 	$(BIN)/korpus sample $(DEMO)/archive

@@ -14,7 +14,8 @@ from functools import lru_cache
 
 import Stemmer
 
-# Lucene's RussianAnalyzer default stop set (org/apache/lucene/analysis/snowball/russian_stop.txt).
+# Lucene's RussianAnalyzer default stop set (org/apache/lucene/analysis/snowball/russian_stop.txt), all 159 words:
+# tests/integration/test_lucene_analyzer.py compares it with Lucene's own `getDefaultStopSet()`.
 RUSSIAN_STOP_WORDS = frozenset(
     """
     и в во не что он на я с со как а то все она так его но да ты к у же вы за бы по только ее мне было вот от
@@ -23,7 +24,8 @@ RUSSIAN_STOP_WORDS = frozenset(
     будто чего раз тоже себе под будет ж тогда кто этот того потому этого какой совсем ним здесь этом один
     почти мой тем чтобы нее сейчас были куда зачем всех никогда можно при наконец два об другой хоть после
     над больше тот через эти нас про всего них какая много разве три эту моя впрочем хорошо свою этой перед
-    иногда лучше чуть том нельзя такой им более всегда конечно всю между
+    иногда лучше чуть том нельзя такой им более всегда конечно всю между сказал сказала сказать говорил жизнь
+    кажется сегодня человек
     """.split()
 )
 
