@@ -19,9 +19,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from corpora.sample_archive import write_sample_archive
 from korpus.datamodel import PageResult, Source, SourceKind
 from korpus.model_store import embed_model_path, ensure_models
-from korpus.sample_archive import write_sample_archive
 from korpus.settings import Settings
 from tasks.chunking import build_chunks
 from tasks.embedding import token_counter

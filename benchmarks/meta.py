@@ -2,7 +2,7 @@
 
     .venv/bin/python benchmarks/meta.py [--copies 3] [--json]
 
-The generated corpus of korpus.meta_corpus (40 documents a copy; `--copies` writes more, each with its own seed, in
+The generated corpus of corpora.meta_corpus (40 documents a copy; `--copies` writes more, each with its own seed, in
 its own folder) is refreshed with meta-documents off; then, in this one process, with the NER model and the
 embedder already loaded:
 1. full      — `refresh_meta` over an empty fact cache: every source read, four documents per scope built,
@@ -27,8 +27,8 @@ os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
 os.environ.setdefault("PREFECT_LOGGING_LEVEL", "WARNING")
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from corpora.meta_corpus import MANIFEST, write_meta_corpus
 from flows.corpus_refresh import run_refresh
-from korpus.meta_corpus import MANIFEST, write_meta_corpus
 from korpus.model_store import embed_model_path, ensure_models
 from korpus.settings import Settings
 from tasks.embedding import shared_embedder

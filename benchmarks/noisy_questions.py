@@ -8,7 +8,7 @@ dropped); a quoted reply chain above it; two questions in one message (the next 
 both are kept, a hit for either counts). Each set is evaluated clean and noisy per retriever, with korpus's query
 clean-up (tasks/query.py) and without it (the question passed as it came), and noisy without typo-tolerant lexical
 matching (tasks/typos.py), in one process on one index.
-Corpora: the archive-style set (korpus.archive_eval) and XQuAD-ru dev (imported with import_beir), when given.
+Corpora: the archive-style set (corpora.archive_eval) and XQuAD-ru dev (imported with import_beir), when given.
 """
 
 from __future__ import annotations
@@ -26,8 +26,8 @@ os.environ.setdefault("PREFECT_LOGGING_LEVEL", "WARNING")
 os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from corpora import archive_eval
 from flows.corpus_refresh import run_refresh
-from korpus import archive_eval
 from korpus.model_store import embed_model_path, ensure_models
 from korpus.settings import Settings
 from tasks import evaluation, query

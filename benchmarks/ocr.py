@@ -38,9 +38,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 os.environ.setdefault("PREFECT_LOGGING_LEVEL", "WARNING")
 os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
 
+from corpora.sample_archive import FONT_SERIF
 from korpus.datamodel import PageWord, Source, SourceKind
 from korpus.model_store import ensure_models
-from korpus.sample_archive import FONT_SERIF
 from korpus.settings import Settings
 from tasks.parse import ocr_pdf_page
 from tasks.pdf_pages import render_page

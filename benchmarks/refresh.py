@@ -26,9 +26,9 @@ os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
 os.environ.setdefault("PREFECT_LOGGING_LEVEL", "WARNING")
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from corpora.sample_archive import write_sample_archive
 from flows.corpus_refresh import run_refresh
 from korpus.model_store import ensure_models
-from korpus.sample_archive import write_sample_archive
 from korpus.settings import Settings
 
 

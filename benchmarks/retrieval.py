@@ -3,7 +3,7 @@
     .venv/bin/python benchmarks/retrieval.py [--xquad ../shared/data/xquad-ru] [--json]
 
 Corpora, each refreshed into a fresh data directory by the real flow:
-- the archive-style set (`korpus.archive_eval`: 34 documents — near-identical contracts told apart by ИНН, ОГРН
+- the archive-style set (`corpora.archive_eval`: 34 documents — near-identical contracts told apart by ИНН, ОГРН
   and numbers, memos/minutes/orders asked about in other words, restricted HR orders, court notes; refreshed,
   changed, refreshed again; 92 questions), with the default chunk policy and again with structure-v1;
 - the sample archive with its eval set (`eval/sample-archive.jsonl`);
@@ -24,10 +24,10 @@ os.environ.setdefault("PREFECT_LOGGING_LEVEL", "WARNING")
 os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from corpora import archive_eval
+from corpora.sample_archive import write_sample_archive
 from flows.corpus_refresh import run_refresh
-from korpus import archive_eval
 from korpus.model_store import embed_model_path, ensure_models
-from korpus.sample_archive import write_sample_archive
 from korpus.settings import Settings
 from tasks.embedding import Embedder
 from tasks.evaluation import RETRIEVERS, calibrate_no_answer, evaluate, import_beir, load_questions

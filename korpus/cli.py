@@ -58,12 +58,12 @@ def sample(
     if not archive_style:
         if changes or questions:
             _fail("--changes and --questions go with --archive-style")
-        from korpus.sample_archive import write_sample_archive
+        from corpora.sample_archive import write_sample_archive
 
         for path in write_sample_archive(target):
             typer.echo(path)
         return
-    from korpus import archive_eval
+    from corpora import archive_eval
 
     for path in archive_eval.apply_changes(target) if changes else archive_eval.write_archive(target):
         typer.echo(path)
@@ -219,9 +219,10 @@ def chunks(
     as_json: Annotated[bool, typer.Option("--json", help="Chunk records as JSON, with `tokens`.")] = False,
 ) -> None:
     """The chunks of one indexed source with locators and sizes; --policy previews another policy."""
-    from tasks.chunking import POLICIES, build_chunks
+    from tasks.chunking import build_chunks
     from tasks.embedding import token_counter
     from tasks.index.sqlite import SqliteIndex
+    from tasks.policies import POLICIES
 
     settings = _settings(data)
     if policy is not None and policy not in POLICIES:

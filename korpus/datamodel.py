@@ -209,7 +209,7 @@ class Chunk(BaseModel):
     access_rule: str = Field(min_length=1)
     tenant: str = "default"
     lifecycle: Lifecycle = Lifecycle.current
-    policy_version: str = Field(description="The chunking policy that cut it (tasks/chunking.py POLICIES).")
+    policy_version: str = Field(description="The chunking policy that cut it (tasks/policies.py POLICIES).")
     language: str = "ru"
 
 

@@ -35,6 +35,7 @@ from korpus.datamodel import (
     chunk_id_for,
     timecode,
 )
+from tasks.policies import DEFAULT_POLICY, POLICIES, ChunkPolicy
 
 TokenCounter = Callable[[str], int]
 
@@ -54,25 +55,6 @@ EXCEPTION_MARKERS = (
     "но ",
 )
 """A sentence opening with one of these qualifies the one before it: they are never split apart."""
-
-
-@dataclass(frozen=True)
-class ChunkingPolicy:
-    name: str
-    min_tokens: int = 0
-    max_tokens: int = 0
-    full_path: bool = False  # every chunk carries its ancestors' headings, even when its body opens a section
-
-
-POLICIES: dict[str, ChunkingPolicy] = {
-    "page-v1": ChunkingPolicy("page-v1"),
-    # e5-small reads 512 tokens; the address and context lines take up to ~40 of them.
-    "structure-v1": ChunkingPolicy("structure-v1", min_tokens=80, max_tokens=350),
-    # v2: a chunk that opens a section («3. Ответственность сторон») still says which document it belongs to
-    # («Договор поставки подшипников № 21-1/2019 › …»), so a question naming the document finds page 2 too.
-    "structure-v2": ChunkingPolicy("structure-v2", min_tokens=80, max_tokens=350, full_path=True),
-}
-DEFAULT_POLICY = "structure-v2"
 
 
 def chars_as_tokens(text: str) -> int:
@@ -213,7 +195,7 @@ def _split_long(text: str, piece: _Piece, count: TokenCounter, limit: int) -> li
 
 
 def structure_spans(
-    page: PageResult, units: Sequence[Unit], policy: ChunkingPolicy, count: TokenCounter, more_follows: bool = False
+    page: PageResult, units: Sequence[Unit], policy: ChunkPolicy, count: TokenCounter, more_follows: bool = False
 ) -> list[tuple[int, int, list[str], str]]:
     """(start, end, extra section path, context) for each chunk of one page."""
     text = page.text

@@ -6,34 +6,9 @@ with its reason codes — never a silent drop, never a silent index. Reason code
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from korpus.datamodel import Chunk, QuarantineItem, ReasonCode
+from tasks.policies import POLICIES, ChunkPolicy
 from tasks.text_quality import PageFacts, measure
-
-
-@dataclass(frozen=True)
-class ChunkPolicy:
-    """What the gate demands of a chunk. The name and version are stored on every chunk."""
-
-    version: str
-    max_chars: int
-    max_mixed_script: float = 0.1
-    max_glyph_codes: float = 0.05
-    max_mojibake: float = 0.1
-    max_case_flips: float = 0.25  # above the page detector's 0.15: camelCase identifiers in a code chunk
-
-
-POLICIES = {
-    # One chunk per page or minute of speech: a page of dense print is ~4-6k characters; beyond 12k something is
-    # wrong (a table dumped as text, a layer repeated).
-    "page-v1": ChunkPolicy(version="page-v1", max_chars=12_000),
-    # 350 tokens of Russian is ~2 000 characters; an oversized atomic unit (a long table row, a run-on sentence)
-    # may exceed it, up to this bound.
-    "structure-v1": ChunkPolicy(version="structure-v1", max_chars=6_000),
-    "structure-v2": ChunkPolicy(version="structure-v2", max_chars=6_000),
-}
-
 
 MIN_BAD_WORDS = 3
 """A short chunk with one odd word printed in the source («UГИС», «Xxxxгорисполком») is not garbage."""

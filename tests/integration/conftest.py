@@ -21,8 +21,8 @@ import httpx
 import numpy as np
 import pytest
 
+from corpora.sample_archive import write_sample_archive
 from korpus.model_store import embed_model_path, ensure_models
-from korpus.sample_archive import write_sample_archive
 from korpus.settings import Settings
 from tasks.embedding import shared_embedder
 from tasks.index.sqlite import SqliteIndex

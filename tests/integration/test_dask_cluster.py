@@ -18,8 +18,8 @@ from pathlib import Path
 import pymupdf
 import pytest
 
+from corpora.sample_archive import _scan_pdf
 from flows.corpus_refresh import run_refresh
-from korpus.sample_archive import _scan_pdf
 from korpus.settings import Settings
 from tasks.index.sqlite import SqliteIndex
 

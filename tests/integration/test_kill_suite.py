@@ -19,8 +19,8 @@ import pymupdf
 import pytest
 
 import tasks.ocr.tesseract_engine
+from corpora.sample_archive import _scan_pdf
 from flows.corpus_refresh import run_refresh
-from korpus.sample_archive import _scan_pdf
 from korpus.settings import Settings
 from tasks.crash_points import POINTS
 from tasks.index.sqlite import SqliteIndex

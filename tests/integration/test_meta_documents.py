@@ -1,4 +1,4 @@
-"""Meta-documents on a generated corpus with known contents (korpus.meta_corpus): 40 documents, 25 persons in
+"""Meta-documents on a generated corpus with known contents (corpora.meta_corpus): 40 documents, 25 persons in
 varied cases and initials (3 only in restricted `hr` documents), 12 organisations with ИНН, 60 dated events (6
 restricted, 5 written twice). Real natasha NER, pymorphy3, e5 embeddings, SQLite and a real Prefect flow."""
 
@@ -14,9 +14,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from typer.testing import CliRunner
 
+from corpora.meta_corpus import Truth, write_meta_corpus
 from korpus.api import create_app
 from korpus.cli import app
-from korpus.meta_corpus import Truth, write_meta_corpus
 from korpus.model_store import embed_model_path
 from korpus.settings import Settings
 from tasks.embedding import shared_embedder

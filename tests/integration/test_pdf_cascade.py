@@ -17,8 +17,8 @@ import pytest
 from PIL import Image
 
 import tasks.ocr.tesseract_engine
+from corpora.sample_archive import _scan_pdf
 from korpus.datamodel import ReasonCode, Source, SourceKind
-from korpus.sample_archive import _scan_pdf
 from korpus.settings import Settings
 from tasks.parse import ocr_pdf_page, parse_pdf_text_layers
 from tasks.pdf_pages import MAX_RENDER_PIXELS, render_dpi

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from corpora.sample_archive import SAMPLE_INN
 from korpus.model_store import ModelMissingError, embed_model_path
-from korpus.sample_archive import SAMPLE_INN
 from tasks.embedding import shared_embedder
 from tasks.index.sqlite import SqliteIndex
 from tasks.rerank import Reranker

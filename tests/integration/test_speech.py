@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from corpora.sample_archive import speech_recording
 from korpus.datamodel import ReasonCode, Source, SourceKind
-from korpus.sample_archive import speech_recording
 from korpus.settings import Settings
 from tasks.asr import join_words
 from tasks.receive import file_sha256

@@ -13,8 +13,8 @@ from pathlib import Path
 import pymupdf
 import pytest
 
+from corpora.sample_archive import _scan_pdf
 from korpus.datamodel import ReasonCode
-from korpus.sample_archive import _scan_pdf
 from korpus.settings import Settings
 from tasks.index.sqlite import SqliteIndex
 from tasks.parse import ocr_page

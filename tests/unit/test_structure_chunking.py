@@ -7,7 +7,8 @@ import random
 import pytest
 
 from korpus.datamodel import PageResult, Source, SourceKind, UnitKind
-from tasks.chunking import POLICIES, build_chunks, chars_as_tokens, is_exception_sentence
+from tasks.chunking import build_chunks, chars_as_tokens, is_exception_sentence
+from tasks.policies import POLICIES
 from tasks.structure import text_structure
 
 pytestmark = pytest.mark.unit
