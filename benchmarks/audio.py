@@ -29,9 +29,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from korpus.datamodel import Source, SourceKind
 from korpus.model_store import ensure_models, whisper_model_path
 from korpus.settings import Settings
-from tasks.asr import _load_whisper
+from tasks.audio.asr import _load_whisper
+from tasks.audio.speech import assemble_recording, prepare_recording, transcribe_windows
 from tasks.receive import file_sha256
-from tasks.speech import assemble_recording, prepare_recording, transcribe_windows
 
 RATE = 16_000
 DEFAULT_SOURCE = Path(__file__).resolve().parents[2] / "shared" / "data" / "audio" / "ru.wav"

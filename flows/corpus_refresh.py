@@ -25,6 +25,13 @@ from flows import events
 from korpus.datamodel import Chunk, PageResult, QuarantineItem, ReasonCode, Source, SourceKind
 from korpus.model_store import embed_model_path, set_offline_switches
 from korpus.settings import Settings
+from tasks.audio.speech import (
+    RecordingOutcome,
+    RecordingPlan,
+    assemble_recording,
+    prepare_recording,
+    transcribe_windows,
+)
 from tasks.chunking import build_chunks
 from tasks.crash_points import crash_point
 from tasks.embedding import shared_embedder, token_counter
@@ -37,13 +44,6 @@ from tasks.readers.base import problem, reader_for
 from tasks.receive import RefreshPlan, discover_sources, plan_refresh, unchanged_since_discovery
 from tasks.refresh_lock import refresh_lock
 from tasks.retry import RetryPolicy, TransientError, counting_retries
-from tasks.speech import (
-    RecordingOutcome,
-    RecordingPlan,
-    assemble_recording,
-    prepare_recording,
-    transcribe_windows,
-)
 from tasks.splitter import LlmSplitter
 from tasks.text_quality import text_language
 

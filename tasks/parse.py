@@ -2,7 +2,7 @@
 that needs it — with the page cache, and the rule that the indexed text is never worse than the source.
 
 Each function reports whether it called an engine or served the page cache, so a refresh summary can show that a
-re-run did no OCR work. Recordings: tasks/speech.py.
+re-run did no OCR work. Recordings: tasks/audio/speech.py.
 """
 
 from __future__ import annotations

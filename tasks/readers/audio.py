@@ -1,5 +1,5 @@
 """Recordings: their suffixes only. The work — ffmpeg clean-up, VAD, Whisper windows fanned out, the transcript —
-is tasks/speech.py, which the flow drives window by window."""
+is tasks/audio/speech.py, which the flow drives window by window."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ class AudioReader:
     suffixes = (".wav", ".mp3", ".m4a", ".ogg", ".opus", ".flac", ".aac", ".wma", ".mp4", ".mkv", ".webm")
 
     def read(self, source: Source, settings: Settings) -> ParseOutcome:
-        raise UnreadableSourceError("recordings are read by tasks/speech.py, window by window")
+        raise UnreadableSourceError("recordings are read by tasks/audio/speech.py, window by window")
 
     def page_image(self, source: Source, page: int, settings: Settings) -> PageImageSource:
         raise UnreadableSourceError("a recording has no page images")

@@ -2,7 +2,7 @@
 
 A reader does tier 0 of PARSE for its kind — the text the file itself holds (a PDF or DjVu text layer, a decoded
 text file, the PDF LibreOffice makes of a Word file) — and lists the pages that need OCR; for those it supplies
-page images to the OCR tiers. Recordings have their own fan-out (tasks/speech.py) and register only their
+page images to the OCR tiers. Recordings have their own fan-out (tasks/audio/speech.py) and register only their
 suffixes. A new format is one class and one `register_reader` line:
 
     class Markdownish:

@@ -83,10 +83,10 @@ def _counting(target: Any, name: str, calls: dict[str, int], key: str, monkeypat
 
 @pytest.fixture(scope="session")
 def refreshed(models: dict[str, Path], tmp_path_factory: pytest.TempPathFactory) -> Iterator[Refreshed]:
+    import tasks.audio.speech
     import tasks.embedding
     import tasks.ocr.tesseract_engine
     import tasks.ocr.vlm_engine
-    import tasks.speech
     from flows.corpus_refresh import run_refresh
 
     base = tmp_path_factory.mktemp("sample")
@@ -102,9 +102,9 @@ def refreshed(models: dict[str, Path], tmp_path_factory: pytest.TempPathFactory)
         with pytest.MonkeyPatch.context() as mp:
             _counting(tasks.ocr.tesseract_engine, "ocr_page_words", calls, "ocr", mp)
             _counting(tasks.ocr.vlm_engine, "read_page", calls, "vlm", mp)
-            _counting(tasks.speech, "transcribe_window", calls, "asr", mp)
-            _counting(tasks.speech, "decode_to_file", calls, "decode", mp)
-            _counting(tasks.speech, "speech_segments", calls, "vad", mp)
+            _counting(tasks.audio.asr.WhisperEngine, "transcribe", calls, "asr", mp)
+            _counting(tasks.audio.speech, "decode_to_file", calls, "decode", mp)
+            _counting(tasks.audio.vad.SileroVad, "segments", calls, "vad", mp)
             _counting(tasks.embedding.Embedder, "embed_passages", calls, "embed", mp)
             second = run_refresh(root, settings)
     finally:

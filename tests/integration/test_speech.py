@@ -11,9 +11,15 @@ import pytest
 from corpora.sample_archive import speech_recording
 from korpus.datamodel import ReasonCode, Source, SourceKind
 from korpus.settings import Settings
-from tasks.asr import join_words
+from tasks.audio.asr import join_words
+from tasks.audio.speech import (
+    RecordingOutcome,
+    RecordingPlan,
+    assemble_recording,
+    prepare_recording,
+    transcribe_windows,
+)
 from tasks.receive import file_sha256
-from tasks.speech import RecordingOutcome, RecordingPlan, assemble_recording, prepare_recording, transcribe_windows
 
 from .conftest import shared_audio
 

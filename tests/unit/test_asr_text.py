@@ -4,19 +4,19 @@ import numpy as np
 import pytest
 
 from korpus.settings import Settings
-from tasks.asr import (
+from tasks.audio.asr import (
     GAP_SECONDS,
+    WhisperEngine,
     Window,
     Word,
     collapse_repeats,
-    guard_reason,
     join_words,
     paragraphs,
     plan_windows,
     to_original_time,
     window_audio,
 )
-from tasks.audio import SAMPLE_RATE, SpeechSegment, transcript_vtt
+from tasks.audio.decode import SAMPLE_RATE, SpeechSegment, transcript_vtt
 
 pytestmark = pytest.mark.unit
 
@@ -78,10 +78,13 @@ def test_window_audio_drops_silence_and_maps_times_back() -> None:
 
 def test_guard_drops_silence_hallucinations_and_loops() -> None:
     settings = Settings()
-    assert guard_reason(0.9, -1.5, 1.2, settings).startswith("no-speech")
-    assert guard_reason(0.9, -0.3, 1.2, settings) == ""  # confident text despite a high no-speech prob
-    assert guard_reason(0.1, -0.3, 3.5, settings).startswith("repetitive")
-    assert guard_reason(0.1, -0.3, 1.5, settings) == ""
+    engine = WhisperEngine(model_path=settings.home, no_speech_threshold=settings.asr_no_speech_threshold,
+                           logprob_threshold=settings.asr_logprob_threshold,
+                           compression_ratio_threshold=settings.asr_compression_ratio_threshold)  # fmt: skip
+    assert engine.guard(0.9, -1.5, 1.2).startswith("no-speech")
+    assert engine.guard(0.9, -0.3, 1.2) == ""  # confident text despite a high no-speech prob
+    assert engine.guard(0.1, -0.3, 3.5).startswith("repetitive")
+    assert engine.guard(0.1, -0.3, 1.5) == ""
 
 
 def test_paragraphs_break_at_pauses_and_keep_times() -> None:
@@ -96,7 +99,7 @@ def test_vtt_cues() -> None:
 
 
 def test_a_word_seeming_to_span_the_gap_is_kept_inside_one_segment() -> None:
-    from tasks.asr import to_original_span
+    from tasks.audio.asr import to_original_span
 
     time_map = [(0.0, 10.0, 2.0), (2.0 + GAP_SECONDS, 50.0, 1.0)]
     assert to_original_span(1.5, 2.1, time_map) == pytest.approx((11.5, 12.0))

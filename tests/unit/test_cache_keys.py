@@ -9,8 +9,8 @@ import pytest
 
 import tasks.versions
 from korpus.settings import Settings
-from tasks.asr import whisper_engine_key
-from tasks.speech import _vad_key
+from tasks.audio.asr import WhisperEngine
+from tasks.audio.speech import _vad_key
 
 pytestmark = pytest.mark.unit
 
@@ -20,7 +20,7 @@ def test_keys_carry_the_installed_versions(tmp_path: Path) -> None:
     model.mkdir()
     (model / "model.bin").write_bytes(b"0" * 10)
     settings = Settings(data=tmp_path)
-    key = whisper_engine_key(model, settings)
+    key = WhisperEngine(model_path=model, compute_type=settings.whisper_compute_type).cache_key()
     assert f"faster-whisper {version('faster-whisper')}" in key and f"ctranslate2 {version('ctranslate2')}" in key
     assert f"silero-vad {version('silero-vad')}" in _vad_key(settings) and "ffmpeg" in _vad_key(settings)
 
@@ -30,14 +30,17 @@ def test_an_upgrade_or_a_rebuilt_model_changes_the_key(tmp_path: Path, monkeypat
     model.mkdir()
     (model / "model.bin").write_bytes(b"0" * 10)
     settings = Settings(data=tmp_path)
-    before = whisper_engine_key(model, settings)
+    before = WhisperEngine(model_path=model, compute_type=settings.whisper_compute_type).cache_key()
     tasks.versions.folder_fingerprint.cache_clear()
     (model / "model.bin").write_bytes(b"0" * 11)  # the same name, other weights
-    rebuilt = whisper_engine_key(model, settings)
+    rebuilt = WhisperEngine(model_path=model, compute_type=settings.whisper_compute_type).cache_key()
     assert rebuilt != before
     monkeypatch.setattr(tasks.versions, "version", lambda name: "99.0")
     tasks.versions.package_version.cache_clear()
     try:
-        assert whisper_engine_key(model, settings) not in (before, rebuilt)
+        assert WhisperEngine(model_path=model, compute_type=settings.whisper_compute_type).cache_key() not in (
+            before,
+            rebuilt,
+        )
     finally:
         tasks.versions.package_version.cache_clear()

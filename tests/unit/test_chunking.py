@@ -1,7 +1,7 @@
 import pytest
 
 from korpus.datamodel import PageResult, ReasonCode, Source, SourceKind, timecode
-from tasks.audio import SpeechSegment, group_speech, transcript_text
+from tasks.audio.decode import SpeechSegment, group_speech, transcript_text
 from tasks.chunking import page_chunks
 
 pytestmark = pytest.mark.unit

@@ -1,4 +1,5 @@
-"""Whisper over VAD windows: window planning, per-window transcription, joining words, the hallucination guard.
+"""ASR over VAD windows: window planning, the `AsrEngine` interface and its faster-whisper engine (per-window
+transcription with the hallucination guard), joining words.
 
 A window holds whole speech segments only (at most `asr_window_seconds` of speech, silences between them cut
 out), so Whisper never hears long silence — where it invents «Понятно. Понятно. Понятно.» — and a word is never
@@ -9,15 +10,17 @@ from __future__ import annotations
 
 import re
 import threading
+from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
+from typing import Any, ClassVar, Protocol
 
 import numpy as np
 from pydantic import BaseModel, Field
 
 from korpus.model_store import whisper_model_path
 from korpus.settings import Settings
-from tasks.audio import SAMPLE_RATE, SpeechSegment
+from tasks.audio.decode import SAMPLE_RATE, SpeechSegment
 from tasks.versions import folder_fingerprint, package_version
 
 GAP_SECONDS = 0.5
@@ -104,74 +107,110 @@ def to_original_span(start: float, end: float, time_map: list[tuple[float, float
     return clamp(start), clamp(end)
 
 
+class AsrEngine(Protocol):
+    """Speech → timed words for one window of a recording. Configured from the settings in `from_settings`, loads
+    its model in `warm_up()`, and names its real version and every option that changes its output in
+    `cache_key()` (a window's transcript is cached under it, tasks/audio/speech.py)."""
+
+    name: str
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> AsrEngine: ...
+
+    def cache_key(self) -> str: ...
+
+    def warm_up(self) -> None: ...
+
+    def transcribe(self, samples: np.ndarray, window: Window) -> WindowResult:
+        """The window's words with times on the recording's clock, suspect segments dropped (with why)."""
+        ...
+
+
 _lock = threading.Lock()
 
 
 @lru_cache(maxsize=2)
 def _load_whisper(model_path: str, device: str, compute_type: str, threads: int, workers: int):
+    """One model per process and configuration, shared by every engine object (Dask runs tasks on threads)."""
     from faster_whisper import WhisperModel
 
     return WhisperModel(model_path, device=device, compute_type=compute_type, cpu_threads=threads, num_workers=workers)
 
 
-def whisper_model(settings: Settings):
-    """One model per process. With `whisper_workers` > 1, that many windows are transcribed at once: on these
+@dataclass
+class WhisperEngine:
+    """faster-whisper (CTranslate2). With `workers` > 1, that many windows are transcribed at once: on these
     2-core machines two windows on one thread each finish in half the time of one window on two threads."""
-    with _lock:
-        return _load_whisper(
-            str(whisper_model_path(settings)),
-            settings.whisper_device,
-            settings.whisper_compute_type,
-            settings.whisper_threads,
-            settings.whisper_workers,
+
+    model_path: Path
+    language: str = "ru"
+    device: str = "cpu"
+    compute_type: str = "int8"
+    threads: int = 1
+    workers: int = 2
+    no_speech_threshold: float = 0.6
+    logprob_threshold: float = -1.0
+    compression_ratio_threshold: float = 2.4
+    name: ClassVar[str] = "whisper"
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> WhisperEngine:
+        return cls(model_path=whisper_model_path(settings), language=settings.language, device=settings.whisper_device,
+                   compute_type=settings.whisper_compute_type, threads=settings.whisper_threads,
+                   workers=settings.whisper_workers, no_speech_threshold=settings.asr_no_speech_threshold,
+                   logprob_threshold=settings.asr_logprob_threshold,
+                   compression_ratio_threshold=settings.asr_compression_ratio_threshold)  # fmt: skip
+
+    def cache_key(self) -> str:
+        return (
+            f"{package_version('faster-whisper')}|{package_version('ctranslate2')}|{folder_fingerprint(self.model_path)}|"
+            f"{self.compute_type}|{self.language}|{self.no_speech_threshold}|{self.logprob_threshold}|"
+            f"{self.compression_ratio_threshold}|gap{GAP_SECONDS}"
         )
 
+    def warm_up(self) -> None:
+        self._model()
 
-def whisper_engine_key(model_path: Path, settings: Settings) -> str:
-    return (
-        f"{package_version('faster-whisper')}|{package_version('ctranslate2')}|{folder_fingerprint(model_path)}|"
-        f"{settings.whisper_compute_type}|{settings.language}|"
-        f"{settings.asr_no_speech_threshold}|{settings.asr_logprob_threshold}|"
-        f"{settings.asr_compression_ratio_threshold}|gap{GAP_SECONDS}"
-    )
+    def _model(self) -> Any:
+        with _lock:
+            return _load_whisper(str(self.model_path), self.device, self.compute_type, self.threads, self.workers)
 
+    def guard(self, no_speech_prob: float, avg_logprob: float, compression_ratio: float) -> str:
+        """Why a Whisper segment is a likely hallucination, or '' when it is kept."""
+        if no_speech_prob > self.no_speech_threshold and avg_logprob < self.logprob_threshold:
+            return f"no-speech {no_speech_prob:.2f}"
+        if compression_ratio > self.compression_ratio_threshold:
+            return f"repetitive {compression_ratio:.1f}"
+        return ""
 
-def guard_reason(no_speech_prob: float, avg_logprob: float, compression_ratio: float, settings: Settings) -> str:
-    """Why a Whisper segment is a likely hallucination, or '' when it is kept."""
-    if no_speech_prob > settings.asr_no_speech_threshold and avg_logprob < settings.asr_logprob_threshold:
-        return f"no-speech {no_speech_prob:.2f}"
-    if compression_ratio > settings.asr_compression_ratio_threshold:
-        return f"repetitive {compression_ratio:.1f}"
-    return ""
-
-
-def transcribe_window(samples: np.ndarray, window: Window, settings: Settings) -> WindowResult:
-    """Whisper on one window, word timestamps mapped to the recording, suspect segments dropped."""
-    audio, time_map = window_audio(samples, window)
-    segments, _ = whisper_model(settings).transcribe(
-        audio,
-        language=settings.language,
-        beam_size=5,
-        word_timestamps=True,
-        condition_on_previous_text=False,
-        vad_filter=False,
-        no_speech_threshold=settings.asr_no_speech_threshold,
-        log_prob_threshold=settings.asr_logprob_threshold,
-        compression_ratio_threshold=settings.asr_compression_ratio_threshold,
-    )
-    segments = list(segments)
-    result = WindowResult(index=window.index)
-    for segment in segments:
-        reason = guard_reason(segment.no_speech_prob, segment.avg_logprob, segment.compression_ratio, settings)
-        if reason:
-            result.dropped.append(f"{reason}: {segment.text.strip()[:80]}")
-            continue
-        for word in segment.words or []:
-            start, end = to_original_span(word.start, word.end, time_map)
-            result.words.append(
-                Word(text=word.word, start=round(start, 2), end=round(end, 2), probability=round(word.probability, 3))
-            )
-    return result
+    def transcribe(self, samples: np.ndarray, window: Window) -> WindowResult:
+        """Whisper on one window, word timestamps mapped to the recording, suspect segments dropped."""
+        audio, time_map = window_audio(samples, window)
+        segments, _ = self._model().transcribe(
+            audio,
+            language=self.language,
+            beam_size=5,
+            word_timestamps=True,
+            condition_on_previous_text=False,
+            vad_filter=False,
+            no_speech_threshold=self.no_speech_threshold,
+            log_prob_threshold=self.logprob_threshold,
+            compression_ratio_threshold=self.compression_ratio_threshold,
+        )
+        result = WindowResult(index=window.index)
+        for segment in list(segments):
+            reason = self.guard(segment.no_speech_prob, segment.avg_logprob, segment.compression_ratio)
+            if reason:
+                result.dropped.append(f"{reason}: {segment.text.strip()[:80]}")
+                continue
+            for word in segment.words or []:
+                start, end = to_original_span(word.start, word.end, time_map)
+                result.words.append(
+                    Word(
+                        text=word.word, start=round(start, 2), end=round(end, 2), probability=round(word.probability, 3)
+                    )
+                )
+        return result
 
 
 def join_words(words: list[Word]) -> list[Word]:

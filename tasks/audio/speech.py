@@ -16,17 +16,17 @@ from pydantic import BaseModel, Field
 from korpus.datamodel import PageResult, QuarantineItem, ReasonCode, Source
 from korpus.model_store import whisper_model_path
 from korpus.settings import Settings
-from tasks.asr import (
+from tasks.audio.asr import (
+    AsrEngine,
+    WhisperEngine,
     Window,
     WindowResult,
     collapse_repeats,
     join_words,
     paragraphs,
     plan_windows,
-    transcribe_window,
-    whisper_engine_key,
 )
-from tasks.audio import (
+from tasks.audio.decode import (
     AudioDecodeError,
     SpeechSegment,
     decode_to_file,
@@ -35,10 +35,10 @@ from tasks.audio import (
     transcript_text,
     transcript_vtt,
 )
+from tasks.audio.vad import SileroVad, Vad
 from tasks.page_cache import PageCache
 from tasks.structure import transcript_structure
-from tasks.vad import speech_segments
-from tasks.versions import ffmpeg_version, package_version
+from tasks.versions import ffmpeg_version
 
 
 class _VadResult(BaseModel):
@@ -74,12 +74,15 @@ def _decoded_path(settings: Settings, version: str) -> Path:
     return settings.data / "cache" / "audio" / f"{version}.f32"
 
 
-def _vad_key(settings: Settings) -> str:
-    return (
-        f"{ffmpeg_version()}|{settings.audio_filters}|{package_version('silero-vad')}|{settings.vad_threshold}|"
-        f"{settings.vad_min_silence_ms}|"
-        f"{settings.vad_speech_pad_ms}|{settings.asr_window_seconds}"
-    )
+def speech_engines(settings: Settings) -> tuple[Vad, AsrEngine]:
+    """The configured VAD and ASR engines (Silero, faster-whisper)."""
+    return SileroVad.from_settings(settings), WhisperEngine.from_settings(settings)
+
+
+def _vad_key(settings: Settings, vad: Vad | None = None) -> str:
+    """The cached VAD result depends on the decoding too: ffmpeg's version and the filters."""
+    vad = vad or SileroVad.from_settings(settings)
+    return f"{ffmpeg_version()}|{settings.audio_filters}|{vad.cache_key()}"
 
 
 def _window_unit(window: Window) -> str:
@@ -95,19 +98,21 @@ def prepare_recording(source: Source, settings: Settings) -> RecordingPlan:
     plan = RecordingPlan(source_id=source.source_id, version=source.version)
     cache = PageCache(settings.page_cache_location)
     decoded = _decoded_path(settings, source.version)
-    vad = cache.get(_VadResult, source.version, "vad", "silero", _vad_key(settings))
     try:
+        detector, engine = speech_engines(settings)
+        vad_key = _vad_key(settings, detector)
+        vad = cache.get(_VadResult, source.version, "vad", detector.name, vad_key)
         if vad is None:
             duration = decode_to_file(source.path, decoded, settings.audio_filters)
-            vad = _VadResult(duration=duration, speech=speech_segments(open_samples(decoded), settings))
-            cache.put(vad, source.version, "vad", "silero", _vad_key(settings))
+            vad = _VadResult(duration=duration, speech=detector.segments(open_samples(decoded)))
+            cache.put(vad, source.version, "vad", detector.name, vad_key)
         plan.duration = vad.duration
         plan.windows = plan_windows(vad.speech, settings.asr_window_seconds)
-        key = whisper_engine_key(whisper_model_path(settings), settings)
+        key = engine.cache_key()
         plan.pending = [
             w.index
             for w in plan.windows
-            if cache.get(WindowResult, source.version, _window_unit(w), "whisper", key) is None
+            if cache.get(WindowResult, source.version, _window_unit(w), engine.name, key) is None
         ]
         if plan.pending and not decoded.is_file():
             decode_to_file(source.path, decoded, settings.audio_filters)
@@ -121,21 +126,21 @@ def prepare_recording(source: Source, settings: Settings) -> RecordingPlan:
 def transcribe_windows(plan: RecordingPlan, indices: list[int], settings: Settings) -> list[tuple[WindowResult, bool]]:
     """Whisper on the given windows, through the cache. Each result says whether the engine ran."""
     cache = PageCache(settings.page_cache_location)
-    model_path = whisper_model_path(settings)
-    key = whisper_engine_key(model_path, settings)
+    engine = WhisperEngine.from_settings(settings)
+    key = engine.cache_key()
     samples = open_samples(Path(plan.decoded)) if plan.decoded else None
     results = []
     for index in indices:
         window = plan.windows[index]
         unit = _window_unit(window)
-        cached = cache.get(WindowResult, plan.version, unit, "whisper", key)
+        cached = cache.get(WindowResult, plan.version, unit, engine.name, key)
         if cached is not None:
             results.append((cached, False))
             continue
         if samples is None:
             raise RuntimeError(f"{plan.source_id}: window {index} is not cached and no decoded audio is at hand")
-        result = transcribe_window(samples, window, settings)
-        cache.put(result, plan.version, unit, "whisper", key)
+        result = engine.transcribe(samples, window)
+        cache.put(result, plan.version, unit, engine.name, key)
         results.append((result, True))
     return results
 
