@@ -23,11 +23,11 @@ from corpora.sample_archive import write_sample_archive
 from korpus.datamodel import PageResult, Source, SourceKind
 from korpus.model_store import embed_model_path, ensure_models
 from korpus.settings import Settings
-from tasks.chunking import build_chunks
+from tasks.contract.chunking import build_chunks
 from tasks.embedding import token_counter
 from tasks.parse import ocr_pdf_page, parse_pdf_text_layers, read_plain_text
 from tasks.receive import discover_sources
-from tasks.structure import text_structure
+from tasks.text.structure import text_structure
 
 DEFAULT_XQUAD = Path(__file__).resolve().parents[2] / "shared" / "data" / "xquad-ru" / "corpus.jsonl"
 

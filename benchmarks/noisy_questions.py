@@ -6,8 +6,8 @@
 thanks after; a pasted link; zero-width characters inside words; a typo in a content word (a letter swapped or
 dropped); a quoted reply chain above it; two questions in one message (the next question appended; the labels of
 both are kept, a hit for either counts). Each set is evaluated clean and noisy per retriever, with korpus's query
-clean-up (tasks/query.py) and without it (the question passed as it came), and noisy without typo-tolerant lexical
-matching (tasks/typos.py), in one process on one index.
+clean-up (tasks/retrieval/query.py) and without it (the question passed as it came), and noisy without
+typo-tolerant lexical matching (tasks/text/typos.py), in one process on one index.
 Corpora: the archive-style set (corpora.archive_eval) and XQuAD-ru dev (imported with import_beir), when given.
 """
 
@@ -30,11 +30,11 @@ from corpora import archive_eval
 from flows.corpus_refresh import run_refresh
 from korpus.model_store import embed_model_path, ensure_models
 from korpus.settings import Settings
-from tasks import evaluation, query
 from tasks.embedding import Embedder
-from tasks.evaluation import Question, evaluate, import_beir, load_questions
 from tasks.index.sqlite import SqliteIndex
 from tasks.index.sqlite_search import SqliteSearch
+from tasks.retrieval import evaluation, query
+from tasks.retrieval.evaluation import Question, evaluate, import_beir, load_questions
 
 ROOT = Path(__file__).resolve().parents[1]
 GREETINGS = ["Здравствуйте!", "Добрый день.", "Добрый день, коллеги!", "Здравствуйте, подскажите, пожалуйста,"]

@@ -43,10 +43,10 @@ from korpus.datamodel import PageWord, Source, SourceKind
 from korpus.model_store import ensure_models
 from korpus.settings import Settings
 from tasks.parse import ocr_pdf_page
-from tasks.pdf_pages import render_page
+from tasks.pdf.pages import render_page
+from tasks.pdf.searchable import ocr_document, write_searchable_pdf
 from tasks.receive import file_sha256
-from tasks.searchable_pdf import ocr_document, write_searchable_pdf
-from tasks.text_quality import text_layer_quality
+from tasks.text.quality import text_layer_quality
 
 LANGUAGE = Settings().ocr_language  # rus+eng: every contender reads with the same languages
 XQUAD = Path(__file__).resolve().parents[2] / "shared" / "data" / "xquad-ru" / "corpus.jsonl"

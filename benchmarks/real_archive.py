@@ -44,7 +44,7 @@ import apsw
 from flows.corpus_refresh import run_refresh
 from korpus.datamodel import PageResult
 from korpus.settings import Settings
-from tasks.text_quality import word_f1
+from tasks.text.quality import word_f1
 
 DEFAULT_ROOT = Path(__file__).resolve().parents[2] / "shared" / "data" / "real-archive"
 MANIFEST = "defaults:\n  owner: Архив\n  access: public\n"
@@ -155,8 +155,8 @@ def run(root: Path) -> dict:
 def broken_layers(root: Path) -> list[dict]:
     """`korpus ocr` on each broken-layer PDF: old words left in pdftotext of the output (target 0), Cyrillic
     share of its letters (≥ 0.9), size growth (≤ 2 %)."""
-    from tasks.searchable_pdf import ocr_document
-    from tasks.text_quality import PageFacts, measure
+    from tasks.pdf.searchable import ocr_document
+    from tasks.text.quality import PageFacts, measure
 
     out = []
     work = Path(tempfile.mkdtemp(prefix="korpus-broken-"))

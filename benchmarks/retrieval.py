@@ -30,8 +30,8 @@ from flows.corpus_refresh import run_refresh
 from korpus.model_store import embed_model_path, ensure_models
 from korpus.settings import Settings
 from tasks.embedding import Embedder
-from tasks.evaluation import RETRIEVERS, calibrate_no_answer, evaluate, import_beir, load_questions
 from tasks.index.sqlite import SqliteIndex
+from tasks.retrieval.evaluation import RETRIEVERS, calibrate_no_answer, evaluate, import_beir, load_questions
 
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_XQUAD = ROOT.parent / "shared" / "data" / "xquad-ru"

@@ -88,9 +88,9 @@ from pathlib import Path
 import numpy as np
 from korpus.settings import Settings
 from korpus.model_store import embed_model_path
-from tasks.chunking import build_chunks
+from tasks.contract.chunking import build_chunks
 from tasks.embedding import shared_embedder, token_counter
-from tasks.gate import route_chunks
+from tasks.contract.gate import route_chunks
 from tasks.index.sqlite import SqliteIndex
 from tasks.parse import read_source
 from tasks.receive import discover_sources

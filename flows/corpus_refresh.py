@@ -32,20 +32,20 @@ from tasks.audio.speech import (
     prepare_recording,
     transcribe_windows,
 )
-from tasks.chunking import build_chunks
-from tasks.crash_points import crash_point
+from tasks.contract.chunking import build_chunks
+from tasks.contract.gate import route_chunks
+from tasks.contract.splitter import LlmSplitter
 from tasks.embedding import shared_embedder, token_counter
-from tasks.gate import route_chunks
 from tasks.index.sqlite import SqliteIndex
 from tasks.parse import ParseOutcome, read_source
 from tasks.parse import ocr_page as ocr_page_stage
-from tasks.pdf_pages import save_page_image
+from tasks.pdf.pages import save_page_image
 from tasks.readers.base import problem, reader_for
 from tasks.receive import RefreshPlan, discover_sources, plan_refresh, unchanged_since_discovery
-from tasks.refresh_lock import refresh_lock
-from tasks.retry import RetryPolicy, TransientError, counting_retries
-from tasks.splitter import LlmSplitter
-from tasks.text_quality import text_language
+from tasks.runtime.crash_points import crash_point
+from tasks.runtime.refresh_lock import refresh_lock
+from tasks.runtime.retry import RetryPolicy, TransientError, counting_retries
+from tasks.text.quality import text_language
 
 
 def document_language(pages: list[PageResult], default: str) -> str:
@@ -192,7 +192,7 @@ class Ready:
 def chunk_and_gate(
     group: list[Ready], settings: Settings, splitter: LlmSplitter | None
 ) -> tuple[list[tuple[int, list[Chunk]]], list[QuarantineItem]]:
-    """Each document's chunks (tasks/chunking.py) through the contract gate: per document (chunks cut, passed),
+    """Each document's chunks (tasks/contract/chunking.py) through the contract gate: per document (chunks cut, passed),
     and everything the gate (or an empty page) refused."""
     cut: list[tuple[int, list[Chunk]]] = []
     refused_all: list[QuarantineItem] = []

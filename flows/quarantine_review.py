@@ -23,7 +23,7 @@ from pydantic import Field
 from korpus.model_store import set_offline_switches
 from korpus.settings import Settings
 from tasks.index.sqlite import SqliteIndex
-from tasks.review import Action, ReviewError, apply_batch, describe_item
+from tasks.review.actions import Action, ReviewError, apply_batch, describe_item
 
 
 class ReviewDecision(RunInput):

@@ -16,7 +16,7 @@ from korpus.settings import Settings, parse_scopes
 from tasks.embedding import shared_query_batcher
 from tasks.index.backend import SEARCH_MODES, IndexMismatchError
 from tasks.index.sqlite import SqliteIndex
-from tasks.query import search_message
+from tasks.retrieval.query import search_message
 from tasks.retrieval.retriever import Retriever, backend_for
 
 TOOLS = [

@@ -94,7 +94,7 @@ def refresh(
         _fail(str(exc))
     from flows.corpus_refresh import run_refresh
     from tasks.index.sqlite import IndexWriteError
-    from tasks.refresh_lock import RefreshLocked
+    from tasks.runtime.refresh_lock import RefreshLocked
 
     try:
         summary = run_refresh(root.resolve(), settings)
@@ -137,7 +137,7 @@ def search(
     from tasks.embedding import Embedder
     from tasks.index.backend import SEARCH_MODES, IndexMismatchError
     from tasks.index.sqlite import SqliteIndex
-    from tasks.query import search_message
+    from tasks.retrieval.query import search_message
 
     settings = _settings(data)
     if mode not in SEARCH_MODES:
@@ -198,7 +198,7 @@ def ocr(
 ) -> None:
     """OCR one PDF through the cascade (page cache under --data) and write a searchable copy; the input is
     only read."""
-    from tasks.searchable_pdf import ocr_document
+    from tasks.pdf.searchable import ocr_document
 
     if not source_pdf.is_file():
         _fail(f"{source_pdf} does not exist")
@@ -219,10 +219,10 @@ def chunks(
     as_json: Annotated[bool, typer.Option("--json", help="Chunk records as JSON, with `tokens`.")] = False,
 ) -> None:
     """The chunks of one indexed source with locators and sizes; --policy previews another policy."""
-    from tasks.chunking import build_chunks
+    from tasks.contract.chunking import build_chunks
+    from tasks.contract.policies import POLICIES
     from tasks.embedding import token_counter
     from tasks.index.sqlite import SqliteIndex
-    from tasks.policies import POLICIES
 
     settings = _settings(data)
     if policy is not None and policy not in POLICIES:
@@ -292,8 +292,8 @@ def evaluate_cmd(
     """Recall@1/5/10, MRR@10, nDCG@10 over answerable questions and per type; no-answer and denied-access
     checks apart (share passed); leak counts (must be 0)."""
     from tasks.embedding import Embedder
-    from tasks.evaluation import RETRIEVERS, calibrate_no_answer, evaluate, load_questions
     from tasks.index.sqlite import SqliteIndex
+    from tasks.retrieval.evaluation import RETRIEVERS, calibrate_no_answer, evaluate, load_questions
     from tasks.retrieval.retriever import Retriever, backend_for
 
     settings = _settings(data)
@@ -342,7 +342,7 @@ def import_beir_cmd(
     eval_out: Annotated[Path | None, typer.Option("--eval", help="Also write an eval file here.")] = None,
 ) -> None:
     """Turn a BEIR data set into a korpus source folder (+ manifest) and an eval file."""
-    from tasks.evaluation import import_beir
+    from tasks.retrieval.evaluation import import_beir
 
     if not (folder / "corpus.jsonl").is_file():
         _fail(f"{folder} has no corpus.jsonl")
@@ -437,7 +437,7 @@ def sync_opensearch_cmd(data: DataOption = None) -> None:
     KORPUS_BACKEND=opensearch): missing chunks indexed from stored text and vectors, lifecycles and labels switched."""
     from tasks.index.opensearch import opensearch_index
     from tasks.index.sqlite import SqliteIndex
-    from tasks.retry import TransientError
+    from tasks.runtime.retry import TransientError
 
     settings = _indexed(data)
     try:
@@ -513,7 +513,7 @@ def review_list(
 def review_show(item_id: str, data: DataOption = None) -> None:
     """One item: reasons, evidence, decisions so far."""
     from tasks.index.sqlite import SqliteIndex
-    from tasks.review import describe_item
+    from tasks.review.actions import describe_item
 
     with SqliteIndex(_settings(data).index_path) as index:
         item = index.quarantine_item(item_id)
@@ -551,7 +551,7 @@ def page_reading(page: Any) -> str:
 
 
 def _decide(item_id: str, action: str, reviewer: str, note: str, data: Path | None, text: str | None = None) -> None:
-    from tasks.review import Action, ReviewError, apply_decision
+    from tasks.review.actions import Action, ReviewError, apply_decision
 
     set_offline_switches()
     try:

@@ -50,7 +50,7 @@ class ReasonCode(StrEnum):
     asr_failed = "asr-failed"
     no_speech = "no-speech"
     page_quality = "page-quality"
-    # the contract gate (tasks/gate.py), per chunk
+    # the contract gate (tasks/contract/gate.py), per chunk
     policy_not_approved = "policy-not-approved"
     oversized = "oversized"
     text_quality = "text-quality"
@@ -163,7 +163,7 @@ class PageResult(BaseModel):
     text: str
     method: str = Field(description="text-layer | tesseract | vlm | whisper | plain-text")
     engine: str = Field(default="", description="Engine and version that produced the text.")
-    units: list[Unit] = Field(default_factory=list, description="Structure; empty until tasks/structure.py ran.")
+    units: list[Unit] = Field(default_factory=list, description="Structure; empty until tasks/text/structure.py ran.")
     tier: int | None = Field(default=None, description="PDF: 0 text layer, 1 Tesseract, 2 VLM.")
     quality: float | None = Field(default=None, description="Detector score of the text kept (0-1).")
     quality_reasons: list[str] = Field(default_factory=list, description="Why earlier tiers were refused.")
@@ -209,7 +209,7 @@ class Chunk(BaseModel):
     access_rule: str = Field(min_length=1)
     tenant: str = "default"
     lifecycle: Lifecycle = Lifecycle.current
-    policy_version: str = Field(description="The chunking policy that cut it (tasks/policies.py POLICIES).")
+    policy_version: str = Field(description="The chunking policy that cut it (tasks/contract/policies.py POLICIES).")
     language: str = "ru"
 
 

@@ -1,11 +1,11 @@
 """`/review` in `korpus serve`: the web page where reviewers clear the quarantine.
 
 Server-rendered HTML (Jinja2 templates and one small script in korpus/review_assets; nothing is loaded from outside)
-over the same code as `korpus review`: every action is `tasks.review.apply_decision`, recorded in the audit trail,
-and the index changes at once. Reviewer keys (`KORPUS_REVIEW_KEYS`) are separate from search keys: a search key
-gets 403 here. The key is accepted as `X-API-Key`, `Authorization: Bearer …` or the cookie the login form sets
-(HttpOnly, SameSite=Strict), so scripts can use every page, and `/review/api/…` speaks JSON. A reviewer sees an
-item — its row, text, page image or recording — only when their key grants the item's access scope.
+over the same code as `korpus review`: every action is `tasks.review.actions.apply_decision`, recorded in the
+audit trail, and the index changes at once. Reviewer keys (`KORPUS_REVIEW_KEYS`) are separate from search keys:
+a search key gets 403 here. The key is accepted as `X-API-Key`, `Authorization: Bearer …` or the cookie the login
+form sets (HttpOnly, SameSite=Strict), so scripts can use every page, and `/review/api/…` speaks JSON. A reviewer
+sees an item — its row, text, page image or recording — only when their key grants the item's access scope.
 """
 
 from __future__ import annotations
@@ -24,8 +24,8 @@ from korpus.datamodel import ReasonCode, Source, SourceKind, timecode
 from korpus.settings import Reviewer, Settings
 from tasks.index.sqlite import SqliteIndex
 from tasks.readers.base import reader_for
-from tasks.review import Action, ReviewError, apply_batch, apply_decision
-from tasks.review_queue import STATUSES, QueueQuery, next_item, queue_page
+from tasks.review.actions import Action, ReviewError, apply_batch, apply_decision
+from tasks.review.queue import STATUSES, QueueQuery, next_item, queue_page
 
 ROOT = "/review"
 COOKIE = "korpus_review"

@@ -230,7 +230,7 @@ class Settings(BaseSettings):
         default=0.0,
         ge=0,
         description="Seconds a refresh waits for another refresh of the same data directory to finish before it "
-        "stops with a clear message (tasks/refresh_lock.py).",
+        "stops with a clear message (tasks/runtime/refresh_lock.py).",
     )
     meta_documents: bool = Field(
         default=True,

@@ -2,7 +2,7 @@
 (`KORPUS_VLM_URL`) and the LLM boundary splitter (`KORPUS_SPLITTER_URL`).
 
 What a server restart looks like — 429/500/502/503/504, a refused or dropped connection, a read timeout — is a
-`ChatUnavailable` (transient) and is retried with backoff (tasks/retry.py), honouring `Retry-After`. What no
+`ChatUnavailable` (transient) and is retried with backoff (tasks/runtime/retry.py), honouring `Retry-After`. What no
 retry can fix — another 4xx, an answer that is not a chat completion — is a `ChatError` at once.
 """
 
@@ -13,7 +13,7 @@ from typing import Any
 
 import httpx
 
-from tasks.retry import RetryPolicy, TransientError, with_retries
+from tasks.runtime.retry import RetryPolicy, TransientError, with_retries
 
 RETRIED_STATUS = frozenset({408, 425, 429, 500, 502, 503, 504})
 

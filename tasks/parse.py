@@ -13,11 +13,11 @@ from korpus.datamodel import LayerCheck, PageResult, ReasonCode, Source, SourceK
 from korpus.settings import Settings
 from tasks.chat import ChatError
 from tasks.ocr.engine import OcrError, TierCounts, cached_read, cascade
+from tasks.ocr.tesseract import TesseractError
+from tasks.ocr.vlm import VlmError
 from tasks.readers.base import ParseOutcome, UnreadableSourceError, problem, reader_for
-from tasks.retry import TransientError, counting_retries
-from tasks.tesseract import TesseractError
-from tasks.text_quality import TextLayerQuality, readings_agree, text_layer_quality, word_f1
-from tasks.vlm import VlmError
+from tasks.runtime.retry import TransientError, counting_retries
+from tasks.text.quality import TextLayerQuality, readings_agree, text_layer_quality, word_f1
 
 __all__ = ["ParseOutcome", "ocr_page", "ocr_pdf_page", "parse_pdf_text_layers", "read_plain_text", "read_source"]
 

@@ -21,7 +21,7 @@ from pydantic import BaseModel, Field
 from korpus.model_store import whisper_model_path
 from korpus.settings import Settings
 from tasks.audio.decode import SAMPLE_RATE, SpeechSegment
-from tasks.versions import folder_fingerprint, package_version
+from tasks.runtime.versions import folder_fingerprint, package_version
 
 GAP_SECONDS = 0.5
 """Silence put between two speech segments inside a window, so Whisper hears a pause there."""

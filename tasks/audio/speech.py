@@ -36,9 +36,9 @@ from tasks.audio.decode import (
     transcript_vtt,
 )
 from tasks.audio.vad import SileroVad, Vad
-from tasks.page_cache import PageCache
-from tasks.structure import transcript_structure
-from tasks.versions import ffmpeg_version
+from tasks.runtime.page_cache import PageCache
+from tasks.runtime.versions import ffmpeg_version
+from tasks.text.structure import transcript_structure
 
 
 class _VadResult(BaseModel):

@@ -16,7 +16,7 @@ import numpy as np
 
 from korpus.settings import Settings
 from tasks.audio.decode import SAMPLE_RATE
-from tasks.versions import package_version
+from tasks.runtime.versions import package_version
 
 BLOCK_SECONDS = 600
 _lock = threading.Lock()

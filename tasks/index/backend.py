@@ -63,7 +63,7 @@ class SearchBackend(Protocol):
         ...
 
     def typo_variants(self, terms: Sequence[str]) -> dict[str, list[str]]:
-        """Indexed terms a typo away from each analysed query term the index does not know (tasks/typos.py)."""
+        """Indexed terms a typo away from each analysed query term the index does not know (tasks/text/typos.py)."""
         ...
 
     def coverage(self, query: str, key: Hashable, variants: dict[str, list[str]]) -> float:

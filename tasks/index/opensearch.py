@@ -32,12 +32,12 @@ import numpy as np
 
 from korpus.datamodel import Chunk, Source
 from korpus.settings import Settings
-from tasks.analysis import analyse, words
-from tasks.identifiers import extract_identifiers
 from tasks.index.backend import IndexMismatchError, idf_coverage
 from tasks.index.exact import locate_occurrences, no_occurrences
-from tasks.retry import RetryPolicy, TransientError, with_retries
-from tasks.typos import MIN_LENGTH, expand
+from tasks.runtime.retry import RetryPolicy, TransientError, with_retries
+from tasks.text.analysis import analyse, words
+from tasks.text.identifiers import extract_identifiers
+from tasks.text.typos import MIN_LENGTH, expand
 
 if TYPE_CHECKING:
     from tasks.index.sqlite import SqliteIndex
@@ -378,7 +378,7 @@ class OpenSearchIndex:
         return [chunk_id for chunk_id, _ in self._ranked(identifier_body(identifiers, scopes, depth))]
 
     def term_frequency(self, term: str) -> int:
-        """Documents whose analysed text holds `term` (a stem, as tasks/analysis.py makes it)."""
+        """Documents whose analysed text holds `term` (a stem, as tasks/text/analysis.py makes it)."""
         body = {"size": 0, "track_total_hits": True, "query": {"term": {"text": term}}}
         return int(self.client.search(index=self.alias, body=body)["hits"]["total"]["value"])
 
@@ -392,7 +392,7 @@ class OpenSearchIndex:
         return [(o["text"], int(o.get("freq", 0))) for entry in found for o in entry.get("options", [])]
 
     def typo_variants(self, terms: Sequence[str]) -> dict[str, list[str]]:
-        """The embedded index's rule (tasks/typos.py) over the cluster's own vocabulary."""
+        """The embedded index's rule (tasks/text/typos.py) over the cluster's own vocabulary."""
         return expand(terms, self.term_frequency, self.near)
 
     def coverage(self, query: str, key: str, variants: dict[str, list[str]] | None = None) -> float:

@@ -23,13 +23,13 @@ import numpy as np
 import sqlite_vec
 
 from korpus.datamodel import Chunk, Lifecycle, Locator, PageResult, QuarantineItem, Source
-from tasks.analysis import terms_of, words
-from tasks.crash_points import crash_point
-from tasks.identifiers import extract_identifiers
 from tasks.index.backend import IndexMismatchError
 from tasks.index.exact import mentions
 from tasks.index.sqlite_search import SqliteSearch
 from tasks.index.vector_cache import GENERATION_SQL
+from tasks.runtime.crash_points import crash_point
+from tasks.text.analysis import terms_of, words
+from tasks.text.identifiers import extract_identifiers
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS index_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);

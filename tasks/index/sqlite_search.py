@@ -15,11 +15,11 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from tasks.analysis import analyse, words
 from tasks.index.backend import IndexMismatchError, idf_coverage
 from tasks.index.exact import locate_occurrences, no_occurrences
 from tasks.index.vector_cache import Snapshot, cache_for
-from tasks.typos import expand
+from tasks.text.analysis import analyse, words
+from tasks.text.typos import expand
 
 if TYPE_CHECKING:
     from tasks.index.sqlite import SqliteIndex
@@ -106,7 +106,7 @@ class SqliteSearch:
         return found[0][0] if found else 0
 
     def typo_variants(self, terms: Sequence[str]) -> dict[str, list[str]]:
-        """Indexed terms a typo away from each query term the index does not know (tasks/typos.py)."""
+        """Indexed terms a typo away from each query term the index does not know (tasks/text/typos.py)."""
 
         def starting_with_letter_of(term: str) -> list[tuple[str, int]]:
             return self.conn.execute(

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
-from tasks.identifiers import valid_inn, valid_ogrn
+from tasks.text.identifiers import valid_inn, valid_ogrn
 
 _LOCK = threading.Lock()
 _INITIALS = re.compile(r"([А-ЯЁ])\.\s*(?:([А-ЯЁ])(?:\.|(?![а-яё])))?")

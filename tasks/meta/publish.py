@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 
 from korpus.datamodel import Chunk, PageResult, Source, SourceKind
-from tasks.chunking import page_chunks
+from tasks.contract.chunking import page_chunks
 from tasks.index.sqlite import SqliteIndex
 from tasks.meta.documents import LAYOUT_VERSION, TITLES, meta_texts
 from tasks.meta.facts import EXTRACTOR_VERSION, FactCache, SourceFacts, extract_facts

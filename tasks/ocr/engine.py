@@ -25,9 +25,9 @@ from typing import Protocol
 
 from korpus.datamodel import PageResult, PageWord, Source
 from korpus.settings import Settings
-from tasks.crash_points import crash_point
-from tasks.page_cache import PageCache
-from tasks.structure import text_structure
+from tasks.runtime.crash_points import crash_point
+from tasks.runtime.page_cache import PageCache
+from tasks.text.structure import text_structure
 
 
 class OcrError(RuntimeError):

@@ -16,8 +16,8 @@ from PIL import Image
 from korpus.datamodel import PageResult, PageWord
 from korpus.settings import Settings
 from tasks.ocr.engine import OcrRead, PageImage, PageImageSource, register_engine
-from tasks.retry import RetryPolicy, with_retries
-from tasks.tesseract import OcrPage, ocr_page_words, page_orientation, tesseract_version
+from tasks.ocr.tesseract import OcrPage, ocr_page_words, page_orientation, tesseract_version
+from tasks.runtime.retry import RetryPolicy, with_retries
 
 LOW_CONFIDENCE = 70.0
 """Mean word confidence below which a page is checked for rotation."""

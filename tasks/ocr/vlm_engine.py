@@ -1,4 +1,4 @@
-"""Tier 2: a vision-language model behind an OpenAI-compatible API (tasks/vlm.py), for pages tier 1 failed.
+"""Tier 2: a vision-language model behind an OpenAI-compatible API (tasks/ocr/vlm.py), for pages tier 1 failed.
 
 Its text has no geometry: lines are placed on the earlier tier's line boxes for the searchable PDF.
 """
@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from korpus.datamodel import PageResult
 from korpus.settings import Settings
 from tasks.ocr.engine import OcrRead, PageImageSource, register_engine
-from tasks.vlm import place_on_lines, read_page
+from tasks.ocr.vlm import place_on_lines, read_page
 
 
 @register_engine

@@ -23,7 +23,7 @@ from typing import Any, Protocol
 from korpus.datamodel import PageResult, QuarantineItem, ReasonCode, Source, SourceKind
 from korpus.settings import Settings
 from tasks.ocr.engine import PageImageSource
-from tasks.text_quality import TextLayerQuality
+from tasks.text.quality import TextLayerQuality
 
 
 class UnreadableSourceError(RuntimeError):
@@ -45,7 +45,7 @@ class ParseOutcome:
     stats: dict[str, float] = field(default_factory=dict)
     unread: dict[int, str] = field(default_factory=dict)
     """Pages a transient fault kept from being read after every retry (page → the last error): the document waits
-    for the next refresh instead of being published without them (tasks/retry.py)."""
+    for the next refresh instead of being published without them (tasks/runtime/retry.py)."""
     retries: int = 0
 
     def add_layer(self, layer: PageResult, quality: TextLayerQuality) -> None:

@@ -15,8 +15,8 @@ from korpus.datamodel import PageResult, ReasonCode, Source, SourceKind
 from korpus.settings import Settings
 from tasks.ocr.engine import PageImage, PageImageSource
 from tasks.readers.base import ParseOutcome, UnreadableSourceError, problem
-from tasks.structure import text_structure
-from tasks.text_quality import text_layer_quality
+from tasks.text.quality import text_layer_quality
+from tasks.text.structure import text_structure
 
 TIMEOUT = 120
 

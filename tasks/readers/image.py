@@ -11,8 +11,8 @@ from PIL import Image, ImageOps, ImageSequence, UnidentifiedImageError
 from korpus.datamodel import PageResult, ReasonCode, Source, SourceKind
 from korpus.settings import Settings
 from tasks.ocr.engine import PageImage, PageImageSource
+from tasks.pdf.searchable import write_searchable_images
 from tasks.readers.base import ParseOutcome, UnreadableSourceError, problem
-from tasks.searchable_pdf import write_searchable_images
 
 A4_WIDTH_INCHES = 8.27
 MAX_PIXELS = 60_000_000

@@ -18,7 +18,7 @@ from typing import Any
 from korpus.datamodel import PageResult, ReasonCode, Source, SourceKind
 from korpus.settings import Settings
 from tasks.ocr.engine import PageImageSource
-from tasks.pdf_pages import pdf_page_image
+from tasks.pdf.pages import pdf_page_image
 from tasks.readers.base import ParseOutcome, UnreadableSourceError, problem
 from tasks.readers.pdf import layer_pages
 

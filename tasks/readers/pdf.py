@@ -9,9 +9,9 @@ from typing import Any
 from korpus.datamodel import PageResult, ReasonCode, Source, SourceKind
 from korpus.settings import Settings
 from tasks.ocr.engine import PageImageSource
-from tasks.pdf_pages import UnreadablePdfError, pdf_page_image, read_text_layers
+from tasks.pdf.pages import UnreadablePdfError, pdf_page_image, read_text_layers
+from tasks.pdf.searchable import write_searchable_pdf
 from tasks.readers.base import ParseOutcome, problem
-from tasks.searchable_pdf import write_searchable_pdf
 
 
 def layer_pages(source: Source, path: str, settings: Settings, engine: str = "pymupdf") -> ParseOutcome:

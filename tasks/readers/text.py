@@ -17,8 +17,8 @@ from korpus.datamodel import PageResult, ReasonCode, Source, SourceKind
 from korpus.settings import Settings
 from tasks.ocr.engine import PageImageSource
 from tasks.readers.base import ParseOutcome, UnreadableSourceError, problem
-from tasks.structure import text_structure
-from tasks.text_quality import text_layer_quality
+from tasks.text.quality import text_layer_quality
+from tasks.text.structure import text_structure
 
 SINGLE_BYTE = ("cp1251", "koi8_r", "cp866", "mac_cyrillic", "iso8859_5")
 _COMMON = set("оеаинтсрвл")

@@ -12,7 +12,7 @@
 
 In every mode that reads BM25 (not bm25-nostem), a query carrying an ИНН, ОГРН or document number wants that
 document: exact identifier matches rank first, whatever either side thought of them. An unknown query term is
-searched with its typo variants (tasks/typos.py). Scopes are enforced here and inside every backend primitive: no
+searched with its typo variants (tasks/text/typos.py). Scopes are enforced here and inside every backend primitive: no
 scopes, no hits. `explain`, when given, is filled with how the ranking was decided (`korpus search --explain`).
 """
 
@@ -24,16 +24,16 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from tasks.analysis import analyse
-from tasks.identifiers import extract_identifiers
 from tasks.index.backend import HYBRID_MODES, SEARCH_MODES, SearchBackend
 from tasks.index.exact import mentions
 from tasks.retrieval.fusion import pin_first, rrf_fuse
+from tasks.text.analysis import analyse
+from tasks.text.identifiers import extract_identifiers
 
 if TYPE_CHECKING:
     from korpus.settings import Settings
     from tasks.index.sqlite import SqliteIndex
-    from tasks.rerank import Reranker
+    from tasks.retrieval.rerank import Reranker
 
 
 def backend_for(settings: Settings, index: SqliteIndex) -> SearchBackend:
@@ -57,7 +57,7 @@ class Retriever:
     @classmethod
     def from_settings(cls, backend: SearchBackend, settings: Settings) -> Retriever:
         """Depth, RRF constant, routing threshold and reranker (loaded on first use) from the settings."""
-        from tasks.rerank import shared_reranker
+        from tasks.retrieval.rerank import shared_reranker
 
         reranker = shared_reranker(str(settings.rerank_model)) if settings.rerank_model is not None else None
         return cls(backend, depth=settings.rrf_depth, rrf_k=settings.rrf_k, min_coverage=settings.hybrid_min_coverage,

@@ -23,11 +23,11 @@ from korpus.datamodel import Chunk, PageResult, Source, SourceKind
 from korpus.model_store import embed_model_path
 from korpus.settings import Settings
 from tasks.embedding import shared_embedder
-from tasks.evaluation import Expected, Question, evaluate
 from tasks.index.backend import SEARCH_MODES
 from tasks.index.sqlite import SqliteIndex
 from tasks.meta.facts import FactCache
 from tasks.meta.publish import meta_kind, refresh_meta
+from tasks.retrieval.evaluation import Expected, Question, evaluate
 
 pytestmark = pytest.mark.integration
 SCOPES = ("public", "hr", "finance", "legal")

@@ -1,4 +1,4 @@
-"""The kill suite: a refresh SIGKILLed at each named crash point (tasks/crash_points.py) — across parse, chunk,
+"""The kill suite: a refresh SIGKILLed at each named crash point (tasks/runtime/crash_points.py) — across parse, chunk,
 embed, publish (inside and after the transaction that switches the version), the searchable copy, and the
 catalog's quarantine and retire updates — then run again. The index must equal a clean run's (the same current
 chunk ids and texts, the same open quarantine items), no source may have two current versions, and no page
@@ -22,8 +22,8 @@ import tasks.ocr.tesseract_engine
 from corpora.sample_archive import _scan_pdf
 from flows.corpus_refresh import run_refresh
 from korpus.settings import Settings
-from tasks.crash_points import POINTS
 from tasks.index.sqlite import SqliteIndex
+from tasks.runtime.crash_points import POINTS
 
 pytestmark = pytest.mark.integration
 REPO = Path(__file__).resolve().parents[2]

@@ -1,4 +1,4 @@
-"""korpus's Russian analysis (tasks/analysis.py) against Lucene's own `RussianAnalyzer` — the analyzer OpenSearch's
+"""korpus's Russian analysis (tasks/text/analysis.py) against Lucene's own `RussianAnalyzer` — the analyzer OpenSearch's
 built-in `russian` is — token for token on the 300-sentence golden fixture, and the stop sets compared word for word.
 
 Lucene comes from a registry package: the Anserini fat jar inside PyPI's `pyserini` 1.6.0 sdist (Lucene 9.9.1,
@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from tasks.analysis import RUSSIAN_STOP_WORDS, analyse
+from tasks.text.analysis import RUSSIAN_STOP_WORDS, analyse
 
 pytestmark = pytest.mark.integration
 ROOT = Path(__file__).resolve().parents[2]

@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 
 from korpus.datamodel import PageResult, Source, SourceKind
-from tasks.chunking import page_chunks
+from tasks.contract.chunking import page_chunks
 from tasks.index.backend import IndexMismatchError
 from tasks.index.opensearch import OpenSearchIndex
 from tasks.retrieval.retriever import Retriever, retrieve

@@ -21,9 +21,9 @@ from corpora.sample_archive import _scan_pdf
 from korpus.datamodel import ReasonCode, Source, SourceKind
 from korpus.settings import Settings
 from tasks.parse import ocr_pdf_page, parse_pdf_text_layers
-from tasks.pdf_pages import MAX_RENDER_PIXELS, render_dpi
+from tasks.pdf.pages import MAX_RENDER_PIXELS, render_dpi
+from tasks.pdf.searchable import ocr_document
 from tasks.receive import file_sha256
-from tasks.searchable_pdf import ocr_document
 
 from .chat_stand_in import Script, chat_stand_in
 

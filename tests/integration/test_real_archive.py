@@ -18,9 +18,9 @@ from korpus.settings import Settings
 from tasks.index.sqlite import SqliteIndex
 from tasks.ocr.engine import PageImage
 from tasks.ocr.tesseract_engine import TesseractEngine
+from tasks.pdf.searchable import ocr_document
 from tasks.receive import file_sha256, source_kind
-from tasks.searchable_pdf import ocr_document
-from tasks.text_quality import PageFacts, measure, word_f1
+from tasks.text.quality import PageFacts, measure, word_f1
 
 pytestmark = pytest.mark.integration
 

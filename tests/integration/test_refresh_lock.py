@@ -1,4 +1,4 @@
-"""One refresh at a time per data directory (tasks/refresh_lock.py): a real flock, real refreshes."""
+"""One refresh at a time per data directory (tasks/runtime/refresh_lock.py): a real flock, real refreshes."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from typer.testing import CliRunner
 
 from korpus.cli import app
 from tasks.index.sqlite import SqliteIndex
-from tasks.refresh_lock import refresh_lock
+from tasks.runtime.refresh_lock import refresh_lock
 
 pytestmark = pytest.mark.integration
 

@@ -13,7 +13,7 @@ from corpora.sample_archive import SAMPLE_INN
 from korpus.model_store import ModelMissingError, embed_model_path
 from tasks.embedding import shared_embedder
 from tasks.index.sqlite import SqliteIndex
-from tasks.rerank import Reranker
+from tasks.retrieval.rerank import Reranker
 from tasks.retrieval.retriever import retrieve
 
 pytestmark = pytest.mark.integration

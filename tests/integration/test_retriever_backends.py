@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from korpus.datamodel import PageResult, Source, SourceKind
-from tasks.chunking import page_chunks
+from tasks.contract.chunking import page_chunks
 from tasks.index.backend import SearchBackend
 from tasks.index.opensearch import OpenSearchIndex
 from tasks.index.sqlite import SqliteIndex

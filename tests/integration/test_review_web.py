@@ -16,7 +16,7 @@ from korpus.cli import app as cli
 from korpus.settings import Settings
 from tasks.index.sqlite import SqliteIndex
 from tasks.meta.publish import META_PREFIX
-from tasks.review_queue import QueueQuery, queue_page
+from tasks.review.queue import QueueQuery, queue_page
 
 from .review_corpus import CORRECTED, copy_data
 

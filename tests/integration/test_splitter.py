@@ -11,10 +11,10 @@ import json
 import pytest
 
 from korpus.datamodel import PageResult, Source, SourceKind
-from tasks.chunking import build_chunks, chars_as_tokens
-from tasks.retry import RetryPolicy, counting_retries
-from tasks.splitter import LlmSplitter
-from tasks.structure import text_structure
+from tasks.contract.chunking import build_chunks, chars_as_tokens
+from tasks.contract.splitter import LlmSplitter
+from tasks.runtime.retry import RetryPolicy, counting_retries
+from tasks.text.structure import text_structure
 
 from .chat_stand_in import Script, chat_stand_in
 

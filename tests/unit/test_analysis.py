@@ -1,6 +1,6 @@
 import pytest
 
-from tasks.analysis import RUSSIAN_STOP_WORDS, analyse, words
+from tasks.text.analysis import RUSSIAN_STOP_WORDS, analyse, words
 
 pytestmark = pytest.mark.unit
 

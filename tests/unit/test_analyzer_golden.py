@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from tasks.analysis import analyse, words
+from tasks.text.analysis import analyse, words
 
 pytestmark = pytest.mark.unit
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "analyzer"

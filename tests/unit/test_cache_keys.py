@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-import tasks.versions
+import tasks.runtime.versions
 from korpus.settings import Settings
 from tasks.audio.asr import WhisperEngine
 from tasks.audio.speech import _vad_key
@@ -31,16 +31,16 @@ def test_an_upgrade_or_a_rebuilt_model_changes_the_key(tmp_path: Path, monkeypat
     (model / "model.bin").write_bytes(b"0" * 10)
     settings = Settings(data=tmp_path)
     before = WhisperEngine(model_path=model, compute_type=settings.whisper_compute_type).cache_key()
-    tasks.versions.folder_fingerprint.cache_clear()
+    tasks.runtime.versions.folder_fingerprint.cache_clear()
     (model / "model.bin").write_bytes(b"0" * 11)  # the same name, other weights
     rebuilt = WhisperEngine(model_path=model, compute_type=settings.whisper_compute_type).cache_key()
     assert rebuilt != before
-    monkeypatch.setattr(tasks.versions, "version", lambda name: "99.0")
-    tasks.versions.package_version.cache_clear()
+    monkeypatch.setattr(tasks.runtime.versions, "version", lambda name: "99.0")
+    tasks.runtime.versions.package_version.cache_clear()
     try:
         assert WhisperEngine(model_path=model, compute_type=settings.whisper_compute_type).cache_key() not in (
             before,
             rebuilt,
         )
     finally:
-        tasks.versions.package_version.cache_clear()
+        tasks.runtime.versions.package_version.cache_clear()

@@ -2,7 +2,7 @@ import pytest
 
 from korpus.datamodel import PageResult, ReasonCode, Source, SourceKind, timecode
 from tasks.audio.decode import SpeechSegment, group_speech, transcript_text
-from tasks.chunking import page_chunks
+from tasks.contract.chunking import page_chunks
 
 pytestmark = pytest.mark.unit
 

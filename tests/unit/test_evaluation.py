@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from tasks.evaluation import Expected, _scores, import_beir
+from tasks.retrieval.evaluation import Expected, _scores, import_beir
 
 pytestmark = pytest.mark.unit
 
@@ -58,8 +58,8 @@ def test_calibration_puts_the_threshold_between_answerable_and_unanswerable(tmp_
     import numpy as np
 
     from korpus.datamodel import Chunk, Locator, Source, SourceKind
-    from tasks.evaluation import Question, calibrate_no_answer
     from tasks.index.sqlite import SqliteIndex
+    from tasks.retrieval.evaluation import Question, calibrate_no_answer
 
     source = Source(source_id="a.txt", version="v1", path="/x", kind=SourceKind.text, owner="o", access="public",
                     tenant="default")  # fmt: skip
@@ -104,7 +104,7 @@ class _OneAnswerBackend:
 
 
 def test_overall_figures_cover_answerable_questions_only() -> None:
-    from tasks.evaluation import Question, evaluate
+    from tasks.retrieval.evaluation import Question, evaluate
 
     questions = [
         Question(id="q1", question="где б", type="normal", expected=[Expected(source_id="b.pdf")]),

@@ -4,7 +4,7 @@ import pytest
 from pydantic import ValidationError
 
 from korpus.datamodel import Chunk, Locator, ReasonCode
-from tasks.gate import gate_chunk, route_chunks
+from tasks.contract.gate import gate_chunk, route_chunks
 
 pytestmark = pytest.mark.unit
 BODY = "Протокол совещания о ремонте кровли склада № 3."

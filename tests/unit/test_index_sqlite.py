@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from korpus.datamodel import PageResult, Source, SourceKind
-from tasks.chunking import page_chunks
+from tasks.contract.chunking import page_chunks
 from tasks.index.backend import IndexMismatchError
 from tasks.index.sqlite import SqliteIndex
 from tasks.retrieval.fusion import rrf_fuse
@@ -126,7 +126,7 @@ def test_identifier_in_the_query_ranks_its_exact_match_first(index: SqliteIndex)
 
 
 def test_identifiers_are_extracted_with_checksums() -> None:
-    from tasks.identifiers import extract_identifiers
+    from tasks.text.identifiers import extract_identifiers
 
     text = "ИНН 7708123450, ОГРН 1027700132195, ИНН 7708123451 (неверный), № 45-17/2023, дело А40-12345/2023"
     assert extract_identifiers(text) == ["7708123450", "1027700132195", "45-17/2023", "а40-12345/2023"]

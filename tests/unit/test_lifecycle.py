@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from korpus.datamodel import PageResult, Source, SourceKind
-from tasks.chunking import page_chunks
+from tasks.contract.chunking import page_chunks
 from tasks.index.sqlite import SqliteIndex
 from tasks.retrieval.retriever import retrieve
 

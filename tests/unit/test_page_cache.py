@@ -5,7 +5,7 @@ from pathlib import Path
 import pytest
 from pydantic import BaseModel
 
-from tasks.page_cache import PageCache
+from tasks.runtime.page_cache import PageCache
 
 pytestmark = pytest.mark.unit
 

@@ -1,10 +1,10 @@
-"""Query clean-up for real questions (tasks/query.py)."""
+"""Query clean-up for real questions (tasks/retrieval/query.py)."""
 
 from __future__ import annotations
 
 import pytest
 
-from tasks.query import clean_query
+from tasks.retrieval.query import clean_query
 
 pytestmark = pytest.mark.unit
 

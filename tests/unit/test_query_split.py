@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tasks.query import interleave, search_message, split_questions
+from tasks.retrieval.query import interleave, search_message, split_questions
 
 pytestmark = pytest.mark.unit
 

@@ -15,7 +15,7 @@ from tasks.parse import choose_text
 from tasks.readers.base import READERS, SUFFIXES, ParseOutcome, UnreadableSourceError, kind_of, register_reader
 from tasks.readers.image import ImageReader, image_dpi
 from tasks.readers.text import decode_text
-from tasks.text_quality import text_language, text_layer_quality, word_f1
+from tasks.text.quality import text_language, text_layer_quality, word_f1
 
 pytestmark = pytest.mark.unit
 SETTINGS = Settings()
@@ -217,7 +217,7 @@ def test_a_reviewers_reocr_reads_the_page_afresh(tmp_path: Path) -> None:
 
 def test_latin_twins_of_cyrillic_initials_are_written_in_cyrillic() -> None:
     from korpus.datamodel import PageWord
-    from tasks.tesseract import cyrillic_initials
+    from tasks.ocr.tesseract import cyrillic_initials
 
     def word(text: str, line: int = 0) -> PageWord:
         return PageWord(text=text, x0=0, y0=0, x1=1, y1=1, line=line)

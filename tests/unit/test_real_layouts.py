@@ -6,9 +6,9 @@ from __future__ import annotations
 import pytest
 
 from korpus.datamodel import PageResult, Source, SourceKind, UnitKind
-from tasks.chunking import build_chunks, chars_as_tokens, running_lines
-from tasks.gate import route_chunks
-from tasks.structure import _continues, text_structure
+from tasks.contract.chunking import build_chunks, chars_as_tokens, running_lines
+from tasks.contract.gate import route_chunks
+from tasks.text.structure import _continues, text_structure
 
 pytestmark = pytest.mark.unit
 SOURCE = Source(source_id="закон.txt", version="ab" * 32, path="/r", kind=SourceKind.text, owner="А", access="public")

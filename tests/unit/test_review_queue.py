@@ -11,7 +11,7 @@ import pytest
 
 from korpus.datamodel import QuarantineItem, ReasonCode
 from tasks.index.sqlite import SqliteIndex
-from tasks.review_queue import QueueQuery, next_item, queue_page
+from tasks.review.queue import QueueQuery, next_item, queue_page
 
 pytestmark = pytest.mark.unit
 

@@ -7,9 +7,9 @@ import random
 import pytest
 
 from korpus.datamodel import PageResult, Source, SourceKind, UnitKind
-from tasks.chunking import build_chunks, chars_as_tokens, is_exception_sentence
-from tasks.policies import POLICIES
-from tasks.structure import text_structure
+from tasks.contract.chunking import build_chunks, chars_as_tokens, is_exception_sentence
+from tasks.contract.policies import POLICIES
+from tasks.text.structure import text_structure
 
 pytestmark = pytest.mark.unit
 POLICY = POLICIES["structure-v1"]

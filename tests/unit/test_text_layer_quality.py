@@ -3,7 +3,7 @@
 import pytest
 
 from korpus.settings import Settings
-from tasks.text_quality import PageFacts, text_layer_quality
+from tasks.text.quality import PageFacts, text_layer_quality
 
 pytestmark = pytest.mark.unit
 SETTINGS = Settings()

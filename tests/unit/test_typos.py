@@ -1,4 +1,4 @@
-"""Typo-tolerant lexical matching (tasks/typos.py) and its use by the index's BM25 side."""
+"""Typo-tolerant lexical matching (tasks/text/typos.py) and its use by the index's BM25 side."""
 
 from __future__ import annotations
 
@@ -8,10 +8,10 @@ import numpy as np
 import pytest
 
 from korpus.datamodel import Chunk, Locator, Source, SourceKind
-from tasks.analysis import analyse
 from tasks.index.sqlite import SqliteIndex
 from tasks.retrieval.retriever import retrieve
-from tasks.typos import expand, near_terms
+from tasks.text.analysis import analyse
+from tasks.text.typos import expand, near_terms
 
 pytestmark = pytest.mark.unit
 VOCAB = [("протокол", 40), ("проток", 3), ("протон", 1), ("прокол", 2), ("огнетушител", 5), ("инн", 9)]

@@ -118,7 +118,7 @@ def test_a_current_chunk_without_a_vector_is_left_out_and_said(
 def test_silent_fallbacks_are_logged(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
     import pymupdf
 
-    import tasks.structure
+    import tasks.text.structure
     from tasks.embedding import token_counter
 
     with caplog.at_level("WARNING"):
@@ -126,6 +126,6 @@ def test_silent_fallbacks_are_logged(tmp_path: Path, caplog: pytest.LogCaptureFi
         doc = pymupdf.open()
         page = doc.new_page()
         page.find_tables = lambda: (_ for _ in ()).throw(RuntimeError("broken drawing"))  # type: ignore[method-assign]
-        assert tasks.structure._find_tables(page) == []
+        assert tasks.text.structure._find_tables(page) == []
     assert count("абвгдежз") == 2 and "no tokenizer.json" in caplog.text
     assert "table detection failed (RuntimeError: broken drawing)" in caplog.text

@@ -1,7 +1,7 @@
 import pytest
 
 from korpus.datamodel import PageWord
-from tasks.vlm import place_on_lines
+from tasks.ocr.vlm import place_on_lines
 
 pytestmark = pytest.mark.unit
 

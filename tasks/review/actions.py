@@ -17,9 +17,9 @@ from typing import Any
 from korpus.datamodel import REASON_ADVICE, Chunk, PageResult, ReasonCode, Source, SourceKind
 from korpus.model_store import embed_model_path
 from korpus.settings import Settings
-from tasks.chunking import build_chunks
+from tasks.contract.chunking import build_chunks
+from tasks.contract.gate import gate_chunk
 from tasks.embedding import shared_embedder, token_counter
-from tasks.gate import gate_chunk
 from tasks.index.sqlite import SqliteIndex
 from tasks.parse import ocr_page
 from tasks.receive import file_sha256

@@ -1,5 +1,5 @@
-"""The approved chunk policies: one table for how a chunk is cut (tasks/chunking.py) and what the contract gate
-holds it to (tasks/gate.py). A policy's name is stored on every chunk (`Chunk.policy_version`); a chunk whose
+"""The approved chunk policies: one table for how a chunk is cut (tasks/contract/chunking.py) and what the contract gate
+holds it to (tasks/contract/gate.py). A policy's name is stored on every chunk (`Chunk.policy_version`); a chunk whose
 policy is not in this table is `policy-not-approved` at the gate. Side by side comparisons: docs/chunking.md."""
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Searchable PDFs: the original pages untouched, an invisible text layer with the OCR words at their boxes.
 
 Written with PyMuPDF (docs/ocr.md says why not ocrmypdf's renderer): each word is inserted with render mode 3
-(invisible) and scaled horizontally to its box, in korpus's outline-free invisible font (tasks/invisible_font.py)
+(invisible) and scaled horizontally to its box, in korpus's outline-free invisible font (tasks/pdf/invisible_font.py)
 subset once per document at the end (~1 KB). Pages that kept their own text layer are copied as they are. Output goes to
 `<data>/searchable/<source path>` — never over the source.
 """
@@ -19,8 +19,8 @@ from PIL import Image
 
 from korpus.datamodel import PageResult, PageWord, Source, SourceKind
 from korpus.settings import Settings
-from tasks.invisible_font import invisible_font
-from tasks.unicode_repair import (
+from tasks.pdf.invisible_font import invisible_font
+from tasks.text.unicode_repair import (
     MIN_COVERAGE,
     Votes,
     collect_votes,
@@ -77,7 +77,7 @@ def remove_old_text(
 
     An invisible layer (an earlier OCR over a scan) is removed outright; the scan stays. Visible glyphs drawn with a
     font that has no Unicode map («M]heh\\guc») must stay visible: their one-byte fonts get a ToUnicode map —
-    learned from the OCR where it could be (tasks/unicode_repair.py), every other code read as a space. Fonts that
+    learned from the OCR where it could be (tasks/text/unicode_repair.py), every other code read as a space. Fonts that
     also serve a kept page, and two-byte (Type0) fonts, are left alone.
     """
     trace = page.get_texttrace()

@@ -13,7 +13,7 @@ import base64
 from korpus.datamodel import PageWord
 from korpus.settings import Settings
 from tasks.chat import ChatClient, ChatError, ChatUnavailable
-from tasks.retry import RetryPolicy
+from tasks.runtime.retry import RetryPolicy
 
 CONCURRENCY_LIMIT = "korpus-vlm"
 

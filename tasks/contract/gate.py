@@ -7,8 +7,8 @@ with its reason codes — never a silent drop, never a silent index. Reason code
 from __future__ import annotations
 
 from korpus.datamodel import Chunk, QuarantineItem, ReasonCode
-from tasks.policies import POLICIES, ChunkPolicy
-from tasks.text_quality import PageFacts, measure
+from tasks.contract.policies import POLICIES, ChunkPolicy
+from tasks.text.quality import PageFacts, measure
 
 MIN_BAD_WORDS = 3
 """A short chunk with one odd word printed in the source («UГИС», «Xxxxгорисполком») is not garbage."""
@@ -18,7 +18,7 @@ def text_quality_problems(text: str, policy: ChunkPolicy) -> list[str]:
     """Garbage, not language: few words mixing Cyrillic and Latin look-alikes («npoTOKon»), few glyph codes of a
     font without a Unicode map («M]heh\\guc»), little mojibake («Ð¡Ð¾»), few
     words flipping case inside («cocTaB», a Latin-only earlier OCR). An English chunk or a numbered list
-    passes; the same signals as the page detector (tasks/text_quality.py), with the chunk policy's thresholds."""
+    passes; the same signals as the page detector (tasks/text/quality.py), with the chunk policy's thresholds."""
     signals = measure(text, PageFacts())
     problems = []
     for signal, words, limit, name in (

@@ -23,8 +23,8 @@ from pydantic import BaseModel, Field
 
 from tasks.embedding import Embedder
 from tasks.index.backend import SearchBackend
-from tasks.query import clean_query, search_message, split_questions
-from tasks.rerank import Reranker
+from tasks.retrieval.query import clean_query, search_message, split_questions
+from tasks.retrieval.rerank import Reranker
 from tasks.retrieval.retriever import Retriever
 
 RETRIEVERS = ("bm25-nostem", "bm25", "dense", "hybrid-rrf", "hybrid", "hybrid+rerank")

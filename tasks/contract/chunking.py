@@ -35,7 +35,7 @@ from korpus.datamodel import (
     chunk_id_for,
     timecode,
 )
-from tasks.policies import DEFAULT_POLICY, POLICIES, ChunkPolicy
+from tasks.contract.policies import DEFAULT_POLICY, POLICIES, ChunkPolicy
 
 TokenCounter = Callable[[str], int]
 

@@ -15,7 +15,7 @@ from functools import lru_cache
 from pydantic import BaseModel, Field
 
 from korpus.datamodel import PageWord
-from tasks.retry import TransientError
+from tasks.runtime.retry import TransientError
 
 
 class TesseractError(RuntimeError):

@@ -1,7 +1,7 @@
 """PARSE for PDFs, tier 0: per page, keep a text layer the detector trusts, or send the page to OCR.
 
-A text layer is scored by tasks/text_quality.py with the page's facts (image coverage, invisible text), so a scan
-whose old OCR layer reads «npoTOKon Necepa» is OCR'd again instead of indexed. Structure (tasks/structure.py)
+A text layer is scored by tasks/text/quality.py with the page's facts (image coverage, invisible text), so a scan
+whose old OCR layer reads «npoTOKon Necepa» is OCR'd again instead of indexed. Structure (tasks/text/structure.py)
 comes with every kept page.
 """
 
@@ -16,8 +16,8 @@ from korpus.datamodel import Unit
 from korpus.settings import Settings
 from tasks.ocr.engine import PageImage
 from tasks.readers.base import UnreadableSourceError
-from tasks.structure import pdf_page_structure
-from tasks.text_quality import PageFacts, TextLayerQuality, text_layer_quality
+from tasks.text.quality import PageFacts, TextLayerQuality, text_layer_quality
+from tasks.text.structure import pdf_page_structure
 
 
 class UnreadablePdfError(UnreadableSourceError):

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 
 from korpus.datamodel import PageResult, Unit, UnitKind
 from tasks.chat import ChatClient, ChatError, ChatUnavailable
-from tasks.retry import RetryPolicy
+from tasks.runtime.retry import RetryPolicy
 
 SYSTEM_PROMPT = (
     "Ты делишь документ на смысловые фрагменты для поиска. Тебе дан пронумерованный список единиц текста "
@@ -61,7 +61,7 @@ def validate_splits(content: str, unit_count: int) -> list[int]:
 
 def check_structure(page: PageResult, units: list[Unit], splits: list[int]) -> None:
     """The hard rules hold whoever proposes the cut: never right after a heading, never before an exception."""
-    from tasks.chunking import is_exception_sentence
+    from tasks.contract.chunking import is_exception_sentence
 
     for i in splits:
         if units[i - 1].kind is UnitKind.heading:
