@@ -1,0 +1,162 @@
+"""The embedded index's vectors: the model binding, the table holding the current model's vectors (the 'alias' a
+reindex swaps), a reindex into another model, and the stored chunks with their vectors a mirror reads. A part of
+`SqliteIndex` (tasks/index/sqlite.py), apart so each file reads in one sitting."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from korpus.datamodel import Chunk, Locator
+from tasks.index.backend import IndexMismatchError
+
+if TYPE_CHECKING:
+    import apsw
+
+
+@dataclass(frozen=True)
+class StoredChunk:
+    chunk: Chunk
+    ordinal: int
+    vector: np.ndarray
+    kind: str | None
+    exception: bool
+
+
+class VectorTables:
+    conn: apsw.Connection
+    path: Path
+    chunk_count: Any  # provided by SqliteIndex
+
+    def bind_embedding(self, model_name: str, dims: int) -> None:
+        """Record the embedding model on first use; refuse a different one later."""
+        meta = dict(self.conn.execute("SELECT key, value FROM index_meta"))
+        if "embed_dims" not in meta:
+            with self.conn:
+                self.conn.execute(
+                    "INSERT INTO index_meta VALUES ('embed_model', ?), ('embed_dims', ?)",
+                    (model_name, str(dims)),
+                )
+            return
+        if int(meta["embed_dims"]) != dims or meta["embed_model"] != model_name:
+            raise IndexMismatchError(
+                f"index {self.path} holds {meta['embed_dims']}-dim vectors from {meta['embed_model']!r}; "
+                f"the configured model is {model_name!r} ({dims} dims). Use the model the index was built "
+                f"with, or move the index to the new model: korpus reindex --embed-model PATH."
+            )
+
+    def vector_table(self) -> str:
+        """The table holding the current model's vectors (the 'alias' a reindex swaps)."""
+        rows = self.conn.execute("SELECT value FROM index_meta WHERE key = 'vector_table'").fetchall()
+        return rows[0][0] if rows else "chunk_vectors"
+
+    def reindex_vectors(
+        self,
+        model_name: str,
+        dims: int,
+        embed: Callable[[list[str]], np.ndarray],
+        batch: int = 64,
+        progress: Callable[[int, int], None] | None = None,
+    ) -> dict[str, Any]:
+        """Embed every current chunk's stored text with another model into a new vector table, then swap it in.
+
+        No parsing or OCR: the chunk text is in the index. Queries keep using the old table until the swap, a
+        single transaction that also embeds any chunk published meanwhile, records the new model and drops the
+        old vectors. A refresh still running with the old model is refused at publish (IndexMismatchError).
+        """
+        meta = dict(self.conn.execute("SELECT key, value FROM index_meta"))
+        old_table = self.vector_table()
+        table = "chunk_vectors_" + re.sub(r"[^a-z0-9]+", "_", model_name.lower()).strip("_") + f"_{dims}"
+        if meta.get("embed_model") == model_name and meta.get("embed_dims") == str(dims):
+            raise ValueError(f"index {self.path} already holds {dims}-dim vectors from {model_name!r}")
+        if table == old_table:
+            table += "_new"
+        with self.conn:
+            self.conn.execute(f"DROP TABLE IF EXISTS {table}")
+            self.conn.execute(f"CREATE TABLE {table} (rowid INTEGER PRIMARY KEY, embedding BLOB NOT NULL)")
+        missing_sql = (
+            f"SELECT c.rowid, c.text FROM chunks c WHERE c.lifecycle = 'current' "
+            f"AND NOT EXISTS (SELECT 1 FROM {table} v WHERE v.rowid = c.rowid) ORDER BY c.rowid LIMIT ?"
+        )
+        total = self.chunk_count()
+
+        def fill(rows: list[tuple[int, str]]) -> None:
+            vectors = np.asarray(embed([text for _, text in rows]), dtype=np.float32)
+            if vectors.ndim != 2 or vectors.shape[1] != dims:
+                raise IndexMismatchError(f"{model_name!r} returned vectors of shape {vectors.shape}, not (n, {dims})")
+            self.conn.executemany(
+                f"INSERT INTO {table} (rowid, embedding) VALUES (?, ?)",
+                [(rowid, vector.tobytes()) for (rowid, _), vector in zip(rows, vectors, strict=True)],
+            )
+
+        done = 0
+        while rows := self.conn.execute(missing_sql, (batch,)).fetchall():
+            with self.conn:
+                fill(rows)
+            done += len(rows)
+            if progress is not None:
+                progress(done, max(total, done))
+        with self.conn:  # the swap
+            while rows := self.conn.execute(missing_sql, (batch,)).fetchall():
+                fill(rows)
+                done += len(rows)
+            self.conn.execute(
+                "INSERT OR REPLACE INTO index_meta VALUES ('embed_model', ?), ('embed_dims', ?), ('vector_table', ?)",
+                (model_name, str(dims), table),
+            )
+            if old_table == "chunk_vectors":
+                self.conn.execute("DELETE FROM chunk_vectors")  # the schema's own table stays, empty
+            else:
+                self.conn.execute(f"DROP TABLE {old_table}")
+        return {
+            "model": model_name,
+            "dims": dims,
+            "chunks": done,
+            "replaced": {"model": meta.get("embed_model"), "dims": meta.get("embed_dims")},
+        }
+
+    def current_vectors(self, source_id: str) -> dict[str, np.ndarray]:
+        """Chunk text → vector of a source's current chunks (to reuse for unchanged text in a new version)."""
+        rows = self.conn.execute(
+            f"SELECT c.text, v.embedding FROM chunks c INDEXED BY chunks_by_source JOIN {self.vector_table()} v "
+            "ON v.rowid = c.rowid WHERE c.source_id = ? AND c.lifecycle = 'current'",
+            (source_id,),
+        )
+        return {text: np.frombuffer(blob, dtype=np.float32) for text, blob in rows}
+
+    def embedding_model(self) -> tuple[str, int] | None:
+        """(model name, dimension) of the stored vectors; None before the first publish."""
+        meta = dict(self.conn.execute("SELECT key, value FROM index_meta"))
+        return (meta["embed_model"], int(meta["embed_dims"])) if "embed_model" in meta else None
+
+    def chunk_states(self) -> dict[str, tuple[str, str, str, str, bool]]:
+        """chunk id → (lifecycle, access, owner, tenant, exception) of every stored chunk (what a mirror serves)."""
+        rows = self.conn.execute("SELECT chunk_id, lifecycle, access, owner, tenant, exception FROM chunks")
+        return {row[0]: (row[1], row[2], row[3], row[4], bool(row[5])) for row in rows}
+
+    def stored_chunks(self, chunk_ids: Sequence[str]) -> Iterator[StoredChunk]:
+        """The chunks with these ids as stored — text, locator, labels, vector, the source's kind — to mirror them
+        without re-parsing or re-embedding."""
+        marks = ", ".join("?" for _ in chunk_ids)
+        cursor = self.conn.execute(
+            "SELECT c.chunk_id, c.source_id, c.source_version, c.ordinal, c.page, c.t_start, c.t_end, "
+            "c.section_path, c.text, c.body, c.owner, c.access, c.tenant, c.language, c.policy_version, "
+            f"c.exception, s.kind, v.embedding FROM chunks c JOIN {self.vector_table()} v ON v.rowid = c.rowid "
+            "LEFT JOIN sources s ON s.source_id = c.source_id AND s.version = c.source_version "
+            f"WHERE c.chunk_id IN ({marks})",
+            list(chunk_ids),
+        )
+        for row in cursor:
+            (chunk_id, source_id, version, ordinal, page, t0, t1, section, text, body, owner, access, tenant,
+             language, policy, exception, kind, blob) = row  # fmt: skip
+            chunk = Chunk(chunk_id=chunk_id, source_id=source_id, source_version=version,
+                          section_path=json.loads(section), locator=Locator(page=page, t_start=t0, t_end=t1),
+                          text=text, body=body, owner=owner, access_rule=access, tenant=tenant,
+                          policy_version=policy, language=language)  # fmt: skip
+            yield StoredChunk(chunk, ordinal, np.frombuffer(blob, dtype=np.float32), kind, bool(exception))
