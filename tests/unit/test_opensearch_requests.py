@@ -7,7 +7,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tasks.index.opensearch import (
+from tasks.index.opensearch_requests import (
     index_name,
     index_template,
     knn_body,

@@ -1,0 +1,130 @@
+"""The JSON korpus sends to OpenSearch: the index template, the filters every read carries, the BM25, kNN and
+identifier queries, and a chunk as the template's document. Pure functions: tests/unit/test_opensearch_requests.py
+compares the kNN request with a hand-written file that follows the documentation (osmem-server has no kNN)."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from korpus.datamodel import Chunk
+from tasks.text.identifiers import extract_identifiers
+
+HIT_FIELDS = ["chunk_id", "source_id", "source_version", "page", "t_start", "t_end", "section_path", "text",
+              "lifecycle", "access", "exception"]  # fmt: skip
+_SLUG = re.compile(r"[^a-z0-9]+")
+
+
+def server_version(info: dict[str, Any]) -> tuple[int, int]:
+    major, minor, *_ = (int(p) for p in re.findall(r"\d+", info["version"]["number"]))
+    return major, minor
+
+
+def index_name(prefix: str, model: str, dims: int) -> str:
+    return f"{prefix}-chunks-{_SLUG.sub('-', model.lower()).strip('-')}-{dims}"
+
+
+def index_template(prefix: str, dims: int) -> dict[str, Any]:
+    keyword = {"type": "keyword"}
+    return {
+        "index_patterns": [f"{prefix}-chunks-*"],
+        "template": {
+            "settings": {
+                "index": {"knn": True, "refresh_interval": "1s"},
+                "analysis": {
+                    "analyzer": {"korpus_exact": {"type": "custom", "tokenizer": "standard", "filter": ["lowercase"]}}
+                },
+            },
+            "mappings": {
+                "dynamic": "strict",
+                "properties": {
+                    "chunk_id": keyword,
+                    "source_id": keyword,
+                    "source_version": keyword,
+                    "ordinal": {"type": "integer"},
+                    "page": {"type": "integer"},
+                    "t_start": {"type": "float"},
+                    "t_end": {"type": "float"},
+                    "section_path": keyword,
+                    "text": {
+                        "type": "text",
+                        "analyzer": "russian",
+                        "fields": {"exact": {"type": "text", "analyzer": "korpus_exact"}},
+                    },
+                    "body": {"type": "text", "index": False},
+                    "identifiers": keyword,
+                    "owner": keyword,
+                    "access": keyword,
+                    "tenant": keyword,
+                    "lifecycle": keyword,
+                    "doc_type": keyword,
+                    "language": keyword,
+                    "policy_version": keyword,
+                    "exception": {"type": "boolean"},
+                    "embedding": {
+                        "type": "knn_vector",
+                        "dimension": dims,
+                        "method": {"name": "hnsw", "engine": "lucene", "space_type": "cosinesimil"},
+                    },
+                },
+            },
+        },
+    }
+
+
+def visible(scopes: Sequence[str]) -> list[dict[str, Any]]:
+    """The filters every read carries: current chunks whose access rule is among the caller's scopes."""
+    return [{"term": {"lifecycle": "current"}}, {"terms": {"access": list(scopes)}}]
+
+
+def lexical_query(query: str, stemmed: bool = True) -> dict[str, Any]:
+    return {"match": {"text" if stemmed else "text.exact": {"query": query}}}
+
+
+def lexical_body(
+    query: str, scopes: Sequence[str], depth: int, stemmed: bool = True, extra_terms: Sequence[str] = ()
+) -> dict[str, Any]:
+    """BM25 on `text` (or `text.exact`); `extra_terms` (analysed typo variants) are matched as terms beside it."""
+    match = lexical_query(query, stemmed)
+    if extra_terms:
+        match = {"bool": {"should": [match, {"terms": {"text": list(extra_terms)}}], "minimum_should_match": 1}}
+    return {"size": depth, "_source": False, "query": {"bool": {"must": [match], "filter": visible(scopes)}}}
+
+
+def identifier_body(identifiers: Sequence[str], scopes: Sequence[str], depth: int) -> dict[str, Any]:
+    """Chunks holding any of the identifiers, scored by how many (one constant-score clause each)."""
+    each = [{"constant_score": {"filter": {"term": {"identifiers": i}}, "boost": 1.0}} for i in identifiers]
+    query = {"bool": {"should": each, "minimum_should_match": 1, "filter": visible(scopes)}}
+    return {"size": depth, "_source": False, "query": query, "sort": [{"_score": "desc"}, {"chunk_id": "asc"}]}
+
+
+def knn_query(vector: np.ndarray, depth: int, scopes: Sequence[str] | None) -> dict[str, Any]:
+    """Lucene-engine efficient filtering: the filter goes inside the knn clause, applied during the graph search
+    (not after it, which could return fewer than k)."""
+    clause: dict[str, Any] = {"vector": [round(float(x), 7) for x in vector], "k": depth}
+    if scopes is not None:
+        clause["filter"] = {"bool": {"filter": visible(scopes)}}
+    return {"knn": {"embedding": clause}}
+
+
+def knn_body(vector: np.ndarray, scopes: Sequence[str], depth: int) -> dict[str, Any]:
+    return {"size": depth, "_source": False, "query": knn_query(vector, depth, scopes)}
+
+
+def chunk_document(
+    chunk: Chunk, ordinal: int, vector: np.ndarray, doc_type: str | None, exception: bool = False
+) -> dict[str, Any]:
+    """A chunk as the template's document, `staged` until a switch makes it current."""
+    loc = chunk.locator
+    return {
+        "chunk_id": chunk.chunk_id, "source_id": chunk.source_id, "source_version": chunk.source_version,
+        "ordinal": ordinal, "page": loc.page, "t_start": loc.t_start, "t_end": loc.t_end,
+        "section_path": chunk.section_path, "text": chunk.text, "body": chunk.body,
+        "identifiers": extract_identifiers(chunk.body), "owner": chunk.owner, "access": chunk.access_rule,
+        "tenant": chunk.tenant, "lifecycle": "staged", "doc_type": doc_type, "language": chunk.language,
+        "policy_version": chunk.policy_version, "exception": exception,
+        "embedding": [float(x) for x in vector],
+    }  # fmt: skip
