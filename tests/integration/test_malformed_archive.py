@@ -17,6 +17,7 @@ import pymupdf
 import pytest
 
 import flows.corpus_refresh
+import flows.refresh_tasks
 from korpus.datamodel import REASON_ADVICE, ReasonCode
 from korpus.settings import Settings
 from tasks.index.sqlite import SqliteIndex
@@ -192,7 +193,7 @@ def test_a_malformed_archive_is_contained(tmp_path: Path, monkeypatch: pytest.Mo
     # a file changing and one vanishing during the run: right after discovery hashed them
     (root / "меняется.txt").write_text("Первая редакция приказа об отпусках.", encoding="utf-8")
     (root / "исчезает.txt").write_text("Записка, которую удалят посреди обновления.", encoding="utf-8")
-    discover = flows.corpus_refresh.discover_sources
+    discover = flows.refresh_tasks.discover_sources
 
     def discover_then_disturb(where: Path) -> list:
         found = discover(where)
@@ -201,7 +202,7 @@ def test_a_malformed_archive_is_contained(tmp_path: Path, monkeypatch: pytest.Mo
         (root / "исчезает.txt").unlink()
         return found
 
-    monkeypatch.setattr(flows.corpus_refresh, "discover_sources", discover_then_disturb)
+    monkeypatch.setattr(flows.refresh_tasks, "discover_sources", discover_then_disturb)
     settings = Settings(data=tmp_path / "data")
     summary = flows.corpus_refresh.run_refresh(root, settings)
     monkeypatch.undo()

@@ -1,0 +1,317 @@
+"""The Prefect tasks of `corpus_refresh` (flows/corpus_refresh.py): each a thin wrapper over a stage in `tasks/`,
+named as the Prefect UI shows it (catalog, discover, read-source, ocr-page, speech-segments, transcribe-windows,
+transcript, searchable-pdf, chunk-and-gate, embed, publish, meta-documents, sync-opensearch, hold-back,
+catalog-changes), with its retries and tags. The flow module decides which run, in what order, fanned out how."""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from prefect import get_run_logger, task
+from prefect.cache_policies import NO_CACHE
+from prefect_dask import DaskTaskRunner
+
+from flows import events
+from korpus.datamodel import Chunk, PageResult, QuarantineItem, ReasonCode, Source, SourceKind
+from korpus.model_store import embed_model_path
+from korpus.settings import Settings
+from tasks.audio.speech import (
+    RecordingOutcome,
+    RecordingPlan,
+    assemble_recording,
+    prepare_recording,
+    transcribe_windows,
+)
+from tasks.contract.chunking import build_chunks
+from tasks.contract.gate import route_chunks
+from tasks.contract.splitter import LlmSplitter
+from tasks.embedding import shared_embedder, token_counter
+from tasks.index.sqlite import SqliteIndex
+from tasks.parse import ParseOutcome, read_source
+from tasks.parse import ocr_page as ocr_page_stage
+from tasks.pdf.pages import save_page_image
+from tasks.readers.base import problem, reader_for
+from tasks.receive import RefreshPlan, discover_sources
+from tasks.runtime.crash_points import crash_point
+from tasks.runtime.retry import RetryPolicy, TransientError, counting_retries
+from tasks.text.quality import text_language
+
+
+def document_language(pages: list[PageResult], default: str) -> str:
+    """The language recorded on a source's chunks: `en` for a document in Latin script, else the corpus's."""
+    detected = text_language("\n".join(p.text for p in pages[:20]))
+    return detected if detected not in ("und", "ru") else default
+
+
+def dask_task_runner(settings: Settings) -> DaskTaskRunner:
+    """An existing cluster when KORPUS_DASK_ADDRESS is set, else a LocalCluster of threads.
+
+    Threads, not processes: each worker process would start its own temporary Prefect server (FACTS.md), and
+    the heavy work (Tesseract subprocesses, CTranslate2, torch) releases the GIL anyway.
+    """
+    if settings.dask_address:
+        return DaskTaskRunner(address=settings.dask_address)
+    return DaskTaskRunner(
+        cluster_class="distributed.LocalCluster",
+        cluster_kwargs={
+            "n_workers": settings.dask_workers,
+            "threads_per_worker": settings.dask_threads_per_worker,
+            "processes": False,
+            "dashboard_address": None,
+        },
+    )
+
+
+# --- tasks: thin wrappers over stages ---------------------------------------------------------------------
+
+
+@task(name="catalog", cache_policy=NO_CACHE)
+def read_catalog(settings: Settings) -> tuple[dict[str, dict[str, tuple]], dict[str, dict[str, set[str]]]]:
+    with SqliteIndex(settings.index_path) as index:
+        repaired = index.reconcile()
+        if repaired:
+            get_run_logger().warning("reconciled %d rows left inconsistent by an earlier crash", repaired)
+        return index.indexed_versions(), index.refused_versions()
+
+
+@task(name="discover", cache_policy=NO_CACHE)
+def discover(root: str) -> list[Source]:
+    return discover_sources(Path(root))
+
+
+@task(name="read-source", cache_policy=NO_CACHE)
+def read_own_text(sources: list[Source], settings: Settings) -> list[ParseOutcome]:
+    """The files' own text through their readers: PDF/DjVu layers, decoded text, a converted office document. Small
+    files travel several to a task (`_read_batches`): a task's overhead is worth a big file, not a short letter."""
+    outcomes = []
+    for source in sources:
+        try:
+            outcomes.append(read_source(source, settings))
+            crash_point("after-read-source")
+        except OSError as exc:  # gone or replaced since discovery (the flow then skips it), or unreadable
+            outcomes.append(
+                ParseOutcome(problems=[problem(source, ReasonCode.unreadable_file, f"cannot be read: {exc}")])
+            )
+    return outcomes
+
+
+READ_BATCH_FILES = 16
+READ_BATCH_BYTES = 4 * 1024 * 1024
+
+
+def read_batches(sources: list[Source]) -> list[list[Source]]:
+    """Sources in reading order, packed up to READ_BATCH_FILES files or READ_BATCH_BYTES per task; a big file alone."""
+    batches: list[list[Source]] = []
+    size = 0
+    for source in sources:
+        if not batches or len(batches[-1]) >= READ_BATCH_FILES or size + source.size > READ_BATCH_BYTES:
+            batches.append([])
+            size = 0
+        batches[-1].append(source)
+        size += source.size
+    return batches
+
+
+@task(name="ocr-page", cache_policy=NO_CACHE, retries=1, tags=["ocr"])
+def ocr_page(source: Source, page: int, settings: Settings, layer: PageResult | None = None) -> ParseOutcome:
+    return ocr_page_stage(source, page, settings, layer=layer)
+
+
+@task(name="speech-segments", cache_policy=NO_CACHE)
+def speech_plan(source: Source, settings: Settings) -> RecordingPlan:
+    try:
+        return prepare_recording(source, settings)
+    except OSError as exc:
+        failed = RecordingPlan(source_id=source.source_id, version=source.version)
+        failed.problem = problem(source, ReasonCode.unreadable_file, f"cannot be read: {exc}")
+        return failed
+
+
+@task(name="transcribe-windows", cache_policy=NO_CACHE, retries=1, tags=["asr"])
+def transcribe(plan: RecordingPlan, indices: list[int], settings: Settings) -> list:
+    return transcribe_windows(plan, indices, settings)
+
+
+@task(name="transcript", cache_policy=NO_CACHE)
+def transcript(source: Source, plan: RecordingPlan, results: list, settings: Settings) -> RecordingOutcome:
+    return assemble_recording(source, plan, results, settings)
+
+
+@task(name="searchable-pdf", cache_policy=NO_CACHE)
+def searchable(source: Source, pages: list[PageResult], settings: Settings) -> dict[str, Any] | None:
+    written = reader_for(source.kind).searchable_copy(source, pages, settings)  # type: ignore[arg-type]
+    crash_point("after-searchable")
+    return written
+
+
+def whole_document(source: Source, outcome: ParseOutcome) -> QuarantineItem:
+    bad = sorted(p.page for p in outcome.problems if p.page)
+    return QuarantineItem(
+        source_id=source.source_id,
+        source_version=source.version,
+        reasons=[ReasonCode.page_quality],
+        detail=f"pages {bad} failed every tier; KORPUS_QUARANTINE_WHOLE_DOCUMENT keeps the document out",
+    )
+
+
+GROUP_PAGES = 128
+"""A group of documents is chunked, embedded and published once it holds this many pages (or
+`index_group_sources` documents): big enough for full embedding batches, small enough that the first documents are
+searchable early and a crash loses little."""
+
+
+@dataclass
+class Ready:
+    """A source read, waiting in its group to be chunked, gated, embedded and published."""
+
+    source: Source
+    outcome: ParseOutcome
+    quarantined_pages: bool
+    passed: list[Chunk] = field(default_factory=list)
+    chunks: int = 0
+
+    @property
+    def publish(self) -> bool:
+        # read: the version is published — even if the gate kept every chunk out, or every page is in the
+        # quarantine (it is then current with no chunks: the next refresh leaves it alone, a reviewer decides)
+        return bool(self.chunks or self.quarantined_pages)
+
+
+@task(name="chunk-and-gate", cache_policy=NO_CACHE)
+def chunk_and_gate(
+    group: list[Ready], settings: Settings, splitter: LlmSplitter | None
+) -> tuple[list[tuple[int, list[Chunk]]], list[QuarantineItem]]:
+    """Each document's chunks (tasks/contract/chunking.py) through the contract gate: per document (chunks cut, passed),
+    and everything the gate (or an empty page) refused."""
+    cut: list[tuple[int, list[Chunk]]] = []
+    refused_all: list[QuarantineItem] = []
+    count = token_counter(str(embed_model_path(settings)))
+    for ready in group:
+        pages = ready.outcome.pages
+        chunks, empty = build_chunks(
+            ready.source,
+            pages,
+            settings.chunk_policy,
+            count=count,
+            language=document_language(pages, settings.language),
+            spans_override=splitter.page_spans if splitter else None,
+        )
+        passed, refused = route_chunks(chunks)
+        cut.append((len(chunks), passed))
+        refused_all += [*empty, *refused]
+    return cut, refused_all
+
+
+@task(name="embed", cache_policy=NO_CACHE)
+def embed(chunks: list[Chunk], settings: Settings) -> np.ndarray:
+    """One forward pass per `embed_batch_size` chunks, across every document of the group."""
+    embedder = shared_embedder(str(embed_model_path(settings)), settings.embed_batch_size)
+    return embedder.embed_passages([c.text for c in chunks])
+
+
+@task(name="publish", cache_policy=NO_CACHE)
+def publish(group: list[Ready], vectors: np.ndarray, settings: Settings) -> list[int]:
+    """Each document of the group switched in its own transaction, in order; chunks published per document."""
+    counts, start = [], 0
+    with SqliteIndex(settings.index_path) as index:
+        for ready in group:
+            own = vectors[start : start + len(ready.passed)] if ready.passed else np.zeros((0, 0), dtype=np.float32)
+            start += len(ready.passed)
+            pages = ready.outcome.pages
+            index.publish_version(ready.source, ready.passed, own, pages,
+                                  embed_model=embed_model_path(settings).name)  # fmt: skip
+            counts.append(len(ready.passed))
+            crash_point("after-publish")
+            events.source_indexed(ready.source, len(ready.passed), len(pages), Counter(p.method for p in pages))
+    return counts
+
+
+@task(name="meta-documents", cache_policy=NO_CACHE)
+def build_meta_documents(settings: Settings) -> dict[str, Any]:
+    """The collection's table of contents, chronology and registers, per access scope, rebuilt where the sources
+    they come from changed (tasks/meta)."""
+    from tasks.chat import ChatClient
+    from tasks.meta.facts import FactCache
+    from tasks.meta.llm import LlmEvents
+    from tasks.meta.publish import refresh_meta
+
+    llm = None
+    if settings.llm_url:
+        client = ChatClient(
+            settings.llm_url, settings.llm_model, settings.llm_timeout, RetryPolicy.from_settings(settings)
+        )
+        llm = LlmEvents(client)
+    cache = FactCache(settings.meta_cache_dir, variant=llm.variant if llm else "")
+    with SqliteIndex(settings.index_path) as index:
+        return refresh_meta(index, cache, lambda chunks: embed.fn(chunks, settings), embed_model_path(settings).name,
+                            llm=llm)  # fmt: skip
+
+
+@task(name="sync-opensearch", cache_policy=NO_CACHE)
+def sync_opensearch(settings: Settings) -> dict[str, Any]:
+    """Mirror what the catalog serves to the cluster (KORPUS_BACKEND=opensearch). Each request is retried with
+    backoff while the cluster is down or overloaded; when it stays down the catalog's changes stand, the cluster
+    keeps serving what it served, and the answer says `pending` — the sync is idempotent, so the next refresh (or
+    `korpus sync-opensearch`) completes it."""
+    from tasks.index.opensearch import opensearch_index
+
+    with SqliteIndex(settings.index_path) as index, counting_retries() as retries:
+        try:
+            report: dict[str, Any] = opensearch_index(settings).sync_from(index)
+        except TransientError as exc:
+            get_run_logger().error("OpenSearch mirror left pending: %s", exc)
+            report = {"pending": True, "error": str(exc)}
+    return report | {"retries": retries[0]}
+
+
+@task(name="hold-back", cache_policy=NO_CACHE)
+def hold_back(source: Source, unread: dict[int, str], settings: Settings) -> tuple[list[int], list[QuarantineItem]]:
+    """Pages a transient fault left unread: the document waits for the next refresh (its earlier version stays
+    served) — unless a page has now failed in `pending_max_refreshes` refreshes: that page is quarantined
+    `ocr-failed` and, when no other page waits, the document goes on without it. Returns (pages waiting, items)."""
+    with SqliteIndex(settings.index_path) as index:
+        attempts = index.record_pending(source, unread)
+    given_up = [
+        problem(source, ReasonCode.ocr_failed, f"still failing after {tried} refreshes: {unread[page]}", page)
+        for page, tried in sorted(attempts.items())
+        if tried >= settings.pending_max_refreshes
+    ]
+    waiting = sorted(page for page, tried in attempts.items() if tried < settings.pending_max_refreshes)
+    if waiting:
+        get_run_logger().warning(
+            "%s: pages %s could not be read (%s); the document waits for the next refresh",
+            source.source_id,
+            waiting,
+            unread[waiting[0]],
+        )
+    return waiting, given_up
+
+
+@task(name="catalog-changes", cache_policy=NO_CACHE)
+def apply_catalog_changes(plan: RefreshPlan, problems: list[QuarantineItem], settings: Settings) -> None:
+    with SqliteIndex(settings.index_path) as index:
+        sources = {s.source_id: s for s in plan.to_process}
+        for item in problems:
+            source = sources.get(item.source_id)
+            if source is not None:  # the review queue filters and guards items by these
+                item.access = item.access or source.access
+                item.kind = item.kind or (source.kind.value if source.kind else None)
+            if item.page and source is not None and source.kind is SourceKind.pdf and item.chunk_id is None:
+                # a page image for the reviewer (PDF pages; other kinds show their text evidence)
+                image = settings.data / "evidence" / item.source_id / f"p{item.page:05d}.png"
+                saved = save_page_image(source.path, item.page, image)
+                item.evidence_path = str(saved) if saved else None
+        index.record_quarantine(problems)
+        crash_point("catalog-after-quarantine")
+        for source in plan.relabel:
+            index.relabel_source(source)
+        inadmissible = {item.source_id for item in plan.rejected}
+        for source_id in [*plan.removed, *sorted(inadmissible)]:
+            index.retire_source(source_id)
+
+
+# --- the flow ------------------------------------------------------------------------------------------------
