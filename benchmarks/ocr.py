@@ -13,6 +13,9 @@ Parts (all by default), each measured side by side in this one process on the sa
               rising noise, blur and rotation (korpus must lose nothing against the engine it wraps)
   detector    precision / recall of the text-layer detector on generated good and bad layers
 Pages are XQuAD-ru paragraphs (`../shared/data/xquad-ru/corpus.jsonl`) typeset in DejaVu Serif.
+
+Over 400 lines because its six parts share one process, one set of rendered pages and one report; each part is
+a function of its own.
 """
 
 from __future__ import annotations

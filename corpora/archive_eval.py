@@ -11,6 +11,9 @@ documents so that changed-source questions check the new version is found and th
     apply_changes(root)           # version 2 of the changed documents (refresh again after it)
     write_questions(path)         # the labelled questions, one JSON object per line
 
+Over 400 lines because most of it is data — the documents' texts and the 92 labelled questions — kept beside the
+few functions that write them, so a question and the document it asks about are read together.
+
 Everything is generated from fixed seeds: the same files and questions on every machine. All names, ИНН and
 numbers are invented; ИНН and ОГРН carry valid check digits.
 """

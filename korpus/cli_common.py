@@ -1,0 +1,31 @@
+"""What every `korpus` command shares: the --data option, the settings, and a clear error with exit code 2."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from korpus.settings import Settings
+
+DataOption = Annotated[
+    Path | None, typer.Option("--data", help="Data directory (default: KORPUS_DATA or ./korpus-data).")
+]
+
+
+def _settings(data: Path | None) -> Settings:
+    return Settings(data=data) if data is not None else Settings()
+
+
+def _indexed(data: Path | Settings | None) -> Settings:
+    """The settings, after checking there is an index to read (a clear error otherwise)."""
+    settings = data if isinstance(data, Settings) else _settings(data)
+    if not settings.index_path.is_file():
+        _fail(f"no index at {settings.index_path}: run `korpus refresh --root DIR` first")
+    return settings
+
+
+def _fail(message: str) -> None:
+    typer.secho(f"error: {message}", fg=typer.colors.RED, err=True)
+    raise typer.Exit(2)
