@@ -186,7 +186,9 @@ def create_app(settings: Settings) -> FastAPI:
         if not settings.index_path.is_file():
             return {"status": "empty", "index": str(settings.index_path)}
         with SqliteIndex(settings.index_path) as idx:
-            return {"status": "ok", "index": str(settings.index_path), "backend": settings.backend} | idx.stats()
+            served = reader(idx).backend.health()  # the backend that answers /search: the cluster, when configured
+            return {"status": "ok", "index": str(settings.index_path), "backend": settings.backend,
+                    "search": served} | idx.stats()  # fmt: skip
 
     install_review(app, settings)  # /review: the quarantine workbench (korpus/review_web.py)
 

@@ -77,6 +77,10 @@ class SearchBackend(Protocol):
         here (a chunk switched out since it was ranked is dropped)."""
         ...
 
+    def health(self) -> dict[str, Any]:
+        """{"backend", "status": "ok" | "unreachable", "chunks_served"} for /health and `korpus status`."""
+        ...
+
     def exact_occurrences(self, text: str, scopes: Sequence[str], limit: int = 500) -> dict[str, Any]:
         """`search_exact`: every occurrence of the phrase (tasks/index/exact.py locates them)."""
         ...

@@ -324,6 +324,17 @@ class OpenSearchIndex:
         hit["score"] = round(score, 6)
         return hit
 
+    def health(self) -> dict[str, Any]:
+        """What the alias serves; a cluster that does not answer is `unreachable`, with the reason."""
+        from opensearchpy.exceptions import OpenSearchException
+
+        body = {"size": 0, "track_total_hits": True, "query": {"term": {"lifecycle": "current"}}}
+        try:
+            served = int(self.client.search(index=self.alias, body=body)["hits"]["total"]["value"])
+        except OpenSearchException as exc:
+            return {"backend": self.name, "status": "unreachable", "error": str(exc)[:300]}
+        return {"backend": self.name, "status": "ok", "chunks_served": served}
+
     def exact_occurrences(self, text: str, scopes: Sequence[str], limit: int = 500) -> dict[str, Any]:
         """`search_exact` on the cluster: a phrase match on `text.exact`, then every occurrence located in the
         stored bodies exactly as the embedded index does."""

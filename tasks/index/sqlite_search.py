@@ -210,6 +210,10 @@ class SqliteSearch:
             )
         return hits
 
+    def health(self) -> dict[str, Any]:
+        served = self.conn.execute("SELECT count(*) FROM chunk_visibility WHERE visible IS NOT NULL").fetchall()[0][0]
+        return {"backend": self.name, "status": "ok", "chunks_served": served}
+
     def exact_occurrences(self, text: str, scopes: Sequence[str], limit: int = 500) -> dict[str, Any]:
         """Chunks matching the phrase on the unstemmed field (FTS5 phrase query), then every occurrence located in
         their bodies (tasks/index/exact.py)."""

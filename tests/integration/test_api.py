@@ -55,6 +55,7 @@ def test_exact_count_and_sources_honour_access(keyed: TestClient) -> None:
 def test_health_tools_and_openapi(keyed: TestClient) -> None:
     health = keyed.get("/health").json()
     assert health["status"] == "ok" and health["chunks_current"] > 0 and health["embed_dims"] == 384
+    assert health["search"] == {"backend": "sqlite", "status": "ok", "chunks_served": health["chunks_current"]}
     assert [t["function"]["name"] for t in keyed.get("/tools").json()] == ["search", "search_exact", "count_mentions"]
     paths = keyed.get("/openapi.json").json()["paths"]
     assert {"/search", "/exact", "/count", "/health", "/tools"} <= set(paths)

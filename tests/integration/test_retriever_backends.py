@@ -110,3 +110,12 @@ def test_exact_occurrences_and_counts_honour_scopes(store: Store) -> None:
     assert retriever.count_mentions("ремонт кровли", ["public", "hr"])["by_source"] == {
         "кровля.txt": 1, "премия.txt": 1}  # fmt: skip
     assert retriever.count_mentions("ремонт кровли", [])["total"] == 0
+
+
+def test_health_counts_what_the_backend_serves(store: Store) -> None:
+    retriever = _archive(store)
+    assert store.backend.health() == {"backend": store.backend.name, "status": "ok", "chunks_served": 4}
+    _publish(store, "кровля.txt", "v2", "Служебная записка: ремонт кровли отменён.")
+    store.retire("договор.txt")
+    assert store.backend.health()["chunks_served"] == 3  # the new version replaced the old; the retired one is out
+    assert retriever.search("насосов", None, ["public"], mode="bm25") == []
