@@ -41,6 +41,7 @@ CREATE INDEX IF NOT EXISTS chunks_by_filter ON chunks (lifecycle, access);
 CREATE VIRTUAL TABLE IF NOT EXISTS chunk_terms USING fts5(
     terms, exact, tokenize = "unicode61 remove_diacritics 0 tokenchars '.,''’:_'");
 CREATE VIRTUAL TABLE IF NOT EXISTS chunk_terms_vocab USING fts5vocab(chunk_terms, 'col');
+CREATE VIRTUAL TABLE IF NOT EXISTS chunk_terms_instance USING fts5vocab(chunk_terms, 'instance');
 CREATE TABLE IF NOT EXISTS pages (
     source_id TEXT NOT NULL, version TEXT NOT NULL, ordinal INTEGER NOT NULL, page TEXT NOT NULL,
     PRIMARY KEY (source_id, version, ordinal));

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from tasks.index.backend import IndexMismatchError, idf_coverage
+from tasks.index.bm25_memory import MEMORY_BM25_MIN_MATCHES, memory_bm25_for
 from tasks.index.exact import locate_occurrences, no_occurrences
 from tasks.index.vector_cache import Snapshot, cache_for
 from tasks.text.analysis import analyse, words
@@ -84,7 +85,10 @@ class SqliteSearch:
         if stemmed:
             terms = analyse(query)
             variants = self.typo_variants(terms) if variants is None else variants
-            match = _fts_query([*terms, *(v for found in variants.values() for v in found)])
+            searched = list(dict.fromkeys(t for t in [*terms, *(v for f in variants.values() for v in f)] if t))
+            if sum(self.term_frequency(t) for t in searched) > MEMORY_BM25_MIN_MATCHES:
+                return self._memory_bm25(searched, scopes, depth)  # the same ranking, without bm25() per row
+            match = _fts_query(searched)
         else:
             match = _fts_query(words(query), column="exact")
         if match is None:
@@ -98,6 +102,12 @@ class SqliteSearch:
             [match, *params, depth],
         )
         return [(rowid, -score) for rowid, score in rows]
+
+    def _memory_bm25(self, terms: list[str], scopes: Sequence[str], depth: int) -> list[tuple[int, float]]:
+        """FTS5's BM25 over in-memory postings (tasks/index/bm25_memory.py), at this connection's snapshot."""
+        with self.conn:
+            generation = self.conn.execute("SELECT value FROM index_meta WHERE key = 'generation'").fetchall()[0][0]
+            return memory_bm25_for(self.index.path).at(self.conn, generation).ranking(self.conn, terms, scopes, depth)
 
     def term_frequency(self, term: str) -> int:
         """Chunks whose analysed text holds `term` (an index lookup on fts5vocab; deleted rows may count)."""
