@@ -320,6 +320,10 @@ def evaluate_cmd(
         )
     for kind, row in report["checks"].items():
         typer.echo(f"  {kind:<15} n={row['n']:<4} passed={row['passed']}")
+    if report["routing"]["routed"]:
+        routing = report["routing"]
+        typer.echo(f"  routing: BM25 joined the fusion for {routing['bm25_joined']} of {routing['routed']} questions, "
+                   f"dense ranked alone for {routing['dense_only']}")  # fmt: skip
 
 
 @app.command("import-beir")

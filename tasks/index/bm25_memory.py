@@ -31,6 +31,7 @@ MEMORY_BM25_MIN_MATCHES = 5_000
 MAX_POSTINGS = 4_000_000
 """Postings a generation keeps, over all its terms (8 bytes each: 32 MB), least recently used terms dropped first."""
 
+
 def _sizes(blob: bytes) -> int:
     """The total tokens of a row: the sum of the varints (SQLite's: big-endian, 7 bits a byte, the high bit saying
     more follow) in its `chunk_terms_docsize` record, one per column."""

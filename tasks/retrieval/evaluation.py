@@ -106,6 +106,7 @@ def evaluate(
     per_type: dict[str, list[dict[str, float]]] = defaultdict(list)
     checks: dict[str, list[float]] = defaultdict(list)
     leaks = {"denied_access": 0, "superseded": 0}
+    joined: list[bool] = []  # per searched question of a routed mode: did BM25 join the fusion?
     # Each question read as korpus search and the API read a message (cleaned, split into its questions), and every
     # part of every question embedded in batched forward passes (801 questions: minutes → seconds).
     parts = [split_questions(clean_query(q.question)) for q in questions]
@@ -118,7 +119,11 @@ def evaluate(
         lexical_only = own is None or retriever in ("bm25", "bm25-nostem")
 
         def search(part: str, vector: Any, scopes: list[str] = scopes) -> list[dict[str, Any]]:
-            return ranker.search(part, vector, scopes, k=10, mode=retriever)
+            decided: dict[str, Any] = {}
+            hits = ranker.search(part, vector, scopes, k=10, mode=retriever, explain=decided)
+            if decided.get("coverage") is not None:
+                joined.append(bool(decided["bm25_joined"]))
+            return hits
 
         hits = search_message(q.question, search, None if lexical_only else (lambda _p, own=own: own), k=10)
         leaks["denied_access"] += sum(h["access"] not in scopes for h in hits)
@@ -145,6 +150,7 @@ def evaluate(
         "by_type": {t: {"n": len(rows), **{k: mean(rows, k) for k in keys}} for t, rows in sorted(per_type.items())},
         "checks": {t: {"n": len(v), "passed": round(sum(v) / len(v), 4)} for t, v in sorted(checks.items())},
         "leaks": leaks,
+        "routing": {"routed": len(joined), "bm25_joined": sum(joined), "dense_only": len(joined) - sum(joined)},
     }
 
 
