@@ -18,6 +18,7 @@ import json
 import os
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 os.environ.setdefault("PREFECT_LOGGING_LEVEL", "WARNING")
@@ -49,21 +50,29 @@ def run(root: Path, questions: Path, data: Path, changes=None, policy: str | Non
         if any(q.type == "no-answer" for q in qs):
             calibration = calibrate_no_answer(qs, index.searcher, embedder, settings.default_scopes)
             print(f"no-answer calibration: {calibration}", file=sys.stderr)
-        return {
-            r: evaluate(
-                qs,
-                index.searcher,
-                embedder,
-                r,
-                settings.default_scopes,
-                settings.no_answer_threshold,
-                settings.rrf_k,
-                settings.rrf_depth,
-                settings.hybrid_min_coverage,
-            )
-            for r in RETRIEVERS
-            if r != "hybrid+rerank"  # no offline cross-encoder weights exist here
-        }
+        report, seconds = {}, {}
+        embed = embedder.embed_queries
+        spent = [0.0]
+
+        def timed_embed(texts: list[str]):
+            start = time.perf_counter()
+            try:
+                return embed(texts)
+            finally:
+                spent[0] += time.perf_counter() - start
+
+        embedder.embed_queries = timed_embed
+        for r in RETRIEVERS:
+            if r == "hybrid+rerank":  # no offline cross-encoder weights exist here
+                continue
+            spent[0], start = 0.0, time.perf_counter()
+            report[r] = evaluate(qs, index.searcher, embedder, r, settings.default_scopes, settings.no_answer_threshold,
+                                 settings.rrf_k, settings.rrf_depth, settings.hybrid_min_coverage)  # fmt: skip
+            total = time.perf_counter() - start
+            seconds[r] = {"questions": len(qs), "embedding_s": round(spent[0], 2), "rest_s": round(total - spent[0], 2)}
+        # timings go to stderr: the JSON report stays comparable byte for byte between runs
+        print(f"eval seconds ({questions.name}): {seconds}", file=sys.stderr)
+        return report
 
 
 def main() -> None:
