@@ -25,7 +25,6 @@ import numpy as np
 import sqlite_vec
 
 from korpus.datamodel import Chunk, Lifecycle, PageResult, Source
-from tasks.index.exact import mentions
 from tasks.index.quarantine_store import QuarantineStore
 from tasks.index.schema import ADDED_COLUMNS, DERIVED_TRIGGERS, SCHEMA, VISIBILITY_SQL, row_dicts, utc_now
 from tasks.index.sqlite_search import SqliteSearch
@@ -352,12 +351,6 @@ class SqliteIndex(VectorTables, QuarantineStore):
     def searcher(self) -> SqliteSearch:
         """This index as a `SearchBackend`."""
         return SqliteSearch(self)
-
-    def exact_occurrences(self, text: str, scopes: Sequence[str], limit: int = 500) -> dict[str, Any]:
-        return self.searcher.exact_occurrences(text, scopes, limit)
-
-    def count_mentions(self, text: str, scopes: Sequence[str]) -> dict[str, Any]:
-        return mentions(self.searcher.exact_occurrences(text, scopes, limit=0))
 
     def current_source(self, source_id: str) -> tuple[Source, list[PageResult]] | None:
         """The current version of a source with its stored page texts and units."""

@@ -106,8 +106,12 @@ class SqliteSearch:
     def _memory_bm25(self, terms: list[str], scopes: Sequence[str], depth: int) -> list[tuple[int, float]]:
         """FTS5's BM25 over in-memory postings (tasks/index/bm25_memory.py), at this connection's snapshot."""
         with self.conn:
-            generation = self.conn.execute("SELECT value FROM index_meta WHERE key = 'generation'").fetchall()[0][0]
-            return memory_bm25_for(self.index.path).at(self.conn, generation).ranking(self.conn, terms, scopes, depth)
+            postings = memory_bm25_for(self.index.path).at(self.conn, self._generation())
+            return postings.ranking(self.conn, terms, scopes, depth)
+
+    def _generation(self) -> str:
+        """The index's write generation at this connection's snapshot: the key of every in-memory copy."""
+        return self.conn.execute("SELECT value FROM index_meta WHERE key = 'generation'").fetchall()[0][0]
 
     def term_frequency(self, term: str) -> int:
         """Chunks whose analysed text holds `term` (an index lookup on fts5vocab; deleted rows may count)."""
@@ -171,8 +175,7 @@ class SqliteSearch:
         """The in-memory vectors at this connection's snapshot (one read transaction for check and sync)."""
         with self.conn:
             table = self.index.vector_table()
-            generation = self.conn.execute("SELECT value FROM index_meta WHERE key = 'generation'").fetchall()[0][0]
-            return cache_for(self.index.path, table).current(self.conn, table, generation)
+            return cache_for(self.index.path, table).current(self.conn, table, self._generation())
 
     def vector_ranking_sql(self, vector: np.ndarray, scopes: Sequence[str], depth: int) -> list[tuple[int, float]]:
         """The same ranking by sqlite-vec inside SQL (no memory copy): the reference the cache is tested against."""

@@ -33,7 +33,7 @@ def test_osmem_mirror_serves_what_the_catalog_serves(refreshed: Refreshed, osmem
         assert first["indexed"] == current > 0
         assert sum(state[0] == "current" for state in cluster.states().values()) == current
         assert cluster.sync_from(catalog) == {"indexed": 0, "updated": 0, "superseded": 0}  # idempotent
-        embedded_exact = catalog.exact_occurrences("Смирновой", ["public", "hr"])
+        embedded_exact = catalog.searcher.exact_occurrences("Смирновой", ["public", "hr"])
 
     client = TestClient(create_app(settings))
     public, hr = {"X-API-Key": "k-public"}, {"X-API-Key": "k-hr"}

@@ -10,7 +10,7 @@ from tasks.contract.chunking import page_chunks
 from tasks.index.backend import IndexMismatchError
 from tasks.index.sqlite import SqliteIndex
 from tasks.retrieval.fusion import rrf_fuse
-from tasks.retrieval.retriever import retrieve
+from tasks.retrieval.retriever import Retriever, retrieve
 
 pytestmark = pytest.mark.unit
 DIMS = 8
@@ -137,15 +137,15 @@ def test_search_exact_finds_every_accessible_current_occurrence(index: SqliteInd
     _publish(index, "b.txt", "v1", ["иванов п. с. подписал"], access="hr")
     _publish(index, "c.txt", "v1", ["Иванов П. С. — старая редакция"])
     _publish(index, "c.txt", "v2", ["Новая редакция без фамилии"])
-    found = index.exact_occurrences("Иванов П. С.", ["public"])
+    found = Retriever(index.searcher).exact_occurrences("Иванов П. С.", ["public"])
     assert found["total"] == 2 and found["by_source"] == {"a.txt": 2}
     first = found["occurrences"][0]
     assert (first["source_id"], first["page"], first["line"]) == ("a.txt", 1, "Стороны: Иванов П. С. и")
     assert "Договор поставки" in first["context"]
     assert found["occurrences"][1]["page"] == 2  # "Иванов  П. С." with two spaces still matches
-    widened = index.count_mentions("Иванов П. С.", ["public", "hr"])
+    widened = Retriever(index.searcher).count_mentions("Иванов П. С.", ["public", "hr"])
     assert widened == {"query": "Иванов П. С.", "total": 3, "by_source": {"a.txt": 2, "b.txt": 1}}
-    assert index.exact_occurrences("Сидоров", ["public"])["total"] == 0
+    assert Retriever(index.searcher).exact_occurrences("Сидоров", ["public"])["total"] == 0
 
 
 def _axes(*weights: float) -> np.ndarray:
