@@ -24,6 +24,14 @@ def test_metrics_count_each_expected_item_once() -> None:
     assert _scores([_hit("a.pdf", 7)], [Expected(source_id="a.pdf")])["recall@1"] == 1.0  # page not given
 
 
+def test_an_item_labelled_twice_is_one_relevant_item() -> None:
+    # A message of two questions about one page carries its label twice; the right page first is a perfect answer.
+    twice = [Expected(source_id="a.pdf", page=2), Expected(source_id="a.pdf", page=2)]
+    assert _scores([_hit("a.pdf", 2), _hit("b.pdf")], twice)["ndcg@10"] == 1.0
+    two = [Expected(source_id="a.pdf", page=2), Expected(source_id="b.pdf")]
+    assert _scores([_hit("a.pdf", 2), _hit("c.pdf")], two)["ndcg@10"] < 1.0  # two distinct items: one missing
+
+
 def test_import_beir_writes_a_corpus_folder_and_an_eval_file(tmp_path: Path) -> None:
     beir = tmp_path / "beir"
     beir.mkdir()
