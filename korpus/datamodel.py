@@ -56,6 +56,12 @@ class ReasonCode(StrEnum):
     text_quality = "text-quality"
 
 
+ADMISSION_REASONS = frozenset({ReasonCode.missing_metadata, ReasonCode.unsupported_type, ReasonCode.outside_root})
+"""Refusals of what the manifest or the root says, re-judged each refresh; `unreadable-file` at discovery has the
+version `not-read` and is judged again once the file can be read (it then has a real version). A version refused
+for these alone and published later has its queue item resolved by the publish (tasks/index/quarantine_store.py)."""
+
+
 REASON_ADVICE: dict[ReasonCode, str] = {
     ReasonCode.missing_metadata: "add owner and access for this path to korpus.yaml; the next refresh admits it",
     ReasonCode.unsupported_type: "convert it to PDF, an image, DjVu, an office format, text or audio — or leave it out",

@@ -15,7 +15,7 @@ from pathlib import Path
 import yaml
 from pydantic import BaseModel, Field
 
-from korpus.datamodel import ChangeKind, QuarantineItem, ReasonCode, Source, SourceKind
+from korpus.datamodel import ADMISSION_REASONS, ChangeKind, QuarantineItem, ReasonCode, Source, SourceKind
 from tasks.readers.base import kind_of
 
 MANIFEST_NAME = "korpus.yaml"
@@ -195,11 +195,6 @@ class RefreshPlan:
 
 def metadata_key(source: Source) -> tuple[str | None, str | None, str | None]:
     return (source.owner, source.access, source.tenant)
-
-
-ADMISSION_REASONS = frozenset({ReasonCode.missing_metadata, ReasonCode.unsupported_type, ReasonCode.outside_root})
-"""Refusals of what the manifest or the root says, re-judged each refresh; `unreadable-file` at discovery has the
-version `not-read` and is judged again once the file can be read (it then has a real version)."""
 
 
 def plan_refresh(

@@ -10,7 +10,7 @@ from typing import Any
 import apsw
 import numpy as np
 
-from korpus.datamodel import Chunk, PageResult, QuarantineItem, Source
+from korpus.datamodel import ADMISSION_REASONS, Chunk, PageResult, QuarantineItem, Source
 from tasks.index.schema import utc_now
 
 
@@ -67,6 +67,26 @@ class QuarantineStore:
                 )
                 count += 1
         return count
+
+    def resolve_admitted(self, source_id: str, version: str) -> int:
+        """Resolve the open whole-source items of a version refused only for what the manifest or the root said
+        (`ADMISSION_REASONS`), now that the version is published: the manifest was fixed, and a reviewer should not
+        find the refusal still waiting. Runs inside the publish's transaction; each gets an audit row. Returns how
+        many were resolved."""
+        rows = self.conn.execute(
+            "SELECT item_id, reasons FROM quarantine WHERE source_id = ? AND source_version = ? AND page IS NULL "
+            "AND chunk_id IS NULL AND t_start IS NULL AND status = 'open'",
+            (source_id, version),
+        ).fetchall()
+        admitted = [item_id for item_id, reasons in rows if set(json.loads(reasons)) <= ADMISSION_REASONS]
+        for item_id in admitted:
+            self.conn.execute(
+                "INSERT INTO quarantine_decisions (item_id, decided_at, reviewer, action, note, outcome) "
+                "VALUES (?, ?, 'korpus', 'admitted', '', ?)",
+                (item_id, utc_now(), "a later refresh admitted this version (its manifest was fixed) and indexed it"),
+            )
+            self.conn.execute("UPDATE quarantine SET status = 'resolved' WHERE item_id = ?", (item_id,))
+        return len(admitted)
 
     def record_pending(self, source: Source, unread: dict[int, str]) -> dict[int, int]:
         """Pages a transient fault kept unread in this refresh: count one more attempt for each; returns page →

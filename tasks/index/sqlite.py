@@ -199,6 +199,7 @@ class SqliteIndex(VectorTables, QuarantineStore):
                 self.bind_embedding(embed_model, int(vectors.shape[1]))
             self._retire(source.source_id, keep_version=source.version)
             self.conn.execute("DELETE FROM pending_pages WHERE source_id = ?", (source.source_id,))
+            self.resolve_admitted(source.source_id, source.version)
             self.conn.execute(
                 "DELETE FROM chunk_terms WHERE rowid IN (SELECT rowid FROM chunks WHERE source_id = ? "
                 "AND source_version = ?)",

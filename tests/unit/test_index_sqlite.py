@@ -258,3 +258,23 @@ def test_an_empty_index_answers_with_empty_lists(tmp_path: Path) -> None:
     with SqliteIndex(tmp_path / "korpus.db") as index:
         assert index.sources() == [] and index.quarantine_items() == [] and index.quarantine_items("open") == []
         assert index.source_chunks("nowhere.pdf") == [] and index.quarantine_item("0" * 16) is None
+
+
+def test_publishing_a_version_refused_for_its_manifest_resolves_its_queue_item(index: SqliteIndex) -> None:
+    from korpus.datamodel import QuarantineItem, ReasonCode
+
+    def item(version: str, reason: ReasonCode, page: int | None = None) -> QuarantineItem:
+        return QuarantineItem(source_id="a.txt", source_version=version, page=page, reasons=[reason])
+
+    refused = [
+        item("v1", ReasonCode.missing_metadata),  # the manifest lacked owner and access; now fixed
+        item("v1", ReasonCode.empty_text, page=2),  # a page of the same version: the content, not the manifest
+        item("v0", ReasonCode.missing_metadata),  # another version of the file: not the one published
+    ]
+    index.record_quarantine(refused)
+    _publish(index, "a.txt", "v1", ["Текст письма о поставке насосов."])
+    status = {(row["source_version"], row["page"]): row["status"] for row in index.quarantine_items()}
+    assert status == {("v1", None): "resolved", ("v1", 2): "open", ("v0", None): "open"}
+    decisions = index.quarantine_item(refused[0].item_id)["decisions"]
+    assert [(d["reviewer"], d["action"]) for d in decisions] == [("korpus", "admitted")]
+    assert index.refused_versions() == {"a.txt": {"v0": {"missing-metadata"}}}
