@@ -8,7 +8,9 @@ dropped); a quoted reply chain above it; two questions in one message (the next 
 both are kept, a hit for either counts). Each set is evaluated clean and noisy per retriever, with korpus's query
 clean-up (tasks/retrieval/query.py) and without it (the question passed as it came), and noisy without
 typo-tolerant lexical matching (tasks/text/typos.py), in one process on one index.
-Corpora: the archive-style set (corpora.archive_eval) and XQuAD-ru dev (imported with import_beir), when given.
+Corpora: the archive-style set (corpora.archive_eval), the sample archive with its eval set
+(eval/sample-archive.jsonl), and XQuAD-ru dev (imported with import_beir), when given. A message of two questions
+about one page carries that page's label once (tasks/retrieval/evaluation.py counts an item labelled twice once).
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from corpora import archive_eval
+from corpora.sample_archive import write_sample_archive
 from flows.corpus_refresh import run_refresh
 from korpus.model_store import embed_model_path, ensure_models
 from korpus.settings import Settings
@@ -92,6 +95,14 @@ def compare(questions: list[Question], data: Path) -> dict:
                     qs, index.searcher, embedder, retriever, settings.default_scopes, settings.no_answer_threshold
                 )
                 row[label] = {"R@1": result["recall@1"], "nDCG@10": result["ndcg@10"]}
+                if label == "noisy":  # each kind of noise apart (its questions' type is `<type>/<kind>`)
+                    row["by kind"] = {
+                        kind: round(sum(t["ndcg@10"] * t["n"] for name, t in result["by_type"].items()
+                                        if name.endswith("/" + kind))
+                                    / max(1, sum(t["n"] for name, t in result["by_type"].items()
+                                                 if name.endswith("/" + kind))), 4)
+                        for kind in KINDS
+                    }  # fmt: skip
             as_it_came = lambda text: text  # noqa: E731 - the question as it came, in every place that cleans it
             with (
                 mock.patch.object(evaluation, "clean_query", as_it_came),
@@ -122,6 +133,10 @@ def main() -> None:
         run_refresh(Path(tmp) / "archive", Settings(data=Path(tmp) / "archive-data"))
         answerable = [q for q in load_questions(questions) if q.expected]
         report["archive-style"] = compare(answerable, Path(tmp) / "archive-data")
+        write_sample_archive(Path(tmp) / "sample")
+        run_refresh(Path(tmp) / "sample", Settings(data=Path(tmp) / "sample-data"))
+        sample = [q for q in load_questions(ROOT / "eval" / "sample-archive.jsonl") if q.expected]
+        report["sample-archive"] = compare(sample, Path(tmp) / "sample-data")
         if args.xquad.is_dir():
             corpus, xquad = Path(tmp) / "xquad", Path(tmp) / "xquad.jsonl"
             import_beir(args.xquad, corpus, xquad)
@@ -135,7 +150,9 @@ def main() -> None:
         for retriever, row in rows.items():
             print(
                 f"  {retriever:>10}: "
-                + "  ".join(f"{k} R@1 {v['R@1']:.3f} nDCG {v['nDCG@10']:.3f}" for k, v in row.items())
+                + "  ".join(f"{k} R@1 {v['R@1']:.3f} nDCG {v['nDCG@10']:.3f}" for k, v in row.items() if "R@1" in v)
+                + "\n    noisy nDCG@10 by kind: "
+                + ", ".join(f"{k} {v:.3f}" for k, v in row["by kind"].items())
             )
 
 
