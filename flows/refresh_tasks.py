@@ -171,6 +171,8 @@ class Ready:
     source: Source
     outcome: ParseOutcome
     quarantined_pages: bool
+    problems: list[QuarantineItem] = field(default_factory=list)
+    """The document's quarantine items (pages, refused chunks): recorded in its publish transaction."""
     passed: list[Chunk] = field(default_factory=list)
     chunks: int = 0
 
@@ -215,15 +217,19 @@ def embed(chunks: list[Chunk], settings: Settings) -> np.ndarray:
 
 @task(name="publish", cache_policy=NO_CACHE)
 def publish(group: list[Ready], vectors: np.ndarray, settings: Settings) -> list[int]:
-    """Each document of the group switched in its own transaction, in order; chunks published per document."""
+    """Each document of the group switched in its own transaction, in order, with its quarantine items: a crash
+    after the commit leaves nothing of the document to find again (the next refresh sees the version indexed)."""
     counts, start = [], 0
     with SqliteIndex(settings.index_path) as index:
         for ready in group:
             own = vectors[start : start + len(ready.passed)] if ready.passed else np.zeros((0, 0), dtype=np.float32)
             start += len(ready.passed)
             pages = ready.outcome.pages
-            index.publish_version(ready.source, ready.passed, own, pages,
-                                  embed_model=embed_model_path(settings).name)  # fmt: skip
+            items = for_review(ready.problems, {ready.source.source_id: ready.source}, settings)
+            with index.conn:
+                index.publish_version(ready.source, ready.passed, own, pages,
+                                      embed_model=embed_model_path(settings).name)  # fmt: skip
+                index.record_quarantine(items)
             counts.append(len(ready.passed))
             crash_point("after-publish")
             events.source_indexed(ready.source, len(ready.passed), len(pages), Counter(p.method for p in pages))
@@ -291,21 +297,27 @@ def hold_back(source: Source, unread: dict[int, str], settings: Settings) -> tup
     return waiting, given_up
 
 
+def for_review(items: list[QuarantineItem], sources: dict[str, Source], settings: Settings) -> list[QuarantineItem]:
+    """Items with what the review queue filters and guards them by (access, kind) and, for a PDF page, an image of
+    the page for the reviewer (other kinds show their text evidence)."""
+    for item in items:
+        source = sources.get(item.source_id)
+        if source is None:
+            continue
+        item.access = item.access or source.access
+        item.kind = item.kind or (source.kind.value if source.kind else None)
+        if item.page and source.kind is SourceKind.pdf and item.chunk_id is None and item.evidence_path is None:
+            image = settings.data / "evidence" / item.source_id / f"p{item.page:05d}.png"
+            saved = save_page_image(source.path, item.page, image)
+            item.evidence_path = str(saved) if saved else None
+    return items
+
+
 @task(name="catalog-changes", cache_policy=NO_CACHE)
 def apply_catalog_changes(plan: RefreshPlan, problems: list[QuarantineItem], settings: Settings) -> None:
+    """What no publish recorded (refusals at admission, documents kept out whole), relabels and retirements."""
     with SqliteIndex(settings.index_path) as index:
-        sources = {s.source_id: s for s in plan.to_process}
-        for item in problems:
-            source = sources.get(item.source_id)
-            if source is not None:  # the review queue filters and guards items by these
-                item.access = item.access or source.access
-                item.kind = item.kind or (source.kind.value if source.kind else None)
-            if item.page and source is not None and source.kind is SourceKind.pdf and item.chunk_id is None:
-                # a page image for the reviewer (PDF pages; other kinds show their text evidence)
-                image = settings.data / "evidence" / item.source_id / f"p{item.page:05d}.png"
-                saved = save_page_image(source.path, item.page, image)
-                item.evidence_path = str(saved) if saved else None
-        index.record_quarantine(problems)
+        index.record_quarantine(for_review(problems, {s.source_id: s for s in plan.to_process}, settings))
         crash_point("catalog-after-quarantine")
         for source in plan.relabel:
             index.relabel_source(source)

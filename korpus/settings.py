@@ -173,6 +173,11 @@ class Settings(BaseSettings):
     dask_address: str | None = Field(default=None, description="An existing Dask scheduler, tcp://host:8786.")
     dask_workers: int = Field(default=1, ge=1, description="LocalCluster workers (threads share one process).")
     dask_threads_per_worker: int = Field(default=2, ge=1)
+    dask_embed_resources: str | None = Field(
+        default=None,
+        description="Dask resources the embedding tasks ask for (`GPU=1`): only workers started with "
+        "`--resources GPU=1` take them. Unset: any worker (a LocalCluster has no resources).",
+    )
     default_scopes: Annotated[list[str], NoDecode] = Field(
         default_factory=lambda: ["public"], description="Scopes a search sees unless given others (a,b,c)."
     )

@@ -55,7 +55,8 @@ def cluster(prefect_server: str, tmp_path: Path) -> Iterator[str]:
 
 @contextmanager
 def _cluster(prefect_server: str, tmp_path: Path) -> Iterator[tuple[str, dict[str, subprocess.Popen]]]:
-    """`dask scheduler` + two single-thread `dask worker` processes, reporting to the Prefect server."""
+    """`dask scheduler` + two single-thread `dask worker` processes, reporting to the Prefect server; w1 is started
+    with `--resources GPU=1` (the GPU worker of a real deployment: here a name, nothing runs on a GPU)."""
     port = _free_port()
     env = dict(os.environ, PREFECT_API_URL=prefect_server, PREFECT_SERVER_ANALYTICS_ENABLED="false")
     address = f"tcp://127.0.0.1:{port}"
@@ -64,9 +65,10 @@ def _cluster(prefect_server: str, tmp_path: Path) -> Iterator[tuple[str, dict[st
     procs = [subprocess.Popen([str(bin_dir / "dask"), "scheduler", "--host", "127.0.0.1", "--port", str(port),
                                "--no-dashboard"], env=env, stdout=logs[0], stderr=subprocess.STDOUT)]  # fmt: skip
     for name, log in zip(("w1", "w2"), logs[1:], strict=True):
+        resources = ["--resources", "GPU=1"] if name == "w1" else []
         procs.append(subprocess.Popen([str(bin_dir / "dask"), "worker", address, "--nthreads", "1", "--name", name,
-                                       "--no-dashboard", "--memory-limit", "0"], env=env, cwd=Path(__file__).parents[2],
-                                      stdout=log, stderr=subprocess.STDOUT))  # fmt: skip
+                                       "--no-dashboard", "--memory-limit", "0", *resources], env=env,
+                                      cwd=Path(__file__).parents[2], stdout=log, stderr=subprocess.STDOUT))  # fmt: skip
     from distributed import Client
 
     deadline = time.monotonic() + 120
@@ -106,7 +108,8 @@ def test_refresh_on_a_two_worker_cluster_equals_a_local_cluster_run(
 
     root = _archive(tmp_path / "archive")
     local = Settings(data=tmp_path / "local-data", meta_documents=False)
-    distributed = Settings(data=tmp_path / "cluster-data", meta_documents=False, dask_address=cluster)
+    distributed = Settings(data=tmp_path / "cluster-data", meta_documents=False, dask_address=cluster,
+                           dask_embed_resources="GPU=1")  # fmt: skip
     with temporary_settings(updates={PREFECT_API_URL: prefect_server}):
         on_cluster = run_refresh(root, distributed)
         on_local = run_refresh(root, local)
@@ -114,8 +117,13 @@ def test_refresh_on_a_two_worker_cluster_equals_a_local_cluster_run(
     assert on_cluster["ocr_engine_calls"] == 4 and on_cluster["quarantined"] == 0
     assert _served(distributed) == _served(local) and len(_served(local)) >= 2
     with Client(cluster) as client:  # both worker processes ran tasks of the refresh to completion
-        done = client.run(lambda dask_worker: sum(1 for entry in dask_worker.state.log if entry[2] == "memory"))
-    assert len(done) == 2 and all(count > 0 for count in done.values()), done
+        done = client.run(lambda dask_worker: sorted({str(entry[0]).split("-")[0] for entry in dask_worker.state.log
+                                                      if entry[2] == "memory"}))  # fmt: skip
+        names = {info["name"]: done[address] for address, info in client.scheduler_info()["workers"].items()}
+    assert len(done) == 2 and all(names.values()), names
+    # the embedding asked for GPU=1: only the GPU worker took it; the OCR pages went to both
+    assert "embed" in names["w1"] and "embed" not in names["w2"], names
+    assert "ocr_page" in names["w2"], names
 
 
 @pytest.mark.slow  # ~70 s more; passes beside the cluster test (run with `pytest -m slow`)

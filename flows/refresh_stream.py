@@ -1,0 +1,332 @@
+"""The streaming part of `corpus_refresh`: every document's reading, OCR and ASR fanned out on Dask, and each
+document chunked, gated, embedded and published as soon as its own pages are in — while other documents are still
+being read, OCR'd or transcribed. Nothing waits for the whole refresh: the first documents are searchable early, a
+crash loses at most the documents in flight, and what stays in memory is the work in flight, not the archive.
+
+`Inflight` holds the futures and what to do with each result; the handlers (`Parse` for the fan-out, `Indexer` for
+the groups) run in the flow's thread, one at a time, in the order the work completes. Embedding is Dask work like
+OCR and ASR (on the GPU worker when `KORPUS_DASK_EMBED_RESOURCES` names one); the catalog is written from the flow
+alone, one SQLite writer.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+from collections.abc import Callable
+from contextlib import nullcontext
+from dataclasses import dataclass, field
+from functools import partial
+from typing import Any
+
+import dask
+import distributed
+import numpy as np
+from prefect import get_run_logger
+from prefect.artifacts import create_progress_artifact, update_progress_artifact
+from prefect_dask import DaskTaskRunner
+
+from flows.refresh_tasks import (
+    GROUP_PAGES,
+    Ready,
+    chunk_and_gate,
+    embed,
+    hold_back,
+    ocr_page,
+    publish,
+    read_batches,
+    read_own_text,
+    searchable,
+    speech_plan,
+    transcribe,
+    transcript,
+    whole_document,
+)
+from korpus.datamodel import QuarantineItem, Source, SourceKind
+from korpus.settings import Settings
+from tasks.audio.speech import RecordingOutcome, RecordingPlan
+from tasks.contract.splitter import LlmSplitter
+from tasks.parse import ParseOutcome
+from tasks.receive import RefreshPlan, unchanged_since_discovery
+from tasks.runtime.crash_points import crash_point
+
+
+class Inflight:
+    """Futures on the Dask cluster, each with the handler its result goes to. `run()` hands results over as they
+    complete, in the caller's thread; a handler may submit more work, and `run()` returns when nothing is left."""
+
+    def __init__(self, runner: DaskTaskRunner) -> None:
+        self._runner = runner
+        self._completed = distributed.as_completed(loop=runner.client.loop)
+        self._then: dict[str, tuple[Any, Callable[[Any], None]]] = {}
+
+    def submit(self, stage: Any, then: Callable[[Any], None], annotations: dict[str, Any] | None = None,
+               **parameters: Any) -> None:  # fmt: skip
+        """`annotations` are Dask's (`resources`, `priority`: higher runs first among queued tasks)."""
+        with dask.annotate(**annotations) if annotations else nullcontext():
+            future = self._runner.submit(stage, parameters=parameters)
+        self._then[future.wrapped_future.key] = (future, then)
+        self._completed.add(future.wrapped_future)
+
+    def run(self) -> None:
+        for finished in self._completed:
+            future, then = self._then.pop(finished.key)
+            then(future.result())  # a task failed past its retries raises here and fails the flow, as before
+
+
+@dataclass
+class Tally:
+    """The summary's counts, added up document by document as each is parsed (the pages themselves are let go once
+    their document is published)."""
+
+    by_method: Counter[str] = field(default_factory=Counter)
+    by_tier: Counter[str] = field(default_factory=Counter)
+    layers: Counter[str] = field(default_factory=Counter)
+    ocr_calls: int = 0
+    asr_calls: int = 0
+    vlm_calls: int = 0
+    cache_hits: int = 0
+    retries: int = 0
+    audio: Counter[str] = field(default_factory=Counter)
+
+    def add(self, source: Source, outcome: ParseOutcome) -> None:
+        self.by_tier.update(f"tier {p.tier}" for p in outcome.pages if p.tier is not None)
+        self.layers.update(p.layer_check.decision for p in outcome.pages if p.layer_check)
+        if source.kind is SourceKind.audio:
+            self.asr_calls += outcome.engine_calls
+        elif source.kind and source.kind.paged:
+            self.ocr_calls += outcome.engine_calls
+        self.vlm_calls += outcome.vlm_calls
+        self.cache_hits += outcome.cache_hits
+        self.retries += outcome.retries
+        self.audio.update(outcome.stats)
+
+    def summary(self) -> dict[str, Any]:
+        audio, speech = self.audio["audio_seconds"], self.audio["speech_seconds"]
+        return {
+            "pages_by_method": dict(self.by_method),
+            "pages_by_tier": dict(self.by_tier),
+            "ocr_engine_calls": self.ocr_calls,
+            "layers_checked": dict(self.layers),
+            "vlm_calls": self.vlm_calls,
+            "asr_engine_calls": self.asr_calls,
+            "page_cache_hits": self.cache_hits,
+            "audio_seconds": round(audio, 1),
+            "speech_share": round(speech / audio, 3) if audio else None,
+            "asr_segments_dropped": int(self.audio["segments_dropped"]),
+            "asr_repeats_collapsed": int(self.audio["repeats_collapsed"]),
+            "transient_retries": self.retries,
+        }
+
+
+def _pages_done(source: Source, outcome: ParseOutcome, ocr_done: int) -> str:
+    ready = outcome.page_count - len(outcome.ocr_pending) + ocr_done
+    return f"{source.file_name} → {ready}/{outcome.page_count} страниц"
+
+
+def _minutes_done(source: Source, heard: float, duration: float) -> str:
+    return f"{source.file_name} → {heard / 60:.1f}/{duration / 60:.1f} мин записи"
+
+
+def _batches(items: list[int], size: int) -> list[list[int]]:
+    return [items[i : i + size] for i in range(0, len(items), size)]
+
+
+class Parse:
+    """Every source's first stage submitted at once; a batch's OCR pages and a recording's speech windows go out as
+    soon as that batch is read or that recording planned. A document is handed to `on_document` the moment its
+    last page is in; `on_done` runs once, when every document has been."""
+
+    def __init__(self, work: Inflight, plan: RefreshPlan, settings: Settings,
+                 on_document: Callable[[Source, ParseOutcome], None], on_done: Callable[[], None]) -> None:  # fmt: skip
+        self.work, self.plan, self.settings = work, plan, settings
+        self.on_document, self.on_done = on_document, on_done
+        self.open = len(plan.to_process)
+        self._pages: dict[str, tuple[ParseOutcome, Any, int]] = {}  # OCR in flight: outcome, milestone, pages done
+        self._windows: dict[str, tuple[RecordingPlan, Any, list, int, int]] = {}
+
+    def start(self) -> None:
+        submit = self.work.submit
+        for source in self.plan.to_process:
+            if source.kind is SourceKind.audio:
+                submit(speech_plan, partial(self._planned, source), source=source, settings=self.settings)
+        reads = [s for s in self.plan.to_process if s.kind is not SourceKind.audio]
+        for batch in read_batches(reads):
+            submit(read_own_text, partial(self._read, batch), sources=batch, settings=self.settings)
+
+    def _complete(self, source: Source, outcome: ParseOutcome) -> None:
+        outcome.pages.sort(key=lambda p: (p.page or 0, p.t_start or 0.0))
+        self.open -= 1
+        self.on_document(source, outcome)
+        if self.open == 0:
+            crash_point("after-parse")
+            self.on_done()
+
+    def _read(self, batch: list[Source], outcomes: list[ParseOutcome]) -> None:
+        for source, outcome in zip(batch, outcomes, strict=True):
+            if not outcome.ocr_pending:
+                self._complete(source, outcome)
+                continue
+            milestone = create_progress_artifact(progress=0.0, description=_pages_done(source, outcome, 0))
+            self._pages[source.source_id] = (outcome, milestone, 0)
+            for page in outcome.ocr_pending:
+                self.work.submit(ocr_page, partial(self._page, source), source=source, page=page,
+                                 settings=self.settings, layer=outcome.flagged.get(page))  # fmt: skip
+
+    def _page(self, source: Source, page: ParseOutcome) -> None:
+        target, milestone, done = self._pages[source.source_id]
+        target.pages.extend(page.pages)
+        target.problems.extend(page.problems)
+        target.engine_calls += page.engine_calls
+        target.vlm_calls += page.vlm_calls
+        target.cache_hits += page.cache_hits
+        target.unread.update(page.unread)
+        target.retries += page.retries
+        done += 1
+        update_progress_artifact(milestone, progress=100.0 * done / len(target.ocr_pending),
+                                 description=_pages_done(source, target, done))  # fmt: skip
+        if done < len(target.ocr_pending):
+            self._pages[source.source_id] = (target, milestone, done)
+            return
+        del self._pages[source.source_id]
+        self._complete(source, target)
+
+    def _planned(self, source: Source, rec: RecordingPlan) -> None:
+        if rec.problem is not None:
+            self._complete(source, ParseOutcome(problems=[rec.problem]))
+            return
+        milestone = create_progress_artifact(progress=0.0, description=_minutes_done(source, 0.0, rec.duration))
+        batches = _batches(list(range(len(rec.windows))), self.settings.asr_windows_per_task)
+        self._windows[source.source_id] = (rec, milestone, [], 0, len(batches))
+        for indices in batches:
+            self.work.submit(transcribe, partial(self._transcribed, source), plan=rec, indices=indices,
+                             settings=self.settings)  # fmt: skip
+        if not batches:
+            self._recorded(source)
+
+    def _transcribed(self, source: Source, results: list) -> None:
+        rec, milestone, collected, calls, left = self._windows[source.source_id]
+        for result, called in results:
+            collected.append(result)
+            calls += called
+        self._windows[source.source_id] = (rec, milestone, collected, calls, left - 1)
+        heard = max((rec.windows[r.index].end for r in collected), default=0.0)
+        update_progress_artifact(milestone, progress=100.0 * heard / max(rec.duration, 1e-6),
+                                 description=_minutes_done(source, heard, rec.duration))  # fmt: skip
+        if left - 1 == 0:
+            self._recorded(source)
+
+    def _recorded(self, source: Source) -> None:
+        """Every window of a recording is in: the milestone completed, the transcript assembled."""
+        rec, milestone, collected, calls, _ = self._windows.pop(source.source_id)
+        heard = max((rec.windows[r.index].end for r in collected), default=0.0)
+        silent_tail = rec.duration - heard  # no speech window reaches the end: that stretch had no speech
+        update_progress_artifact(milestone, progress=100.0, description=(
+            _minutes_done(source, rec.duration, rec.duration)
+            + (f" (последние {silent_tail:.0f} с без речи)" if silent_tail >= 1 else "")))  # fmt: skip
+        assembled: RecordingOutcome = transcript(source, rec, collected, self.settings)
+        self._complete(source, ParseOutcome(
+            pages=assembled.pages, problems=assembled.problems, page_count=len(assembled.pages),
+            engine_calls=calls, cache_hits=len(collected) - calls,
+            stats={"audio_seconds": assembled.audio_seconds, "speech_seconds": assembled.speech_seconds,
+                   "segments_dropped": assembled.segments_dropped, "repeats_collapsed": assembled.repeats_collapsed},
+        ))  # fmt: skip
+
+
+def embed_resources(settings: Settings) -> dict[str, float] | None:
+    """`KORPUS_DASK_EMBED_RESOURCES` (`GPU=1`) as Dask resources; None (any worker) when unset."""
+    if not settings.dask_embed_resources:
+        return None
+    pairs = (part.split("=", 1) for part in settings.dask_embed_resources.split(","))
+    return {name.strip(): float(amount) for name, amount in pairs}
+
+
+class Indexer:
+    """Documents as they are parsed: held back when pages wait for a retry, otherwise gathered into a group
+    (`KORPUS_INDEX_GROUP_SOURCES` documents or GROUP_PAGES pages); a full group is chunked and gated here, embedded
+    on the cluster, and published with its documents' quarantine items when its vectors come back."""
+
+    def __init__(self, settings: Settings, splitter: LlmSplitter | None, total: int, progress: Any,
+                 tally: Tally) -> None:  # fmt: skip
+        self.work: Inflight | None = None  # the cluster's, set once it is up
+        self.settings, self.splitter = settings, splitter
+        self.total, self.progress, self.tally = total, progress, tally
+        # embedding ahead of queued OCR and ASR: a document nearly done is finished before more is started
+        self.annotations: dict[str, Any] = {"priority": 10}
+        if resources := embed_resources(settings):
+            self.annotations["resources"] = resources
+        self.group: list[Ready] = []
+        self.problems: list[QuarantineItem] = []  # for the summary and, unless recorded with a publish, the catalog
+        self.recorded: set[str] = set()  # item ids written with their document's publish
+        self.waiting: dict[str, list[int]] = {}
+        self.moved: list[str] = []
+        self.settled = self.embedded = self.indexed = 0
+        self.first_searchable: float | None = None
+
+    def add(self, source: Source, outcome: ParseOutcome) -> None:
+        self.tally.add(source, outcome)
+        if not unchanged_since_discovery(source):  # replaced or removed mid-run: what was read is not this version
+            get_run_logger().warning("%s changed or vanished during the refresh; the next refresh takes it",
+                                     source.source_id)  # fmt: skip
+            self.moved.append(source.source_id)
+            self._settle(1)
+            return
+        found = list(outcome.problems)
+        if outcome.unread:
+            pages_waiting, given_up = hold_back(source, outcome.unread, self.settings)
+            if pages_waiting:
+                self.waiting[source.source_id] = pages_waiting
+                self._settle(1)
+                return
+            found += given_up
+        self.tally.by_method.update(p.method for p in outcome.pages)
+        if any((p.tier or 0) >= 1 for p in outcome.pages):
+            searchable(source, outcome.pages, self.settings)
+        if self.settings.quarantine_whole_document and any(p.page for p in found):
+            self.problems += [*found, whole_document(source, outcome)]
+            self._settle(1)
+            return
+        self.group.append(Ready(source, outcome, quarantined_pages=any(p.page for p in found), problems=found))
+        if len(self.group) >= self.settings.index_group_sources or sum(len(r.outcome.pages) for r in self.group) \
+                >= GROUP_PAGES:  # fmt: skip
+            self.flush()
+
+    def flush(self) -> None:
+        """Chunk and gate the group now, and send its chunks to be embedded."""
+        if not self.group:
+            return
+        group, self.group = self.group, []
+        cut, refused = chunk_and_gate(group, self.settings, self.splitter)
+        for ready, (count, passed) in zip(group, cut, strict=True):
+            ready.chunks, ready.passed = count, passed
+            ready.problems += [item for item in refused if item.source_id == ready.source.source_id]
+        crash_point("after-chunk")
+        logger = get_run_logger()
+        for r in group:
+            logger.info("%s → %d/%d pages, %d chunks", r.source.source_id, len(r.outcome.pages),
+                        r.outcome.page_count, r.chunks)  # fmt: skip
+        chunks = [c for r in group if r.publish for c in r.passed]
+        if not chunks:
+            self._publish(group, np.zeros((0, 0), dtype=np.float32))
+            return
+        self.embedded += len(chunks)
+        assert self.work is not None, "flush() before the cluster is up"
+        self.work.submit(embed, partial(self._publish, group), annotations=self.annotations, chunks=chunks,
+                         settings=self.settings)  # fmt: skip
+
+    def _publish(self, group: list[Ready], vectors: np.ndarray) -> None:
+        crash_point("after-embed")
+        ready = [r for r in group if r.publish]
+        counts = publish(ready, vectors, self.settings) if ready else []
+        self.indexed += sum(counts)
+        if sum(counts) and self.first_searchable is None:
+            self.first_searchable = time.perf_counter()
+        for r in group:
+            self.problems += r.problems
+            if r.publish:
+                self.recorded.update(item.item_id for item in r.problems)
+        self._settle(len(group))
+
+    def _settle(self, documents: int) -> None:
+        self.settled += documents
+        update_progress_artifact(self.progress, progress=100.0 * self.settled / max(self.total, 1))

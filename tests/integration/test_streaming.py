@@ -1,0 +1,82 @@
+"""A streaming refresh (flows/refresh_stream.py): a letter is published while a scan of the same refresh is still
+being OCR'd, the scan is published once its last page is in, and each document's quarantine items are written with
+its publish. Real Tesseract, e5 and SQLite; the scan's last page waits (at most a minute) for the letter to be
+published, so the order is not left to the machine's load: a refresh that indexes only after every page is read
+publishes the letter after that page, and the test fails."""
+
+from __future__ import annotations
+
+import threading
+import time
+from pathlib import Path
+
+import pymupdf
+import pytest
+
+import tasks.ocr.tesseract_engine
+from corpora.sample_archive import _scan_pdf
+from flows.corpus_refresh import run_refresh
+from korpus.settings import Settings
+from tasks.index.sqlite import SqliteIndex
+
+pytestmark = pytest.mark.integration
+MANIFEST = "defaults:\n  access: public\n  owner: Канцелярия\n"
+
+
+def test_a_letter_is_searchable_while_a_scan_is_still_being_read(
+    models: dict[str, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = tmp_path / "archive"
+    root.mkdir()
+    (root / "korpus.yaml").write_text(MANIFEST, encoding="utf-8")
+    (root / "письмо.txt").write_text("Письмо о поставке насосов на склад № 3 в марте.", encoding="utf-8")
+    (root / "пустое.txt").write_text("\n", encoding="utf-8")  # quarantined empty-text with its own publish
+    scan = pymupdf.open()
+    for n, lines in enumerate([["АКТ № 5", "приёмки насосов на склад", "Приняты без замечаний."],
+                               ["Приложение 1", "Перечень насосов", "Насос НД-1, насос НД-2"],
+                               ["ОПИСЬ ДЕЛ", "архивного фонда № 12", "за 1998 год"]]):  # fmt: skip
+        scan.insert_pdf(pymupdf.open(stream=_scan_pdf(lines, seed=n)))
+    scan.save(root / "акт.pdf")
+
+    log: list[tuple[str, str, float]] = []
+    lock = threading.Lock()
+    original_ocr = tasks.ocr.tesseract_engine.ocr_page_words
+    original_publish = SqliteIndex.publish_version
+
+    letter_published = threading.Event()
+    calls = []
+
+    def slow_ocr(*args: object, **kwargs: object) -> object:
+        with lock:
+            calls.append(1)
+            last = len(calls) == 3
+        if last:  # the scan's last page waits for the letter (at most a minute: a refresh that does not stream
+            letter_published.wait(60)  # publishes the letter only after this page, and the test fails below)
+        result = original_ocr(*args, **kwargs)
+        with lock:
+            log.append(("ocr", "акт.pdf", time.monotonic()))
+        return result
+
+    def logged_publish(self: SqliteIndex, source: object, *args: object, **kwargs: object) -> None:
+        original_publish(self, source, *args, **kwargs)
+        with lock:
+            log.append(("publish", source.source_id, time.monotonic()))  # type: ignore[attr-defined]
+        if source.source_id == "письмо.txt":  # type: ignore[attr-defined]
+            letter_published.set()
+
+    monkeypatch.setattr(tasks.ocr.tesseract_engine, "ocr_page_words", slow_ocr)
+    monkeypatch.setattr(SqliteIndex, "publish_version", logged_publish)
+    settings = Settings(data=tmp_path / "data", meta_documents=False, index_group_sources=1)
+    summary = run_refresh(root, settings)
+
+    assert summary["pages_by_method"].get("tesseract") == 3, summary
+    published = {source_id: at for kind, source_id, at in log if kind == "publish"}
+    last_page = max(at for kind, _, at in log if kind == "ocr")
+    assert published["письмо.txt"] < last_page, log  # searchable before the scan's OCR ended
+    assert published["акт.pdf"] >= last_page, log  # the scan waits for its own last page, and only for it
+    assert 0 < summary["first_searchable_seconds"] < summary["seconds"], summary
+    with SqliteIndex(settings.index_path) as index:
+        hits = index.searcher.lexical("насосов склад", ["public"], 5)
+        open_items = index.quarantine_items("open")
+    assert hits
+    assert [(i["source_id"], i["reasons"]) for i in open_items] == [("пустое.txt", ["empty-text"])]
