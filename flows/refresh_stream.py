@@ -36,6 +36,7 @@ from flows.refresh_tasks import (
     publish,
     read_batches,
     read_own_text,
+    sealed,
     searchable,
     speech_plan,
     transcribe,
@@ -64,7 +65,7 @@ class Inflight:
                **parameters: Any) -> None:  # fmt: skip
         """`annotations` are Dask's (`resources`, `priority`: higher runs first among queued tasks)."""
         with dask.annotate(**annotations) if annotations else nullcontext():
-            future = self._runner.submit(stage, parameters=parameters)
+            future = self._runner.submit(stage, parameters=sealed(**parameters))
         self._then[future.wrapped_future.key] = (future, then)
         self._completed.add(future.wrapped_future)
 
@@ -224,7 +225,8 @@ class Parse:
         update_progress_artifact(milestone, progress=100.0, description=(
             _minutes_done(source, rec.duration, rec.duration)
             + (f" (последние {silent_tail:.0f} с без речи)" if silent_tail >= 1 else "")))  # fmt: skip
-        assembled: RecordingOutcome = transcript(source, rec, collected, self.settings)
+        assembled: RecordingOutcome = transcript(**sealed(source=source, plan=rec, results=collected,
+                                                          settings=self.settings))  # fmt: skip
         self._complete(source, ParseOutcome(
             pages=assembled.pages, problems=assembled.problems, page_count=len(assembled.pages),
             engine_calls=calls, cache_hits=len(collected) - calls,
@@ -239,6 +241,10 @@ def embed_resources(settings: Settings) -> dict[str, float] | None:
         return None
     pairs = (part.split("=", 1) for part in settings.dask_embed_resources.split(","))
     return {name.strip(): float(amount) for name, amount in pairs}
+
+
+FIRST_GROUP = 8
+"""Documents in a refresh's first group (`Indexer.group_limit`)."""
 
 
 class Indexer:
@@ -260,7 +266,7 @@ class Indexer:
         self.recorded: set[str] = set()  # item ids written with their document's publish
         self.waiting: dict[str, list[int]] = {}
         self.moved: list[str] = []
-        self.settled = self.embedded = self.indexed = 0
+        self.settled = self.embedded = self.indexed = self.flushed = 0
         self.first_searchable: float | None = None
 
     def add(self, source: Source, outcome: ParseOutcome) -> None:
@@ -273,7 +279,7 @@ class Indexer:
             return
         found = list(outcome.problems)
         if outcome.unread:
-            pages_waiting, given_up = hold_back(source, outcome.unread, self.settings)
+            pages_waiting, given_up = hold_back(**sealed(source=source, unread=outcome.unread, settings=self.settings))
             if pages_waiting:
                 self.waiting[source.source_id] = pages_waiting
                 self._settle(1)
@@ -281,22 +287,28 @@ class Indexer:
             found += given_up
         self.tally.by_method.update(p.method for p in outcome.pages)
         if any((p.tier or 0) >= 1 for p in outcome.pages):
-            searchable(source, outcome.pages, self.settings)
+            searchable(**sealed(source=source, pages=outcome.pages, settings=self.settings))
         if self.settings.quarantine_whole_document and any(p.page for p in found):
             self.problems += [*found, whole_document(source, outcome)]
             self._settle(1)
             return
         self.group.append(Ready(source, outcome, quarantined_pages=any(p.page for p in found), problems=found))
-        if len(self.group) >= self.settings.index_group_sources or sum(len(r.outcome.pages) for r in self.group) \
-                >= GROUP_PAGES:  # fmt: skip
+        if len(self.group) >= self.group_limit() or sum(len(r.outcome.pages) for r in self.group) >= GROUP_PAGES:
             self.flush()
+
+    def group_limit(self) -> int:
+        """Documents a group may hold now: 8 in the refresh's first group, doubling with each group flushed, up to
+        `KORPUS_INDEX_GROUP_SOURCES` — the first documents are searchable early, later groups have full batches and
+        few tasks."""
+        return min(self.settings.index_group_sources, FIRST_GROUP << min(self.flushed, 16))
 
     def flush(self) -> None:
         """Chunk and gate the group now, and send its chunks to be embedded."""
         if not self.group:
             return
         group, self.group = self.group, []
-        cut, refused = chunk_and_gate(group, self.settings, self.splitter)
+        self.flushed += 1
+        cut, refused = chunk_and_gate(**sealed(group=group, settings=self.settings, splitter=self.splitter))
         for ready, (count, passed) in zip(group, cut, strict=True):
             ready.chunks, ready.passed = count, passed
             ready.problems += [item for item in refused if item.source_id == ready.source.source_id]
@@ -317,7 +329,7 @@ class Indexer:
     def _publish(self, group: list[Ready], vectors: np.ndarray) -> None:
         crash_point("after-embed")
         ready = [r for r in group if r.publish]
-        counts = publish(ready, vectors, self.settings) if ready else []
+        counts = publish(**sealed(group=ready, vectors=vectors, settings=self.settings)) if ready else []
         self.indexed += sum(counts)
         if sum(counts) and self.first_searchable is None:
             self.first_searchable = time.perf_counter()

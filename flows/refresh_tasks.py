@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field
+from functools import wraps
 from pathlib import Path
 from typing import Any
 
@@ -39,6 +40,44 @@ from tasks.receive import RefreshPlan, discover_sources
 from tasks.runtime.crash_points import crash_point
 from tasks.runtime.retry import RetryPolicy, TransientError, counting_retries
 from tasks.text.quality import text_language
+
+
+class Sealed:
+    """A task input Prefect passes along without walking through it.
+
+    Prefect visits every task parameter, recursively (lists, dicts, dataclasses, pydantic models), looking for
+    futures and states to resolve — for a group of documents with their pages and chunks, and for the settings
+    handed to every task, that walk cost more than the work (benchmarks/scale.py: ~40 % of a 1,000-letter refresh).
+    korpus never passes a future as an input (the flow hands results on itself, flows/refresh_stream.py), so its
+    inputs travel sealed: a plain object Prefect treats as a leaf. `opened` unseals them inside the task; an
+    unsealed value passes through as it is (a test or `embed.fn` calling the function directly)."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value: Any) -> None:
+        self.value = value
+
+    def __repr__(self) -> str:  # what the Prefect UI shows for the parameter
+        return f"<{type(self.value).__name__}>"
+
+
+def _unsealed(value: Any) -> Any:
+    return value.value if isinstance(value, Sealed) else value
+
+
+def opened(fn: Any) -> Any:
+    """A task function taking its inputs sealed or not (`Sealed`)."""
+
+    @wraps(fn)
+    def run(*args: Any, **kwargs: Any) -> Any:
+        return fn(*map(_unsealed, args), **{name: _unsealed(value) for name, value in kwargs.items()})
+
+    return run
+
+
+def sealed(**parameters: Any) -> dict[str, Any]:
+    """Task parameters, each `Sealed`."""
+    return {name: Sealed(value) for name, value in parameters.items()}
 
 
 def document_language(pages: list[PageResult], default: str) -> str:
@@ -84,6 +123,7 @@ def discover(root: str) -> list[Source]:
 
 
 @task(name="read-source", cache_policy=NO_CACHE)
+@opened
 def read_own_text(sources: list[Source], settings: Settings) -> list[ParseOutcome]:
     """The files' own text through their readers: PDF/DjVu layers, decoded text, a converted office document. Small
     files travel several to a task (`_read_batches`): a task's overhead is worth a big file, not a short letter."""
@@ -99,7 +139,7 @@ def read_own_text(sources: list[Source], settings: Settings) -> list[ParseOutcom
     return outcomes
 
 
-READ_BATCH_FILES = 16
+READ_BATCH_FILES = 64
 READ_BATCH_BYTES = 4 * 1024 * 1024
 
 
@@ -117,11 +157,13 @@ def read_batches(sources: list[Source]) -> list[list[Source]]:
 
 
 @task(name="ocr-page", cache_policy=NO_CACHE, retries=1, tags=["ocr"])
+@opened
 def ocr_page(source: Source, page: int, settings: Settings, layer: PageResult | None = None) -> ParseOutcome:
     return ocr_page_stage(source, page, settings, layer=layer)
 
 
 @task(name="speech-segments", cache_policy=NO_CACHE)
+@opened
 def speech_plan(source: Source, settings: Settings) -> RecordingPlan:
     try:
         return prepare_recording(source, settings)
@@ -132,16 +174,19 @@ def speech_plan(source: Source, settings: Settings) -> RecordingPlan:
 
 
 @task(name="transcribe-windows", cache_policy=NO_CACHE, retries=1, tags=["asr"])
+@opened
 def transcribe(plan: RecordingPlan, indices: list[int], settings: Settings) -> list:
     return transcribe_windows(plan, indices, settings)
 
 
 @task(name="transcript", cache_policy=NO_CACHE)
+@opened
 def transcript(source: Source, plan: RecordingPlan, results: list, settings: Settings) -> RecordingOutcome:
     return assemble_recording(source, plan, results, settings)
 
 
 @task(name="searchable-pdf", cache_policy=NO_CACHE)
+@opened
 def searchable(source: Source, pages: list[PageResult], settings: Settings) -> dict[str, Any] | None:
     written = reader_for(source.kind).searchable_copy(source, pages, settings)  # type: ignore[arg-type]
     crash_point("after-searchable")
@@ -184,6 +229,7 @@ class Ready:
 
 
 @task(name="chunk-and-gate", cache_policy=NO_CACHE)
+@opened
 def chunk_and_gate(
     group: list[Ready], settings: Settings, splitter: LlmSplitter | None
 ) -> tuple[list[tuple[int, list[Chunk]]], list[QuarantineItem]]:
@@ -209,6 +255,7 @@ def chunk_and_gate(
 
 
 @task(name="embed", cache_policy=NO_CACHE)
+@opened
 def embed(chunks: list[Chunk], settings: Settings) -> np.ndarray:
     """One forward pass per `embed_batch_size` chunks, across every document of the group."""
     embedder = shared_embedder(str(embed_model_path(settings)), settings.embed_batch_size)
@@ -216,6 +263,7 @@ def embed(chunks: list[Chunk], settings: Settings) -> np.ndarray:
 
 
 @task(name="publish", cache_policy=NO_CACHE)
+@opened
 def publish(group: list[Ready], vectors: np.ndarray, settings: Settings) -> list[int]:
     """Each document of the group switched in its own transaction, in order, with its quarantine items: a crash
     after the commit leaves nothing of the document to find again (the next refresh sees the version indexed)."""
@@ -275,6 +323,7 @@ def sync_opensearch(settings: Settings) -> dict[str, Any]:
 
 
 @task(name="hold-back", cache_policy=NO_CACHE)
+@opened
 def hold_back(source: Source, unread: dict[int, str], settings: Settings) -> tuple[list[int], list[QuarantineItem]]:
     """Pages a transient fault left unread: the document waits for the next refresh (its earlier version stays
     served) — unless a page has now failed in `pending_max_refreshes` refreshes: that page is quarantined

@@ -68,10 +68,11 @@ class Settings(BaseSettings):
     )
     embed_batch_size: int = Field(default=16, ge=1)
     index_group_sources: int = Field(
-        default=32,
+        default=128,
         ge=1,
         description="Documents are chunked, gated, embedded and published together in groups of up to this many (or "
-        "128 pages): one task and one embedding pass across them. 1: each document alone.",
+        "128 pages): one task and one embedding pass across them. The first groups of a refresh are smaller (8, 16, "
+        "32, …), so the first documents are searchable early. 1: each document alone.",
     )
     query_batch_size: int = Field(
         default=32,
