@@ -20,7 +20,7 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -80,6 +80,20 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+def wait_healthy(health: str, proc: subprocess.Popen, why: Callable[[], str], seconds: float = 120) -> None:
+    """Until `health` answers 200; raises with `why()` when the process exits first or the time runs out."""
+    deadline = time.monotonic() + seconds
+    while True:
+        try:
+            if httpx.get(health, timeout=2).status_code == 200:
+                return
+        except httpx.TransportError:
+            pass
+        if proc.poll() is not None or time.monotonic() > deadline:
+            raise RuntimeError(why())
+        time.sleep(0.2)
+
+
 @contextmanager
 def serving(data: Path, **env: str) -> Iterator[str]:
     """`korpus serve` in a subprocess on a free loopback port until the block ends; yields the base URL."""
@@ -90,16 +104,9 @@ def serving(data: Path, **env: str) -> Iterator[str]:
                             stderr=subprocess.PIPE)  # fmt: skip
     url = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + 120
-        while True:
-            try:
-                if httpx.get(f"{url}/health", timeout=2).status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            if proc.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError(f"korpus serve did not start: {proc.stderr.read().decode()[-2000:]}")
-            time.sleep(0.2)
+        wait_healthy(
+            f"{url}/health", proc, lambda: f"korpus serve did not start: {proc.stderr.read().decode()[-2000:]}"
+        )
         httpx.get(f"{url}/search", params={"q": "прогрев", "mode": "hybrid"}, timeout=120)  # load the model
         yield url
     finally:

@@ -1,17 +1,23 @@
-"""A folder of many small files through `korpus refresh`: time per file and peak memory, documents indexed one by one
-against documents embedded and published in groups (issue #14, batched work), side by side in one run.
+"""A folder of many small files through `korpus refresh`: time per file, peak memory and time to the first searchable
+document, against the same stages in a plain loop (issue #14), side by side in one run.
 
 Generated archive: one-paragraph letters (.txt) and, every tenth file, a one-page born-digital PDF. Each
 configuration refreshes the same archive into its own data directory, in a fresh Python process (so peak RSS is
 its own), with the same models and cores:
 
 - `per document` — KORPUS_INDEX_GROUP_SOURCES=1: each document embedded and published alone (korpus before #14);
-- `grouped` — the default (32 documents or 128 pages per chunk-and-gate, embedding and publish task);
+  only up to `--per-document-max` files;
+- `streamed` — the default: documents go on to be chunked, embedded (a Dask task) and published, 32 documents or
+  128 pages a group, as soon as they are read, while later files are still being read (flows/refresh_stream.py);
 - `plain loop` — the same stages (read, chunk, gate, embed in batches of 32 documents, publish) in one Python loop,
-  no Prefect and no Dask: the floor the orchestration is measured against (issue: throughput ≥ 0.8 × this).
+  no Prefect and no Dask: the floor the orchestration is measured against (issue: throughput ≥ 0.8 × this). It runs
+  before and after the refreshes and the two are averaged: this machine's speed drifts by ±15 % over minutes.
 
-    .venv/bin/python benchmarks/scale.py                      # 100 files
-    .venv/bin/python benchmarks/scale.py --files 100 300      # time per file at two sizes
+`--prefect-server` points the refreshes at a running `prefect server` (as deployed) instead of letting each start
+a temporary one.
+
+    .venv/bin/python benchmarks/scale.py                                # 100 files
+    .venv/bin/python benchmarks/scale.py --files 100 1000 --prefect-server
 """
 
 from __future__ import annotations
@@ -24,7 +30,12 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager, nullcontext
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from benchmarks.api_load import free_port, wait_healthy
 
 ROOT = Path(__file__).resolve().parents[1]
 WORDS = ("приказ договор поставка насос протокол заседание комиссия записка отпуск ремонт кровля склад акт сверка "
@@ -75,7 +86,8 @@ summary = run_refresh(Path({archive!r}), settings)
 seconds = time.perf_counter() - start
 with SqliteIndex(settings.index_path) as index:
     first = index.conn.execute("SELECT min(switched_at) FROM sources").fetchall()[0][0]
-print(json.dumps({{"seconds": seconds, "chunks": summary["chunks_indexed"], "sources": summary["sources"],
+print(json.dumps({{"seconds": seconds, "flow_body_s": summary["seconds"], "chunks": summary["chunks_indexed"],
+                  "sources": summary["sources"],
                   "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
                   "first_searchable_s": datetime.fromisoformat(first).timestamp() - began}}))
 """
@@ -134,9 +146,14 @@ def plain_loop(archive: Path, data: Path) -> dict:
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
-def refresh(archive: Path, data: Path, group: int) -> dict:
-    env = dict(os.environ, KORPUS_INDEX_GROUP_SOURCES=str(group), PREFECT_LOGGING_LEVEL="WARNING",
-               PREFECT_SERVER_ANALYTICS_ENABLED="false")  # fmt: skip
+def refresh(archive: Path, data: Path, group: int | None, api_url: str | None = None) -> dict:
+    """One refresh in a fresh process; `group` sets KORPUS_INDEX_GROUP_SOURCES (None: korpus's default)."""
+    env = dict(os.environ, PREFECT_LOGGING_LEVEL="WARNING", PREFECT_SERVER_ANALYTICS_ENABLED="false")
+    env.pop("KORPUS_INDEX_GROUP_SOURCES", None)
+    if group is not None:
+        env["KORPUS_INDEX_GROUP_SOURCES"] = str(group)
+    if api_url:
+        env["PREFECT_API_URL"] = api_url
     script = RUN.format(root=str(ROOT), data=str(data), archive=str(archive))
     done = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=7200)
     if done.returncode != 0:
@@ -144,31 +161,74 @@ def refresh(archive: Path, data: Path, group: int) -> dict:
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
+@contextmanager
+def prefect_server(log: Path) -> Iterator[str]:
+    """`prefect server start` on a free loopback port, as a deployment runs it: the refreshes report to it instead of
+    each starting its own temporary server."""
+    port = free_port()
+    out = open(log, "w")
+    env = dict(os.environ, PREFECT_SERVER_ANALYTICS_ENABLED="false", PREFECT_HOME=str(log.parent / "prefect-home"))
+    server = subprocess.Popen([sys.executable, "-m", "prefect", "server", "start", "--host", "127.0.0.1", "--port",
+                               str(port)], env=env, stdout=out, stderr=subprocess.STDOUT)  # fmt: skip
+    url = f"http://127.0.0.1:{port}/api"
+    try:
+        wait_healthy(f"{url}/health", server, lambda: "the Prefect server did not start: " + log.read_text()[-2000:])
+        yield url
+    finally:
+        server.terminate()
+        server.wait(timeout=60)
+        out.close()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--files", type=int, nargs="+", default=[100])
+    parser.add_argument(
+        "--per-document-max",
+        type=int,
+        default=300,
+        help="run the per-document configuration only up to this many files (it is slow)",
+    )
+    parser.add_argument(
+        "--prefect-server",
+        action="store_true",
+        help="refresh against a running Prefect server (as deployed) instead of a temporary one",
+    )
     args = parser.parse_args()
-    report = {}
+    report: dict = {}
     with tempfile.TemporaryDirectory(prefix="korpus-scale-") as tmp:
-        for files in args.files:
-            archive = Path(tmp) / f"archive-{files}"
-            write_archive(archive, files)
-            row = {}
-            for label, group in (("per document", 1), ("grouped", 32)):
-                started = time.perf_counter()
-                result = refresh(archive, Path(tmp) / f"data-{files}-{group}", group)
-                result["wall_s"] = round(time.perf_counter() - started, 1)
-                result["s_per_file"] = round(result["seconds"] / files, 3)
-                row[label] = result
-            plain = plain_loop(archive, Path(tmp) / f"data-{files}-plain")
-            plain["s_per_file"] = round(plain["seconds"] / files, 3)
-            row["plain loop"] = plain
-            row["grouped ÷ per document, time"] = round(row["grouped"]["seconds"] / row["per document"]["seconds"], 3)
-            row["grouped throughput ÷ plain loop"] = round(plain["seconds"] / row["grouped"]["seconds"], 3)
-            row["grouped, first searchable ÷ whole refresh"] = round(
-                row["grouped"]["first_searchable_s"] / row["grouped"]["seconds"], 3
-            )
-            report[files] = row
+        server = prefect_server(Path(tmp) / "prefect.log") if args.prefect_server else nullcontext(None)
+        with server as api_url:
+            for files in args.files:
+                archive = Path(tmp) / f"archive-{files}"
+                write_archive(archive, files)
+                row: dict = {}
+                before = plain_loop(archive, Path(tmp) / f"data-{files}-plain-before")  # the machine drifts: the
+                configs = [("per document", 1)] if files <= args.per_document_max else []
+                for label, group in [*configs, ("streamed", None)]:
+                    started = time.perf_counter()
+                    result = refresh(archive, Path(tmp) / f"data-{files}-{label}", group, api_url)
+                    result["wall_s"] = round(time.perf_counter() - started, 1)
+                    result["s_per_file"] = round(result["seconds"] / files, 3)
+                    row[label] = result
+                after = plain_loop(archive, Path(tmp) / f"data-{files}-plain-after")  # baseline is run before and
+                plain = {**after, "seconds": (before["seconds"] + after["seconds"]) / 2,  # after, and averaged
+                         "runs_s": [round(before["seconds"], 2), round(after["seconds"], 2)],
+                         "peak_rss_mb": max(before["peak_rss_mb"], after["peak_rss_mb"])}  # fmt: skip
+                plain["s_per_file"] = round(plain["seconds"] / files, 3)
+                row["plain loop"] = plain
+                streamed = row["streamed"]
+                if "per document" in row:
+                    row["streamed ÷ per document, time"] = round(streamed["seconds"] / row["per document"]["seconds"],
+                                                                 3)  # fmt: skip
+                row["streamed throughput ÷ plain loop"] = round(plain["seconds"] / streamed["seconds"], 3)
+                row["orchestration share (1 − plain ÷ streamed)"] = round(1 - plain["seconds"] / streamed["seconds"], 3)
+                row["first searchable ÷ whole refresh"] = round(streamed["first_searchable_s"] / streamed["seconds"], 3)
+                report[files] = row
+            if len(args.files) >= 2:
+                small, big = report[args.files[0]]["streamed"], report[args.files[-1]]["streamed"]
+                report["time per file, largest ÷ smallest"] = round(big["s_per_file"] / small["s_per_file"], 3)
+                report["peak RSS, largest ÷ smallest"] = round(big["peak_rss_mb"] / small["peak_rss_mb"], 3)
     print(json.dumps(report, ensure_ascii=False, indent=2))
 
 
