@@ -1,0 +1,39 @@
+"""The streaming refresh's small decisions (flows/refresh_stream.py), without a cluster."""
+
+import pytest
+
+from flows.refresh_stream import FIRST_GROUP, Indexer, Tally, embed_resources
+from flows.refresh_tasks import Sealed, opened
+from korpus.settings import Settings
+
+pytestmark = pytest.mark.unit
+
+
+def test_embedding_resources_come_from_the_setting() -> None:
+    assert embed_resources(Settings()) is None  # unset: any worker embeds (a LocalCluster has no resources)
+    assert embed_resources(Settings(dask_embed_resources="GPU=1")) == {"GPU": 1.0}
+    assert embed_resources(Settings(dask_embed_resources="GPU=1, MEMORY=2e9")) == {"GPU": 1.0, "MEMORY": 2e9}
+
+
+def test_groups_start_small_and_grow_to_the_configured_size() -> None:
+    indexer = Indexer(Settings(index_group_sources=128), None, 0, None, Tally())
+    limits = []
+    for _ in range(7):
+        limits.append(indexer.group_limit())
+        indexer.flushed += 1
+    assert limits == [FIRST_GROUP, 16, 32, 64, 128, 128, 128]
+    assert Indexer(Settings(index_group_sources=1), None, 0, None, Tally()).group_limit() == 1  # each alone
+
+
+def test_sealed_inputs_reach_the_task_function_unsealed() -> None:
+    seen = []
+
+    @opened
+    def stage(pages: list, settings: object = None) -> int:
+        seen.append((pages, settings))
+        return len(pages)
+
+    assert stage(Sealed([1, 2]), settings=Sealed("s")) == 2
+    assert stage([3]) == 1  # an unsealed value passes through as it is
+    assert seen == [([1, 2], "s"), ([3], None)]
+    assert repr(Sealed([1])) == "<list>"  # what the Prefect UI shows, not the pages
