@@ -101,34 +101,17 @@ def _refresh(root: str, settings: Settings) -> dict[str, Any]:
             logger.exception("meta-documents not rebuilt; the previous ones stay served")
             meta = {"error": f"{type(exc).__name__}: {exc}"}
     mirrored = sync_opensearch(settings) if settings.backend == "opensearch" else None
-    counts = tally.summary()
     summary = {
         "sources": len(plan.change),
         "changes": dict(Counter(c.value for c in plan.change.values())),
         "relabelled": len(plan.relabel),
         "quarantined": len(problems),
         "quarantine_reasons": dict(Counter(r.value for item in problems for r in item.reasons)),
-        **{
-            key: counts[key]
-            for key in (
-                "pages_by_method",
-                "pages_by_tier",
-                "ocr_engine_calls",
-                "layers_checked",
-                "vlm_calls",
-                "asr_engine_calls",
-                "page_cache_hits",
-                "audio_seconds",
-                "speech_share",
-                "asr_segments_dropped",
-                "asr_repeats_collapsed",
-            )
-        },
+        **tally.summary(),  # pages by method and tier, engine calls, cache hits, audio, retries
         "chunk_policy": settings.chunk_policy,
         "splitter_used": splitter.used if splitter else None,
         "splitter_fallbacks": dict(splitter.fallbacks) if splitter else None,
         "changed_during_run": moved,
-        "transient_retries": counts["transient_retries"],
         "pending_sources": len(waiting),
         "pending_pages": {source_id: pages for source_id, pages in waiting.items()},
         "chunks_embedded": indexer.embedded,

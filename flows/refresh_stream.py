@@ -133,6 +133,31 @@ def _batches(items: list[int], size: int) -> list[list[int]]:
     return [items[i : i + size] for i in range(0, len(items), size)]
 
 
+@dataclass
+class _Scan:
+    """A document whose pages are out for OCR."""
+
+    outcome: ParseOutcome
+    milestone: Any
+    done: int = 0
+
+
+@dataclass
+class _Recording:
+    """A recording whose speech windows are out for ASR."""
+
+    plan: RecordingPlan
+    milestone: Any
+    batches_left: int
+    results: list = field(default_factory=list)
+    calls: int = 0
+
+    @property
+    def heard(self) -> float:
+        """Seconds of the recording its returned windows reach."""
+        return max((self.plan.windows[r.index].end for r in self.results), default=0.0)
+
+
 class Parse:
     """Every source's first stage submitted at once; a batch's OCR pages and a recording's speech windows go out as
     soon as that batch is read or that recording planned. A document is handed to `on_document` the moment its
@@ -143,8 +168,8 @@ class Parse:
         self.work, self.plan, self.settings = work, plan, settings
         self.on_document, self.on_done = on_document, on_done
         self.open = len(plan.to_process)
-        self._pages: dict[str, tuple[ParseOutcome, Any, int]] = {}  # OCR in flight: outcome, milestone, pages done
-        self._windows: dict[str, tuple[RecordingPlan, Any, list, int, int]] = {}
+        self._scans: dict[str, _Scan] = {}
+        self._recordings: dict[str, _Recording] = {}
 
     def start(self) -> None:
         submit = self.work.submit
@@ -169,13 +194,14 @@ class Parse:
                 self._complete(source, outcome)
                 continue
             milestone = create_progress_artifact(progress=0.0, description=_pages_done(source, outcome, 0))
-            self._pages[source.source_id] = (outcome, milestone, 0)
+            self._scans[source.source_id] = _Scan(outcome, milestone)
             for page in outcome.ocr_pending:
                 self.work.submit(ocr_page, partial(self._page, source), source=source, page=page,
                                  settings=self.settings, layer=outcome.flagged.get(page))  # fmt: skip
 
     def _page(self, source: Source, page: ParseOutcome) -> None:
-        target, milestone, done = self._pages[source.source_id]
+        scan = self._scans[source.source_id]
+        target = scan.outcome
         target.pages.extend(page.pages)
         target.problems.extend(page.problems)
         target.engine_calls += page.engine_calls
@@ -183,14 +209,12 @@ class Parse:
         target.cache_hits += page.cache_hits
         target.unread.update(page.unread)
         target.retries += page.retries
-        done += 1
-        update_progress_artifact(milestone, progress=100.0 * done / len(target.ocr_pending),
-                                 description=_pages_done(source, target, done))  # fmt: skip
-        if done < len(target.ocr_pending):
-            self._pages[source.source_id] = (target, milestone, done)
-            return
-        del self._pages[source.source_id]
-        self._complete(source, target)
+        scan.done += 1
+        update_progress_artifact(scan.milestone, progress=100.0 * scan.done / len(target.ocr_pending),
+                                 description=_pages_done(source, target, scan.done))  # fmt: skip
+        if scan.done == len(target.ocr_pending):
+            del self._scans[source.source_id]
+            self._complete(source, target)
 
     def _planned(self, source: Source, rec: RecordingPlan) -> None:
         if rec.problem is not None:
@@ -198,7 +222,7 @@ class Parse:
             return
         milestone = create_progress_artifact(progress=0.0, description=_minutes_done(source, 0.0, rec.duration))
         batches = _batches(list(range(len(rec.windows))), self.settings.asr_windows_per_task)
-        self._windows[source.source_id] = (rec, milestone, [], 0, len(batches))
+        self._recordings[source.source_id] = _Recording(rec, milestone, batches_left=len(batches))
         for indices in batches:
             self.work.submit(transcribe, partial(self._transcribed, source), plan=rec, indices=indices,
                              settings=self.settings)  # fmt: skip
@@ -206,30 +230,30 @@ class Parse:
             self._recorded(source)
 
     def _transcribed(self, source: Source, results: list) -> None:
-        rec, milestone, collected, calls, left = self._windows[source.source_id]
+        recording = self._recordings[source.source_id]
         for result, called in results:
-            collected.append(result)
-            calls += called
-        self._windows[source.source_id] = (rec, milestone, collected, calls, left - 1)
-        heard = max((rec.windows[r.index].end for r in collected), default=0.0)
-        update_progress_artifact(milestone, progress=100.0 * heard / max(rec.duration, 1e-6),
-                                 description=_minutes_done(source, heard, rec.duration))  # fmt: skip
-        if left - 1 == 0:
+            recording.results.append(result)
+            recording.calls += called
+        recording.batches_left -= 1
+        duration = recording.plan.duration
+        update_progress_artifact(recording.milestone, progress=100.0 * recording.heard / max(duration, 1e-6),
+                                 description=_minutes_done(source, recording.heard, duration))  # fmt: skip
+        if recording.batches_left == 0:
             self._recorded(source)
 
     def _recorded(self, source: Source) -> None:
         """Every window of a recording is in: the milestone completed, the transcript assembled."""
-        rec, milestone, collected, calls, _ = self._windows.pop(source.source_id)
-        heard = max((rec.windows[r.index].end for r in collected), default=0.0)
-        silent_tail = rec.duration - heard  # no speech window reaches the end: that stretch had no speech
-        update_progress_artifact(milestone, progress=100.0, description=(
+        recording = self._recordings.pop(source.source_id)
+        rec, collected = recording.plan, recording.results
+        silent_tail = rec.duration - recording.heard  # no speech window reaches the end: that stretch had no speech
+        update_progress_artifact(recording.milestone, progress=100.0, description=(
             _minutes_done(source, rec.duration, rec.duration)
             + (f" (последние {silent_tail:.0f} с без речи)" if silent_tail >= 1 else "")))  # fmt: skip
         assembled: RecordingOutcome = transcript(**sealed(source=source, plan=rec, results=collected,
                                                           settings=self.settings))  # fmt: skip
         self._complete(source, ParseOutcome(
             pages=assembled.pages, problems=assembled.problems, page_count=len(assembled.pages),
-            engine_calls=calls, cache_hits=len(collected) - calls,
+            engine_calls=recording.calls, cache_hits=len(collected) - recording.calls,
             stats={"audio_seconds": assembled.audio_seconds, "speech_seconds": assembled.speech_seconds,
                    "segments_dropped": assembled.segments_dropped, "repeats_collapsed": assembled.repeats_collapsed},
         ))  # fmt: skip

@@ -47,7 +47,7 @@ class Sealed:
 
     Prefect visits every task parameter, recursively (lists, dicts, dataclasses, pydantic models), looking for
     futures and states to resolve — for a group of documents with their pages and chunks, and for the settings
-    handed to every task, that walk cost more than the work (benchmarks/scale.py: ~40 % of a 1,000-letter refresh).
+    handed to every task, that walk was ~3 s of a ~45 s 1,000-letter refresh (benchmarks/README.md, scale.py).
     korpus never passes a future as an input (the flow hands results on itself, flows/refresh_stream.py), so its
     inputs travel sealed: a plain object Prefect treats as a leaf. `opened` unseals them inside the task; an
     unsealed value passes through as it is (a test or `embed.fn` calling the function directly)."""

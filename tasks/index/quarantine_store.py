@@ -13,6 +13,9 @@ import numpy as np
 from korpus.datamodel import ADMISSION_REASONS, Chunk, PageResult, QuarantineItem, Source
 from tasks.index.schema import utc_now
 
+_OPEN_WHOLE_SOURCE = "page IS NULL AND chunk_id IS NULL AND t_start IS NULL AND status = 'open'"
+"""An open item about a version as a whole (not a page, a chunk or a stretch of a recording)."""
+
 
 class QuarantineStore:
     """What the refresh could not index, what waits for a retry, and what reviewers decided."""
@@ -26,8 +29,7 @@ class QuarantineStore:
         """Source id → {version: reason codes} for versions refused as a whole (not single pages)."""
         refused: dict[str, dict[str, set[str]]] = {}
         rows = self.conn.execute(
-            "SELECT source_id, source_version, reasons FROM quarantine WHERE page IS NULL AND chunk_id IS NULL "
-            "AND t_start IS NULL AND status = 'open'"
+            f"SELECT source_id, source_version, reasons FROM quarantine WHERE {_OPEN_WHOLE_SOURCE}"
         )
         for source_id, version, reasons in rows:
             refused.setdefault(source_id, {}).setdefault(version, set()).update(json.loads(reasons))
@@ -74,18 +76,15 @@ class QuarantineStore:
         find the refusal still waiting. Runs inside the publish's transaction; each gets an audit row. Returns how
         many were resolved."""
         rows = self.conn.execute(
-            "SELECT item_id, reasons FROM quarantine WHERE source_id = ? AND source_version = ? AND page IS NULL "
-            "AND chunk_id IS NULL AND t_start IS NULL AND status = 'open'",
+            "SELECT item_id, reasons FROM quarantine WHERE source_id = ? AND source_version = ? "
+            f"AND {_OPEN_WHOLE_SOURCE}",
             (source_id, version),
         ).fetchall()
         admitted = [item_id for item_id, reasons in rows if set(json.loads(reasons)) <= ADMISSION_REASONS]
-        for item_id in admitted:
-            self.conn.execute(
-                "INSERT INTO quarantine_decisions (item_id, decided_at, reviewer, action, note, outcome) "
-                "VALUES (?, ?, 'korpus', 'admitted', '', ?)",
-                (item_id, utc_now(), "a later refresh admitted this version (its manifest was fixed) and indexed it"),
-            )
-            self.conn.execute("UPDATE quarantine SET status = 'resolved' WHERE item_id = ?", (item_id,))
+        for item_id in admitted:  # a savepoint inside the publish's transaction
+            self.record_decision(item_id, "korpus", "admitted", "",
+                                 "a later refresh admitted this version (its manifest was fixed) and indexed it",
+                                 "resolved")  # fmt: skip
         return len(admitted)
 
     def record_pending(self, source: Source, unread: dict[int, str]) -> dict[int, int]:
