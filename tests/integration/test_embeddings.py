@@ -57,3 +57,38 @@ def test_concurrent_queries_share_forward_passes_and_get_their_own_vectors(model
     with ThreadPoolExecutor(8) as pool:
         list(pool.map(one_by_one.embed_query, queries[:8]))
     assert one_by_one.batches == 8
+
+
+def test_onnx_default_reads_what_the_torch_model_reads_and_agrees_with_it(models: dict[str, Path]) -> None:
+    """The default (e5-small-int8) is the torch e5 exported by `korpus models`: the same token ids (truncated at
+    512 with the special tokens), and vectors within int8 rounding of the torch ones."""
+    onnx, torch_model = Embedder(models["embed"]), Embedder(models["embed-torch"])
+    assert (onnx.backend, torch_model.backend) == ("onnx", "sentence-transformers")
+    texts = ["Ремонт кровли склада № 3 назначен на 12.05.1998.", "«Ёлочки» и  двойные пробелы, ё/е",
+             "Протокол заседания комиссии. " * 200, "ok"]  # fmt: skip
+    onnx.warm_up()
+    torch_model.warm_up()
+    st_ids = torch_model._model._model.tokenizer(["passage: " + t for t in texts], truncation=True, max_length=512)
+    onnx_ids = [e.ids for e in onnx._model._tokenizer.encode_batch(["passage: " + t for t in texts])]
+    assert onnx_ids == st_ids["input_ids"] and len(onnx_ids[2]) == 512
+    passages = (onnx.embed_passages(texts) * torch_model.embed_passages(texts)).sum(axis=1)
+    assert passages.min() > 0.97, passages
+    query = float(onnx.embed_query("когда отремонтируют крышу") @ torch_model.embed_query("когда отремонтируют крышу"))
+    assert query > 0.97
+    # one text a run: a text's vector does not depend on the texts beside it (dynamic int8 would otherwise)
+    alone = np.stack([onnx.embed_passages([t])[0] for t in texts])
+    assert np.array_equal(onnx.embed_passages(texts), alone)
+
+
+def test_only_mean_pooled_models_are_exported(models: dict[str, Path], tmp_path: Path) -> None:
+    from sentence_transformers import SentenceTransformer
+    from sentence_transformers.models import Pooling, Transformer
+
+    from korpus.model_store import export_onnx_int8
+
+    transformer = Transformer(str(models["embed-torch"]), max_seq_length=32)
+    cls = SentenceTransformer(modules=[transformer, Pooling(384, pooling_mode="cls")], device="cpu")
+    cls.save(str(tmp_path / "cls"))
+    with pytest.raises(ValueError, match="only Transformer → mean Pooling"):
+        export_onnx_int8(tmp_path / "cls", tmp_path / "cls-int8")
+    assert not (tmp_path / "cls-int8").exists()  # nothing half-built left where the model would be looked for

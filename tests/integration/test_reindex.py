@@ -58,11 +58,11 @@ def test_reindex_swaps_the_model_and_the_old_one_is_refused(
     before = texts()
     result = runner.invoke(app, ["reindex", "--embed-model", str(tiny_embedder), "--data", str(data)])
     assert result.exit_code == 0, result.output
-    assert f"reindexed {len(before)} chunks: e5-small (384 dims) → tiny-24 (24 dims)" in result.stdout
+    assert f"reindexed {len(before)} chunks: e5-small-int8 (384 dims) → tiny-24 (24 dims)" in result.stdout
     assert "chunks embedded" in result.stderr  # progress
     assert texts() == before  # chunk text reused, nothing re-parsed
 
-    # The configured model is still e5-small: the CLI refuses to query with it and names the way out.
+    # The configured model is still e5-small-int8: the CLI refuses to query with it and names the way out.
     refused = runner.invoke(app, ["search", "ремонт кровли", "--data", str(data)])
     assert refused.exit_code == 2 and "24-dim vectors from 'tiny-24'" in refused.output
     assert "korpus reindex" in refused.output

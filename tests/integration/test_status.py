@@ -43,7 +43,7 @@ def test_status_says_what_a_person_asks_first(refreshed: Refreshed, monkeypatch:
     assert last["finished_at"] and last["seconds"] > 0 and last["changes"] == refreshed.second["changes"]
     assert report["quarantine_open"]["by_reason"]["missing-metadata"] >= 1
     assert report["index"]["chunks_current"] > 0 and report["index"]["embed_model"]
-    assert report["models"]["embed"].endswith("e5-small") and report["models"]["vlm"] == "not configured"
+    assert report["models"]["embed"].endswith("e5-small-int8") and report["models"]["vlm"] == "not configured"
     assert report["prefect"].startswith("not configured") and report["dask"].startswith("not configured")
 
     with serving(Health) as prefect, socket.socket() as scheduler:
