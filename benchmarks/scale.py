@@ -77,8 +77,11 @@ from korpus.settings import Settings
 from tasks.index.sqlite import SqliteIndex
 from tasks.embedding import shared_embedder
 from korpus.model_store import embed_model_path
+from flows.refresh_tasks import embed_threads
 settings = Settings(data=Path({data!r}), meta_documents=False)
-shared_embedder(str(embed_model_path(settings)), settings.embed_batch_size).embed_passages(["прогрев"])  # warm
+# warm, as the plain loop's is: the embedder the refresh's tasks use (one per thread count)
+model = str(embed_model_path(settings))
+shared_embedder(model, settings.embed_batch_size, embed_threads(settings)).embed_passages(["прогрев"])
 from datetime import datetime
 began = time.time()
 start = time.perf_counter()

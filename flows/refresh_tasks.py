@@ -5,12 +5,14 @@ catalog-changes), with its retries and tags. The flow module decides which run, 
 
 from __future__ import annotations
 
+import os
 from collections import Counter
 from dataclasses import dataclass, field
 from functools import wraps
 from pathlib import Path
 from typing import Any
 
+import distributed
 import numpy as np
 from prefect import get_run_logger, task
 from prefect.cache_policies import NO_CACHE
@@ -139,16 +141,21 @@ def read_own_text(sources: list[Source], settings: Settings) -> list[ParseOutcom
     return outcomes
 
 
-READ_BATCH_FILES = 64
+FIRST_READ_BATCH = 16
+READ_BATCH_FILES = 256
 READ_BATCH_BYTES = 4 * 1024 * 1024
 
 
 def read_batches(sources: list[Source]) -> list[list[Source]]:
-    """Sources in reading order, packed up to READ_BATCH_FILES files or READ_BATCH_BYTES per task; a big file alone."""
+    """Sources in reading order, one read task a batch: the first batch FIRST_READ_BATCH files, each next one twice
+    the last, up to READ_BATCH_FILES files — or READ_BATCH_BYTES, a big file alone. The first documents are read
+    (and searchable) soon; later the tasks are few (each costs Prefect ~30 ms to submit and ~60 ms to start)."""
     batches: list[list[Source]] = []
-    size = 0
+    size, limit = 0, FIRST_READ_BATCH
     for source in sources:
-        if not batches or len(batches[-1]) >= READ_BATCH_FILES or size + source.size > READ_BATCH_BYTES:
+        if not batches or len(batches[-1]) >= limit or size + source.size > READ_BATCH_BYTES:
+            if batches:
+                limit = min(limit * 2, READ_BATCH_FILES)
             batches.append([])
             size = 0
         batches[-1].append(source)
@@ -257,9 +264,22 @@ def chunk_and_gate(
 @task(name="embed", cache_policy=NO_CACHE)
 @opened
 def embed(chunks: list[Chunk], settings: Settings) -> np.ndarray:
-    """One forward pass per `embed_batch_size` chunks, across every document of the group."""
-    embedder = shared_embedder(str(embed_model_path(settings)), settings.embed_batch_size)
+    """The group's chunks, across every document of it; on `embed_threads(settings)` cores."""
+    embedder = shared_embedder(str(embed_model_path(settings)), settings.embed_batch_size, embed_threads(settings))
     return embedder.embed_passages([c.text for c in chunks])
+
+
+def embed_threads(settings: Settings) -> int:
+    """Cores one embedding task uses: `KORPUS_EMBED_THREADS`, else this process's cores shared out among the
+    worker's threads — embedding tasks then run side by side with each other and with reading, not one at a time
+    over every core (measured: benchmarks/scale.py)."""
+    if settings.embed_threads:
+        return settings.embed_threads
+    try:
+        slots = distributed.get_worker().state.nthreads
+    except ValueError:  # not on a Dask worker
+        slots = settings.dask_threads_per_worker
+    return max(1, len(os.sched_getaffinity(0)) // max(slots, 1))
 
 
 @task(name="publish", cache_policy=NO_CACHE)
@@ -267,7 +287,7 @@ def embed(chunks: list[Chunk], settings: Settings) -> np.ndarray:
 def publish(group: list[Ready], vectors: np.ndarray, settings: Settings) -> list[int]:
     """Each document of the group switched in its own transaction, in order, with its quarantine items: a crash
     after the commit leaves nothing of the document to find again (the next refresh sees the version indexed)."""
-    counts, start = [], 0
+    counts, start, published = [], 0, []
     with SqliteIndex(settings.index_path) as index:
         for ready in group:
             own = vectors[start : start + len(ready.passed)] if ready.passed else np.zeros((0, 0), dtype=np.float32)
@@ -280,7 +300,8 @@ def publish(group: list[Ready], vectors: np.ndarray, settings: Settings) -> list
                 index.record_quarantine(items)
             counts.append(len(ready.passed))
             crash_point("after-publish")
-            events.source_indexed(ready.source, len(ready.passed), len(pages), Counter(p.method for p in pages))
+            published.append((ready.source, len(ready.passed), len(pages), Counter(p.method for p in pages)))
+    events.sources_indexed(str(settings.data), published)
     return counts
 
 

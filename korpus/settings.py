@@ -67,6 +67,12 @@ class Settings(BaseSettings):
         description="Any sentence-transformers model folder; default: e5-small rebuilt under home/models.",
     )
     embed_batch_size: int = Field(default=16, ge=1)
+    embed_threads: int = Field(
+        default=0,
+        ge=0,
+        description="Cores one ONNX embedding run uses. 0: in a refresh, the process's cores divided by the Dask "
+        "worker's threads (embedding tasks run side by side); elsewhere (search, serve, reindex) every core.",
+    )
     index_group_sources: int = Field(
         default=128,
         ge=1,

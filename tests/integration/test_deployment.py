@@ -119,10 +119,12 @@ def test_nightly_deployment_runs_on_a_process_worker(
     events = _events(prefect_server, str(run.id))
     names = sorted(e["event"] for e in events)
     # both files are published (the garbled one with its only chunk in the quarantine); one quarantined
-    assert names == ["korpus.refresh.completed", *["korpus.source.indexed"] * 2, "korpus.source.quarantined"], names
-    indexed = {e["resource"]["prefect.resource.name"]: e["payload"]["chunks"] for e in events
-               if "indexed" in e["event"]}  # fmt: skip
-    assert indexed == {"протокол.txt": 1, "старый_слой.txt": 0}
+    assert names == ["korpus.refresh.completed", "korpus.source.quarantined", "korpus.sources.indexed"], names
+    group = next(e for e in events if e["event"] == "korpus.sources.indexed")  # one event for the published group
+    indexed = {s["source"]: s["chunks"] for s in group["payload"]["sources"]}
+    assert indexed == {"протокол.txt": 1, "старый_слой.txt": 0} and group["payload"]["chunks"] == 1
+    related = {r["prefect.resource.id"] for r in group["related"] if r.get("prefect.resource.role") == "source"}
+    assert related == {"korpus.source.протокол.txt", "korpus.source.старый_слой.txt"}
     done = next(e for e in events if e["event"] == "korpus.refresh.completed")["payload"]
     assert done["quarantined"] == 1 and done["quarantine_open"] == 1 and done["chunks_indexed"] == 1
     quarantined = next(e for e in events if e["event"] == "korpus.source.quarantined")

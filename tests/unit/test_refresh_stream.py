@@ -37,3 +37,18 @@ def test_sealed_inputs_reach_the_task_function_unsealed() -> None:
     assert stage([3]) == 1  # an unsealed value passes through as it is
     assert seen == [([1, 2], "s"), ([3], None)]
     assert repr(Sealed([1])) == "<list>"  # what the Prefect UI shows, not the pages
+
+
+def test_read_batches_start_small_grow_to_the_cap_and_keep_a_big_file_alone() -> None:
+    from types import SimpleNamespace
+
+    from flows.refresh_tasks import FIRST_READ_BATCH, READ_BATCH_BYTES, READ_BATCH_FILES, read_batches
+
+    letters = [SimpleNamespace(size=500) for _ in range(1000)]
+    sizes = [len(b) for b in read_batches(letters)]
+    assert sizes[:5] == [FIRST_READ_BATCH, 2 * FIRST_READ_BATCH, 4 * FIRST_READ_BATCH, 8 * FIRST_READ_BATCH,
+                         READ_BATCH_FILES]  # fmt: skip
+    assert max(sizes) == READ_BATCH_FILES and sum(sizes) == 1000 and len(sizes) == 7  # 16 tasks of 64 before
+    big = SimpleNamespace(size=READ_BATCH_BYTES)
+    batches = read_batches([letters[0], big, letters[1]])
+    assert [len(b) for b in batches] == [1, 1, 1] and batches[1] == [big]
