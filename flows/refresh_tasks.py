@@ -143,7 +143,7 @@ def read_own_text(sources: list[Source], settings: Settings) -> list[ParseOutcom
 
 FIRST_READ_BATCH = 16
 READ_BATCH_FILES = 256
-READ_BATCH_BYTES = 4 * 1024 * 1024
+READ_BATCH_BYTES = 64 * 1024 * 1024  # file bytes a read task takes; the pages it returns are far smaller
 
 
 def read_batches(sources: list[Source]) -> list[list[Source]]:
