@@ -79,9 +79,12 @@ from tasks.embedding import shared_embedder
 from korpus.model_store import embed_model_path
 from flows.refresh_tasks import embed_threads
 settings = Settings(data=Path({data!r}), meta_documents=False)
-# warm, as the plain loop's is: the embedder the refresh's tasks use (one per thread count)
+# models loaded before the clock starts, as the plain loop's are: the embedder the refresh's tasks use (one per
+# thread count) and the tokenizer that measures chunks
+from tasks.embedding import token_counter
 model = str(embed_model_path(settings))
 shared_embedder(model, settings.embed_batch_size, embed_threads(settings)).embed_passages(["прогрев"])
+token_counter(model)
 from datetime import datetime
 began = time.time()
 start = time.perf_counter()
