@@ -20,7 +20,13 @@ import typer
 
 from korpus.cli_common import DataOption, _fail, _indexed, _settings
 from korpus.cli_review import page_reading, review_app, review_list
-from korpus.model_store import ModelMissingError, embed_model_path, ensure_models, set_offline_switches
+from korpus.model_store import (
+    E5_INT8_DIR_NAME,
+    ModelMissingError,
+    embed_model_path,
+    ensure_models,
+    set_offline_switches,
+)
 from korpus.settings import Settings, parse_scopes
 
 app = typer.Typer(no_args_is_help=True, add_completion=False, help="Russian archives → citable RAG evidence.")
@@ -344,7 +350,12 @@ def import_beir_cmd(
 @app.command()
 def reindex(
     embed_model: Annotated[
-        Path, typer.Option("--embed-model", help="A local sentence-transformers folder: the new embedding model.")
+        Path,
+        typer.Option(
+            "--embed-model",
+            help="The new embedding model: a local sentence-transformers folder, or an ONNX one `korpus models` "
+            "exported (the default, $KORPUS_HOME/models/e5-small-int8).",
+        ),
     ],
     data: DataOption = None,
     batch: Annotated[int, typer.Option(help="Chunks embedded per batch.")] = 64,
@@ -368,9 +379,12 @@ def reindex(
     except (ModelMissingError, ValueError, IndexMismatchError) as exc:
         _fail(str(exc))
     replaced = report["replaced"]
+    default_model = (settings.models_dir / E5_INT8_DIR_NAME).resolve()
+    default = settings.embed_model is None and embed_model.resolve() == default_model
     typer.echo(
         f"reindexed {report['chunks']} chunks: {replaced['model']} ({replaced['dims']} dims) → {report['model']} "
-        f"({report['dims']} dims) in {time.monotonic() - started:.1f} s. Now set KORPUS_EMBED_MODEL={embed_model}"
+        f"({report['dims']} dims) in {time.monotonic() - started:.1f} s. "
+        + ("It is the default model: nothing to set." if default else f"Now set KORPUS_EMBED_MODEL={embed_model}")
     )
 
 

@@ -47,7 +47,11 @@ def tiny_embedder(models: dict[str, Path], tmp_path_factory: pytest.TempPathFact
 
 
 def test_reindex_swaps_the_model_and_the_old_one_is_refused(
-    refreshed: Refreshed, tiny_embedder: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    refreshed: Refreshed,
+    tiny_embedder: Path,
+    models: dict[str, Path],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     data = refreshed.copy_index(tmp_path / "data")
 
@@ -79,3 +83,11 @@ def test_reindex_swaps_the_model_and_the_old_one_is_refused(
     assert hits and all(h["access"] == "public" and h["lifecycle"] == "current" for h in hits)
     again = runner.invoke(app, ["reindex", "--embed-model", str(tiny_embedder), "--data", str(data)])
     assert again.exit_code == 2 and "already holds 24-dim vectors" in again.output
+
+    # Back to the default (the way an index of the torch e5-small moves to e5-small-int8): nothing left to set.
+    monkeypatch.delenv("KORPUS_EMBED_MODEL")
+    back = runner.invoke(app, ["reindex", "--embed-model", str(models["embed"]), "--data", str(data)])
+    assert back.exit_code == 0, back.output
+    assert "tiny-24 (24 dims) → e5-small-int8 (384 dims)" in back.stdout and "nothing to set" in back.stdout
+    answered = runner.invoke(app, ["search", "ремонт кровли склада", "--json", "--data", str(data)])
+    assert answered.exit_code == 0 and json.loads(answered.stdout), answered.output
