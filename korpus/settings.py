@@ -64,7 +64,8 @@ class Settings(BaseSettings):
     data: Path = Field(default=Path("korpus-data"), description="Catalog, index, caches, transcripts.")
     embed_model: Path | None = Field(
         default=None,
-        description="Any sentence-transformers model folder; default: e5-small rebuilt under home/models.",
+        description="Any sentence-transformers model folder, or an ONNX one `korpus models` exported; default: "
+        "e5-small-int8 under home/models.",
     )
     embed_batch_size: int = Field(default=16, ge=1)
     embed_threads: int = Field(

@@ -54,8 +54,9 @@ class _OnnxModel:
 
     One text a run, never a padded batch: dynamic int8 quantisation scales the activations over the whole input,
     so in a batch a text's vector would depend on its neighbours (cosine 0.995 to itself alone) — a query's
-    answer would change with the server's load. Alone is also the fastest here: e5-small-int8 on 2 cores, XQuAD-ru
-    paragraphs 35 a second alone, 30 in length-sorted batches of 16 (queries 260/s alone)."""
+    answer would change with the server's load. Measured in one run on 2 cores (XQuAD-ru, all-int8 export):
+    paragraphs are no slower alone (35 a second, 30 in length-sorted batches of 16); short queries give up speed
+    for it (260 a second alone, 520 in batches of 16)."""
 
     def __init__(self, path: Path, threads: int) -> None:
         import onnxruntime as ort
