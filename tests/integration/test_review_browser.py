@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 import uvicorn
 from selenium import webdriver
+from selenium.common.exceptions import WebDriverException
 from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
 from selenium.webdriver.remote.webelement import WebElement
@@ -91,11 +92,28 @@ def shots(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return folder
 
 
+def _detached(element: WebElement) -> Any:
+    """`staleness_of`, also for the other way Chrome says it mid-navigation: on a loaded machine the old page's node
+    can be reported as «Node with given id does not belong to the document» instead of a stale reference (seen in a
+    clean-clone CI run)."""
+    stale = expected_conditions.staleness_of(element)
+
+    def check(driver: webdriver.Chrome) -> bool:
+        try:
+            return stale(driver)
+        except WebDriverException as exc:
+            if "does not belong to the document" in str(exc):
+                return True
+            raise
+
+    return check
+
+
 def _navigating(driver: webdriver.Chrome, act: Any) -> None:
     """Do something that loads a new page (a click, a key) and wait until the new page is there."""
     old = driver.find_element(By.TAG_NAME, "html")
     act()
-    WebDriverWait(driver, 60).until(expected_conditions.staleness_of(old))
+    WebDriverWait(driver, 60).until(_detached(old))
     WebDriverWait(driver, 60).until(lambda d: d.execute_script("return document.readyState") == "complete")
 
 
