@@ -137,10 +137,17 @@ class QuarantineStore:
         item["reasons"] = json.loads(item["reasons"])
         item["chunk"] = Chunk.model_validate_json(item["chunk"]) if item["chunk"] else None
         item["readings"] = json.loads(item["readings"]) if item["readings"] else []
-        if item["access"] is None or item["kind"] is None:  # an item recorded before these columns: its version's
-            row = self.source_version(item["source_id"], item["source_version"])
-            if row:
-                item["access"], item["kind"] = item["access"] or row["access"], item["kind"] or row["kind"]
+        row = self.source_version(item["source_id"], item["source_version"])
+        if row:  # the catalog's row decides the scope (a relabel moves it); the item's copy is for versions never read
+            item["access"], item["kind"] = row["access"] or item["access"], item["kind"] or row["kind"]
+            if item["chunk"] is not None:
+                item["chunk"] = item["chunk"].model_copy(
+                    update={
+                        "owner": row["owner"],
+                        "access_rule": row["access"],
+                        "tenant": row["tenant"] or item["chunk"].tenant,
+                    }
+                )
         fields = ("decided_at", "reviewer", "action", "note", "outcome", "text")
         decisions = self.conn.execute(
             f"SELECT {', '.join(fields)} FROM quarantine_decisions WHERE item_id = ? ORDER BY rowid", (item_id,)

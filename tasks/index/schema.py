@@ -83,4 +83,42 @@ CREATE TRIGGER IF NOT EXISTS chunks_visibility_delete AFTER DELETE ON chunks BEG
 END;
 INSERT OR REPLACE INTO chunk_visibility SELECT rowid, CASE WHEN lifecycle = 'current' THEN access END FROM chunks;
 """
-DERIVED_TRIGGERS = 6  # chunks_generation_* (tasks/index/vector_cache.py) and chunks_visibility_*
+
+# The one place the access a chunk is served under comes from: the catalog's row for its source version. A chunk
+# inserted by any path (a publish, a reviewer's release of a chunk stored with the quarantine item, a re-OCR, an
+# edit) takes its labels from that row; a relabel of the row moves every chunk and quarantine item of the version
+# with it, in the relabel's own transaction. The copies on chunks (for the filters) and on quarantine items (for
+# the review queue) can then never disagree with the catalog — whichever code path wrote them.
+CATALOG_ACCESS_SQL = """
+CREATE TRIGGER IF NOT EXISTS chunks_access_from_catalog AFTER INSERT ON chunks
+WHEN EXISTS (SELECT 1 FROM sources s WHERE s.source_id = new.source_id AND s.version = new.source_version
+             AND (s.access IS NOT new.access OR s.owner IS NOT new.owner
+                  OR coalesce(s.tenant, new.tenant) IS NOT new.tenant))
+BEGIN
+    UPDATE chunks SET (owner, access, tenant) = (SELECT s.owner, s.access, coalesce(s.tenant, new.tenant)
+        FROM sources s WHERE s.source_id = new.source_id AND s.version = new.source_version) WHERE rowid = new.rowid;
+END;
+CREATE TRIGGER IF NOT EXISTS sources_access_insert AFTER INSERT ON sources BEGIN
+    UPDATE chunks SET owner = new.owner, access = new.access, tenant = coalesce(new.tenant, tenant)
+        WHERE source_id = new.source_id AND source_version = new.version
+        AND (access IS NOT new.access OR owner IS NOT new.owner OR tenant IS NOT coalesce(new.tenant, tenant));
+    UPDATE quarantine SET access = new.access
+        WHERE source_id = new.source_id AND source_version = new.version AND access IS NOT new.access;
+END;
+CREATE TRIGGER IF NOT EXISTS sources_access_update AFTER UPDATE OF owner, access, tenant ON sources BEGIN
+    UPDATE chunks SET owner = new.owner, access = new.access, tenant = coalesce(new.tenant, tenant)
+        WHERE source_id = new.source_id AND source_version = new.version
+        AND (access IS NOT new.access OR owner IS NOT new.owner OR tenant IS NOT coalesce(new.tenant, tenant));
+    UPDATE quarantine SET access = new.access
+        WHERE source_id = new.source_id AND source_version = new.version AND access IS NOT new.access;
+END;
+UPDATE chunks SET (owner, access, tenant) = (SELECT s.owner, s.access, coalesce(s.tenant, chunks.tenant)
+    FROM sources s WHERE s.source_id = chunks.source_id AND s.version = chunks.source_version)
+    WHERE EXISTS (SELECT 1 FROM sources s WHERE s.source_id = chunks.source_id AND s.version = chunks.source_version
+                  AND (s.access IS NOT chunks.access OR s.owner IS NOT chunks.owner));
+UPDATE quarantine SET access = (SELECT s.access FROM sources s WHERE s.source_id = quarantine.source_id
+    AND s.version = quarantine.source_version)
+    WHERE EXISTS (SELECT 1 FROM sources s WHERE s.source_id = quarantine.source_id
+                  AND s.version = quarantine.source_version AND s.access IS NOT quarantine.access);
+"""
+DERIVED_TRIGGERS = 9  # chunks_generation_* (tasks/index/vector_cache.py), chunks_visibility_*, *_access_*

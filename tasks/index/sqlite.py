@@ -26,7 +26,15 @@ import sqlite_vec
 
 from korpus.datamodel import Chunk, Lifecycle, PageResult, Source
 from tasks.index.quarantine_store import QuarantineStore
-from tasks.index.schema import ADDED_COLUMNS, DERIVED_TRIGGERS, SCHEMA, VISIBILITY_SQL, row_dicts, utc_now
+from tasks.index.schema import (
+    ADDED_COLUMNS,
+    CATALOG_ACCESS_SQL,
+    DERIVED_TRIGGERS,
+    SCHEMA,
+    VISIBILITY_SQL,
+    row_dicts,
+    utc_now,
+)
 from tasks.index.sqlite_search import SqliteSearch
 from tasks.index.vector_cache import GENERATION_SQL
 from tasks.index.vector_tables import VectorTables
@@ -62,13 +70,14 @@ class SqliteIndex(VectorTables, QuarantineStore):
                 if have and column not in have:
                     self.conn.execute(f"ALTER TABLE {table} ADD COLUMN {column} {kind}")
             self.conn.execute(SCHEMA)
-        triggers = "SELECT count(*) FROM sqlite_master WHERE type = 'trigger' AND name LIKE 'chunks_%'"
+        triggers = "SELECT count(*) FROM sqlite_master WHERE type = 'trigger'"
         if self.conn.execute(triggers).fetchall()[0][0] < DERIVED_TRIGGERS:
             # A write: take the lock up front (a deferred transaction upgraded later can fail at once with BUSY).
             self.conn.execute("BEGIN IMMEDIATE")
             try:
                 self.conn.execute(GENERATION_SQL)
                 self.conn.execute(VISIBILITY_SQL)
+                self.conn.execute(CATALOG_ACCESS_SQL)
                 self.conn.execute("COMMIT")
             except BaseException:
                 self.conn.execute("ROLLBACK")
@@ -76,6 +85,18 @@ class SqliteIndex(VectorTables, QuarantineStore):
 
     def close(self) -> None:
         self.conn.close()
+
+    @contextmanager
+    def write_transaction(self) -> Iterator[None]:
+        """One transaction that holds the write lock from its first statement (BEGIN IMMEDIATE): what it reads
+        cannot be changed by another writer before it commits. `with index.conn:` blocks inside are savepoints."""
+        self.conn.execute("BEGIN IMMEDIATE")
+        try:
+            yield
+        except BaseException:
+            self.conn.execute("ROLLBACK")
+            raise
+        self.conn.execute("COMMIT")
 
     def __enter__(self) -> SqliteIndex:
         return self

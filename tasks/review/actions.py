@@ -8,7 +8,7 @@ way it is made.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from enum import StrEnum
 from pathlib import Path
@@ -81,20 +81,44 @@ def apply_decision(
         item = index.quarantine_item(item_id)
         if item is None or (scopes is not None and item["access"] not in scopes):
             raise ReviewError(f"no quarantine item {item_id!r}: see `korpus review list`")
+        # The slow part (embedding, a VLM call that may take minutes) runs first and writes nothing; what it
+        # decided is written in one transaction that holds the write lock and checks again that the item and
+        # its version are as they were read — a refresh or another reviewer meanwhile refuses the decision.
         if action is Action.reject:
-            outcome, status = _reject(index, item)
+            outcome, status, write = _reject(item)
         elif action is Action.release:
-            outcome, status = _release(index, item, settings)
+            outcome, status, write = _release(index, item, settings)
         elif action is Action.edit:
-            outcome, status = _edit(index, item, settings, text or "", reviewer)
+            outcome, status, write = _edit(index, item, settings, text or "", reviewer)
         else:
-            outcome, status = _reocr(index, item, settings)
-        index.record_decision(item_id, reviewer, action.value, note, outcome, status, text=text)
+            outcome, status, write = _reocr(index, item, settings)
+        with index.write_transaction():
+            _still_as_read(index, item, needs_current=write is not None and action is not Action.reject)
+            if write is not None:
+                write(index)
+            index.record_decision(item_id, reviewer, action.value, note, outcome, status, text=text)
         if settings.backend == "opensearch":  # the cluster serves what the catalog now serves
             from tasks.index.opensearch import opensearch_index
 
             opensearch_index(settings).sync_from(index)
         return outcome
+
+
+Write = Callable[[SqliteIndex], None] | None
+"""What a decision writes, run inside its transaction once `_still_as_read` holds (None: only the audit row)."""
+
+
+def _still_as_read(index: SqliteIndex, item: dict[str, Any], needs_current: bool) -> None:
+    """Inside the decision's transaction: the item has not been decided meanwhile and, for a decision that indexes
+    text, its version is still the current one."""
+    rows = index.conn.execute("SELECT status FROM quarantine WHERE item_id = ?", (item["item_id"],)).fetchall()
+    if not rows or rows[0][0] != item["status"]:
+        raise ReviewError(f"item {item['item_id']} was decided meanwhile ({rows[0][0] if rows else 'gone'}): reload it")
+    if needs_current and not index.is_current_version(item["source_id"], item["source_version"] or ""):
+        raise ReviewError(
+            f"{item['source_id']} version {(item['source_version'] or '')[:12]} is no longer current "
+            "(a refresh superseded or removed it meanwhile): nothing was indexed"
+        )
 
 
 def apply_batch(
@@ -114,13 +138,14 @@ def apply_batch(
     return outcomes
 
 
-def _reject(index: SqliteIndex, item: dict[str, Any]) -> tuple[str, str]:
-    if item["chunk"] is not None:
-        index.withdraw_chunk(item["chunk"].chunk_id)
-    return "kept out of the index", "rejected"
+def _reject(item: dict[str, Any]) -> tuple[str, str, Write]:
+    chunk: Chunk | None = item["chunk"]
+    if chunk is None:
+        return "kept out of the index", "rejected", None
+    return "kept out of the index", "rejected", lambda index: index.withdraw_chunk(chunk.chunk_id)
 
 
-def _release(index: SqliteIndex, item: dict[str, Any], settings: Settings) -> tuple[str, str]:
+def _release(index: SqliteIndex, item: dict[str, Any], settings: Settings) -> tuple[str, str, Write]:
     chunk: Chunk | None = item["chunk"]
     if chunk is None:
         if ReasonCode.missing_metadata.value in item["reasons"]:
@@ -133,33 +158,42 @@ def _release(index: SqliteIndex, item: dict[str, Any], settings: Settings) -> tu
         raise ReviewError(f"an exception cannot lift these rules: {', '.join(code.value for code, _ in failures)}")
     embedder = shared_embedder(str(embed_model_path(settings)), settings.embed_batch_size)
     vector = embedder.embed_passages([chunk.text])[0]
-    index.add_reviewed_chunk(chunk, vector, exception=True, embed_model=embedder.name)
-    return "indexed as an approved exception", "released"
+
+    def write(index: SqliteIndex) -> None:
+        index.add_reviewed_chunk(chunk, vector, exception=True, embed_model=embedder.name)
+
+    return "indexed as an approved exception", "released", write
 
 
-def _reocr(index: SqliteIndex, item: dict[str, Any], settings: Settings) -> tuple[str, str]:
+def _reocr(index: SqliteIndex, item: dict[str, Any], settings: Settings) -> tuple[str, str, Write]:
     """Re-OCR the item's page with the VLM tier forced (tasks/parse.py cascade), and gate the result: if it
     passes it is indexed and the item closes; else it stays open with the new reasons."""
     source = _page_source(index, item, "reocr")
     outcome = ocr_page(source, item["page"], settings, force_vlm=True)
     if outcome.problems:
-        return f"re-OCR refused: {outcome.problems[0].detail}", "open"
+        return f"re-OCR refused: {outcome.problems[0].detail}", "open", None
     page = outcome.pages[0]
     count = token_counter(str(embed_model_path(settings)))
     chunks, _empty = build_chunks(source, [page], settings.chunk_policy, count=count, language=settings.language)
     if not chunks:
-        return "re-OCR produced no text", "open"
+        return "re-OCR produced no text", "open", None
     chunks = [c.model_copy(update={"chunk_id": f"{c.chunk_id}-reocr-p{item['page']}"}) for c in chunks]
     failures = [code.value for c in chunks for code, _ in gate_chunk(c)]
     if failures:
-        return f"re-OCR text still refused: {', '.join(sorted(set(failures)))}", "open"
+        return f"re-OCR text still refused: {', '.join(sorted(set(failures)))}", "open", None
     embedder = shared_embedder(str(embed_model_path(settings)), settings.embed_batch_size)
-    for c, vector in zip(chunks, embedder.embed_passages([c.text for c in chunks]), strict=True):
-        index.add_reviewed_chunk(c, vector, exception=False, embed_model=embedder.name)
-    return f"re-OCR ({page.engine}, tier {page.tier}, read afresh) passed the gate and was indexed", "resolved"
+    vectors = embedder.embed_passages([c.text for c in chunks])
+
+    def write(index: SqliteIndex) -> None:
+        for c, vector in zip(chunks, vectors, strict=True):
+            index.add_reviewed_chunk(c, vector, exception=False, embed_model=embedder.name)
+
+    return f"re-OCR ({page.engine}, tier {page.tier}, read afresh) passed the gate and was indexed", "resolved", write
 
 
-def _edit(index: SqliteIndex, item: dict[str, Any], settings: Settings, text: str, reviewer: str) -> tuple[str, str]:
+def _edit(
+    index: SqliteIndex, item: dict[str, Any], settings: Settings, text: str, reviewer: str
+) -> tuple[str, str, Write]:
     """The reviewer's text becomes the page's text: chunked and gated like any page, indexed under ids of its own
     (a later edit of the same page replaces it); the text korpus read stays on the item and in the audit trail."""
     if not text.strip():
@@ -179,11 +213,15 @@ def _edit(index: SqliteIndex, item: dict[str, Any], settings: Settings, text: st
     failures = sorted({code.value for c in chunks for code, _ in gate_chunk(c)})
     if failures:
         raise ReviewError(f"the text is refused by the gate: {', '.join(failures)}")
-    index.add_reviewed_page(page, replaces=prefix)
     embedder = shared_embedder(str(embed_model_path(settings)), settings.embed_batch_size)
-    for c, vector in zip(chunks, embedder.embed_passages([c.text for c in chunks]), strict=True):
-        index.add_reviewed_chunk(c, vector, exception=False, embed_model=embedder.name)
-    return f"the reviewer's text ({len(chunks)} chunk{'s' if len(chunks) > 1 else ''}) was indexed", "resolved"
+    vectors = embedder.embed_passages([c.text for c in chunks])
+
+    def write(index: SqliteIndex) -> None:
+        index.add_reviewed_page(page, replaces=prefix)
+        for c, vector in zip(chunks, vectors, strict=True):
+            index.add_reviewed_chunk(c, vector, exception=False, embed_model=embedder.name)
+
+    return f"the reviewer's text ({len(chunks)} chunk{'s' if len(chunks) > 1 else ''}) was indexed", "resolved", write
 
 
 def _page_source(index: SqliteIndex, item: dict[str, Any], action: str) -> Source:

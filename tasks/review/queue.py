@@ -1,7 +1,7 @@
 """The review queue as a reviewer sees it: filtered, paged and counted in SQL, limited to the reviewer's scopes.
 
-An item's scope is its source's access rule (recorded with the item; for items recorded before that, the access of
-its version in the catalog). An item with no scope at all — a file the manifest gives no access rule — is shown to
+An item's scope is its source version's access rule in the catalog (a relabel moves it); for a version never read, the
+access recorded with the item. An item with no scope at all — a file the manifest gives no access rule — is shown to
 no reviewer key: only its count is, so someone fixes `korpus.yaml` (the CLI on the server still shows it).
 """
 
@@ -17,7 +17,7 @@ from tasks.index.sqlite import SqliteIndex
 STATUSES = ("open", "released", "rejected", "resolved", "all")
 
 _FROM = "FROM quarantine q LEFT JOIN sources s ON s.source_id = q.source_id AND s.version = q.source_version "
-_ACCESS = "coalesce(q.access, s.access)"
+_ACCESS = "coalesce(s.access, q.access)"  # the catalog row first: a relabel moves it
 _KIND = "coalesce(q.kind, s.kind)"
 
 

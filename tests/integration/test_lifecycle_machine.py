@@ -1,0 +1,336 @@
+"""The access and lifecycle guarantees as invariants over random sequences of operations (a hypothesis
+`RuleBasedStateMachine`): files written, changed and removed, manifest relabels, refreshes, and reviewers with random
+scopes releasing, rejecting, editing and re-OCR'ing whatever the queue holds. After every step:
+
+- no caller sees a chunk outside its scopes — on search (bm25, dense, hybrid), exact search and the review queue —
+  judged against the catalog's current row *and* against the model's own record of what the manifest said at the
+  last refresh;
+- no superseded or withdrawn chunk is served;
+- every current version's chunks are cut from its stored pages, and a version is current only for bytes a refresh
+  read.
+
+The refresh here is the flow's own task functions (`.fn`: read-source, chunk-and-gate, publish, catalog-changes) run
+in order without Prefect and Dask, so 200 sequences fit in CI time; the Prefect flow is the same calls fanned out
+(flows/refresh_stream.py), and `test_relabel_then_release_through_the_cli` walks the reported sequence through the
+real CLI. Vectors are the real embedding model's, memoised per text.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+import yaml
+from hypothesis import HealthCheck, settings
+from hypothesis import strategies as st
+from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
+
+import flows.refresh_tasks as refresh_tasks
+from korpus.model_store import embed_model_path
+from korpus.settings import Settings
+from tasks.embedding import shared_embedder
+from tasks.index.sqlite import SqliteIndex
+from tasks.receive import plan_refresh
+from tasks.retrieval.retriever import retrieve
+from tasks.review.actions import Action, ReviewError, apply_decision
+from tasks.review.queue import QueueQuery, queue_page
+
+pytestmark = pytest.mark.integration
+
+SCOPES = ("public", "hr", "finance")
+PRINCIPALS = (("public",), ("hr",), ("public", "hr"), ("finance",), SCOPES)
+NAMES = ("приказ.txt", "записка.txt", "отдел/протокол.txt")
+GARBAGE = "M]heh\\guc dh^_dk Cl>opMa no KHA M]heh\\guc dh^_dk Cl>opMa no KHA M]heh\\guc dh^_dk Cl>opMa no KHA."
+CONTENTS = (
+    "Приказ о премировании сотрудников отдела снабжения.",
+    "Приказ об отпусках сотрудников на второй квартал.\n\nСлужебная записка о ремонте крыши склада.",
+    f"Протокол заседания комиссии по приёмке насосов.\n\n{GARBAGE}",
+    f"{GARBAGE}\n\nПриказ о переводе сотрудника в отдел кадров.",
+)
+QUERIES = ("приказ сотрудников", "протокол комиссии", "записка склада")
+
+
+class Vectors:
+    """The real embedder, each text embedded once across every sequence."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.embedder = shared_embedder(str(embed_model_path(settings)))
+        self.passages: dict[str, np.ndarray] = {}
+        self.queries: dict[str, np.ndarray] = {}
+
+    def embed(self, texts: list[str]) -> np.ndarray:
+        todo = [t for t in dict.fromkeys(texts) if t not in self.passages]
+        if todo:
+            self.passages.update(zip(todo, self.embedder.embed_passages(todo), strict=True))
+        return np.asarray([self.passages[t] for t in texts], dtype=np.float32)
+
+    def query(self, text: str) -> np.ndarray:
+        if text not in self.queries:
+            self.queries[text] = self.embedder.embed_query(text)
+        return self.queries[text]
+
+
+def refresh_inline(root: Path, settings: Settings, vectors: Vectors) -> None:
+    """One refresh through the flow's task functions, in the flow's order (flows/corpus_refresh.py)."""
+    indexed, refused = refresh_tasks.read_catalog.fn(settings)
+    plan = plan_refresh(refresh_tasks.discover.fn(str(root)), indexed, refused)
+    problems = list(plan.rejected)
+    if plan.to_process:
+        outcomes = refresh_tasks.read_own_text.fn(plan.to_process, settings)
+        group = [refresh_tasks.Ready(s, o, quarantined_pages=any(p.page for p in o.problems), problems=list(o.problems))
+                 for s, o in zip(plan.to_process, outcomes, strict=True)]  # fmt: skip
+        cut, refused_items = refresh_tasks.chunk_and_gate.fn(group, settings, None)
+        for ready, (count, passed) in zip(group, cut, strict=True):
+            ready.chunks, ready.passed = count, passed
+            ready.problems += [i for i in refused_items if i.source_id == ready.source.source_id]
+        published = [r for r in group if r.publish]
+        chunks = [c for r in published for c in r.passed]
+        refresh_tasks.publish.fn(published, vectors.embed([c.text for c in chunks]), settings)
+        problems += [item for r in group if not r.publish for item in r.problems]
+    refresh_tasks.apply_catalog_changes.fn(plan, problems, settings)
+
+
+class Archive(RuleBasedStateMachine):
+    vectors: Vectors
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.dir = Path(tempfile.mkdtemp(prefix="korpus-machine-"))
+        self.root = self.dir / "archive"
+        self.root.mkdir()
+        self.settings = Settings(data=self.dir / "data", meta_documents=False)
+        self.labels: dict[str, str] = {}  # manifest rules: source id → access (default public)
+        self.files: dict[str, str] = {}  # what is on disk
+        self.read: dict[str, tuple[str, str]] = {}  # at the last refresh: source id → (sha256, access)
+        self.withdrawn: set[str] = set()  # chunk ids a reviewer rejected while they were served
+        self.refreshed = False
+        self._manifest()
+
+    def teardown(self) -> None:
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+    def _manifest(self) -> None:
+        rules = [{"match": name, "access": access} for name, access in sorted(self.labels.items())]
+        (self.root / "korpus.yaml").write_text(
+            yaml.safe_dump({"defaults": {"owner": "Архив", "access": "public"}, "rules": rules}, allow_unicode=True),
+            encoding="utf-8",
+        )
+
+    # --- rules: what users do -------------------------------------------------------------------------------
+
+    @initialize(contents=st.lists(st.sampled_from(CONTENTS), min_size=len(NAMES), max_size=len(NAMES)))
+    def indexed_archive(self, contents: list[str]) -> None:
+        """Every sequence starts from an archive refreshed once (the later steps are what is random)."""
+        for name, content in zip(NAMES, contents, strict=True):
+            self.write_file(name, content)
+        self.refresh()
+
+    @rule(name=st.sampled_from(NAMES), content=st.sampled_from(CONTENTS))
+    def write_file(self, name: str, content: str) -> None:
+        path = self.root / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(content, encoding="utf-8")
+        self.files[name] = content
+
+    @precondition(lambda self: self.files)
+    @rule(data=st.data())
+    def remove_file(self, data: st.DataObject) -> None:
+        name = data.draw(st.sampled_from(sorted(self.files)))
+        (self.root / name).unlink()
+        del self.files[name]
+
+    @rule(name=st.sampled_from(NAMES), access=st.sampled_from(SCOPES))
+    def relabel(self, name: str, access: str) -> None:
+        self.labels[name] = access
+        self._manifest()
+
+    @rule()
+    def refresh(self) -> None:
+        refresh_inline(self.root, self.settings, self.vectors)
+        self.refreshed = True
+        self.read = {
+            name: (hashlib.sha256(text.encode()).hexdigest(), self.labels.get(name, "public"))
+            for name, text in self.files.items()
+        }
+
+    @precondition(lambda self: self.refreshed)
+    @rule(data=st.data(), action=st.sampled_from([Action.release, Action.reject, Action.edit, Action.reocr]),
+          reviewer=st.sampled_from(PRINCIPALS))  # fmt: skip
+    def decide(self, data: st.DataObject, action: Action, reviewer: tuple[str, ...]) -> None:
+        with SqliteIndex(self.settings.index_path) as index:
+            items = index.quarantine_items()
+            if not items:
+                return
+            item = index.quarantine_item(data.draw(st.sampled_from([i["item_id"] for i in items])))
+            served = {c["chunk_id"] for c in index.source_chunks(item["source_id"])}
+            catalog = index.source_version(item["source_id"], item["source_version"])
+        assert item is not None
+        scope = catalog["access"] if catalog else item["access"]
+        text = "Приказ, переписанный рецензентом." if action is Action.edit else None
+        try:
+            apply_decision(item["item_id"], action, "рецензент", "", self.settings, text=text, scopes=list(reviewer))
+        except ReviewError:
+            return
+        assert scope in reviewer, f"a reviewer with {reviewer} decided an item of scope {scope}"
+        if action is Action.reject and item["chunk"] is not None and item["chunk"].chunk_id in served:
+            self.withdrawn.add(item["chunk"].chunk_id)
+        if action is Action.release and item["chunk"] is not None:
+            self.withdrawn.discard(item["chunk"].chunk_id)
+
+    # --- invariants: what must hold after every step ---------------------------------------------------------
+
+    @invariant()
+    def nobody_sees_beyond_their_scopes(self) -> None:
+        if not self.settings.index_path.is_file():
+            return
+        with SqliteIndex(self.settings.index_path) as index:
+            current = {s["source_id"]: s for s in index.sources() if s["lifecycle"] == "current"}
+            for scopes in PRINCIPALS:
+                for q in QUERIES:
+                    for mode in ("bm25", "dense", "hybrid"):
+                        vector = None if mode == "bm25" else self.vectors.query(q)
+                        for hit in retrieve(index.searcher, q, vector, list(scopes), k=50, mode=mode):
+                            row = current.get(hit["source_id"])
+                            assert row is not None and row["version"] == hit["source_version"], hit["chunk_id"]
+                            assert hit["access"] == row["access"] and row["access"] in scopes, (hit, scopes)
+                            assert self.read[hit["source_id"]][1] in scopes, (hit["source_id"], self.read, scopes)
+                            assert hit["chunk_id"] not in self.withdrawn, hit["chunk_id"]
+                    found = index.searcher.exact_occurrences("приказ", list(scopes), limit=500)
+                    for occurrence in found["occurrences"]:
+                        assert current[occurrence["source_id"]]["access"] in scopes, (occurrence, scopes)
+                queue = queue_page(index, QueueQuery(scopes=list(scopes), status="all", per_page=500))
+                for item in queue.items:
+                    row = index.source_version(item["source_id"], item["source_version"])
+                    assert row is None or row["access"] in scopes, (item, scopes)
+
+    @invariant()
+    def only_current_versions_are_served(self) -> None:
+        if not self.settings.index_path.is_file():
+            return
+        with SqliteIndex(self.settings.index_path) as index:
+            stray = index.conn.execute(
+                "SELECT c.chunk_id FROM chunks c JOIN chunk_visibility v ON v.rowid = c.rowid WHERE v.visible IS NOT "
+                "NULL AND NOT EXISTS (SELECT 1 FROM sources s WHERE s.source_id = c.source_id AND s.version = "
+                "c.source_version AND s.lifecycle = 'current' AND s.access = c.access AND s.access = v.visible)"
+            ).fetchall()
+            assert not stray, stray
+            for source_id, row in {s["source_id"]: s for s in index.sources() if s["lifecycle"] == "current"}.items():
+                # a version is current only for the bytes the last refresh read, and only for a file still there
+                assert self.read.get(source_id, (None,))[0] == row["version"], (source_id, self.read.get(source_id))
+
+    @invariant()
+    def chunks_come_from_their_pages(self) -> None:
+        if not self.settings.index_path.is_file():
+            return
+        with SqliteIndex(self.settings.index_path) as index:
+            for source_id in {s["source_id"] for s in index.sources() if s["lifecycle"] == "current"}:
+                _source, pages = index.current_source(source_id)  # type: ignore[misc]
+                stored = "\n".join(p.text for p in pages)
+                for chunk in index.source_chunks(source_id):
+                    assert chunk["body"].strip() and chunk["body"].strip() in stored, (source_id, chunk["body"])
+
+
+@pytest.fixture(scope="module")
+def vectors(models: dict[str, Path]) -> Vectors:
+    return Vectors(Settings())
+
+
+def test_access_and_lifecycle_hold_over_random_sequences(vectors: Vectors, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(refresh_tasks.events, "sources_indexed", lambda *_a, **_k: None)  # no Prefect run here
+    Archive.vectors = vectors
+    Archive.TestCase.settings = settings(
+        max_examples=200, stateful_step_count=10, deadline=None,
+        suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
+    )  # fmt: skip
+    Archive.TestCase().runTest()
+
+
+def test_relabel_then_release_through_the_cli(models: dict[str, Path], tmp_path: Path) -> None:
+    """The reported leak, as a user walks it: a public file with a chunk the gate refused; the manifest moves it to
+    `hr`; a refresh relabels it; a reviewer releases the open item; a default-scope search must not find it."""
+    from typer.testing import CliRunner
+
+    from korpus.cli import app as cli
+
+    root, data = tmp_path / "archive", tmp_path / "data"
+    root.mkdir()
+    (root / "korpus.yaml").write_text("defaults:\n  owner: Архив\n  access: public\n", encoding="utf-8")
+    (root / "записка.txt").write_text(CONTENTS[3], encoding="utf-8")
+    runner = CliRunner()
+
+    def ok(*args: str) -> str:
+        result = runner.invoke(cli, [*args, "--data", str(data)])
+        assert result.exit_code == 0, result.output
+        return result.stdout
+
+    ok("refresh", "--root", str(root))
+    (root / "korpus.yaml").write_text("defaults:\n  owner: Архив\n  access: public\nrules:\n  - match: записка.txt\n"
+                                      "    access: hr\n", encoding="utf-8")  # fmt: skip
+    ok("refresh", "--root", str(root))
+    with SqliteIndex(data / "korpus.db") as index:
+        (item,) = [i for i in index.quarantine_items("open") if i["chunk_id"]]
+        assert index.quarantine_item(item["item_id"])["access"] == "hr"
+        queue = queue_page(index, QueueQuery(scopes=["public"], status="all"))
+        assert not queue.items and queue.total == 0  # a public-only reviewer does not see it
+    with pytest.raises(ReviewError):
+        apply_decision(item["item_id"], Action.release, "рецензент", "", Settings(data=data), scopes=["public"])
+    ok("review", "release", item["item_id"], "--reviewer", "рецензент")
+    import json
+
+    public = json.loads(ok("search", "M]heh guc", "--mode", "bm25", "--json", "-k", "20"))
+    assert not public, public
+    hr = json.loads(ok("search", "M]heh guc", "--mode", "bm25", "--json", "-k", "20", "--scopes", "public,hr"))
+    assert hr and all(h["access"] == "hr" for h in hr), hr
+
+
+def test_a_release_is_refused_when_a_refresh_supersedes_its_version_meanwhile(
+    vectors: Vectors, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A release computes its vector (slow: on a loaded machine, or a VLM for a re-OCR) before it writes; a refresh
+    that supersedes the version in that time must win: the release is refused and nothing superseded is served."""
+    import threading
+
+    import tasks.review.actions as actions
+
+    monkeypatch.setattr(refresh_tasks.events, "sources_indexed", lambda *_a, **_k: None)
+    root = tmp_path / "archive"
+    root.mkdir()
+    (root / "korpus.yaml").write_text("defaults:\n  owner: Архив\n  access: public\n", encoding="utf-8")
+    (root / "записка.txt").write_text(CONTENTS[3], encoding="utf-8")
+    settings = Settings(data=tmp_path / "data", meta_documents=False)
+    refresh_inline(root, settings, vectors)
+    with SqliteIndex(settings.index_path) as index:
+        (item,) = index.quarantine_items("open")
+    real = actions.shared_embedder
+
+    class SlowEmbedder:
+        """The release's embedder; while it works, a refresh on another thread replaces the file's version."""
+
+        def __init__(self, *args: Any) -> None:
+            self.inner = real(*args)
+            self.name = self.inner.name
+
+        def embed_passages(self, texts: list[str]) -> np.ndarray:
+            (root / "записка.txt").write_text(CONTENTS[1], encoding="utf-8")
+            refresher = threading.Thread(target=refresh_inline, args=(root, settings, vectors))
+            refresher.start()
+            refresher.join()
+            return self.inner.embed_passages(texts)
+
+    monkeypatch.setattr(actions, "shared_embedder", SlowEmbedder)
+    with pytest.raises(ReviewError, match="no longer current"):
+        apply_decision(item["item_id"], Action.release, "рецензент", "", settings)
+    with SqliteIndex(settings.index_path) as index:
+        assert index.quarantine_item(item["item_id"])["status"] == "open"  # no decision recorded
+        served = index.conn.execute(
+            "SELECT c.chunk_id FROM chunks c JOIN sources s ON s.source_id = c.source_id "
+            "AND s.version = c.source_version WHERE c.lifecycle = 'current' AND s.lifecycle != 'current'"
+        ).fetchall()
+        assert not served
+        assert item["chunk_id"] not in {c["chunk_id"] for c in index.source_chunks("записка.txt")}
+        assert "ремонте крыши" in " ".join(c["body"] for c in index.source_chunks("записка.txt"))
