@@ -31,10 +31,16 @@ from korpus.model_store import set_offline_switches
 from korpus.settings import Settings
 from tasks.contract.splitter import LlmSplitter
 from tasks.index.sqlite import SqliteIndex
+from tasks.readers.base import failure
 from tasks.receive import plan_refresh
 from tasks.runtime.crash_points import crash_point
 from tasks.runtime.refresh_lock import refresh_lock
 from tasks.runtime.retry import RetryPolicy
+
+
+class RefreshFailed(RuntimeError):
+    """The refresh itself failed (not one file: those are quarantined): what was published stays, removals and
+    relabels were applied, and `korpus refresh` exits non-zero with this message."""
 
 
 @flow(name="corpus_refresh", log_prints=False)
@@ -79,11 +85,16 @@ def _refresh(root: str, settings: Settings) -> dict[str, Any]:
     )
     tally = Tally()
     indexer = Indexer(settings, splitter, len(plan.to_process), progress, tally)
+    broken: Exception | None = None
     if plan.to_process:  # the Dask cluster starts only when there is something to parse
-        with dask_task_runner(settings) as runner:
-            indexer.work = work = Inflight(runner)
-            Parse(work, plan, settings, on_document=indexer.add, on_done=indexer.flush).start()
-            work.run()  # every document parsed, embedded and published as its own work completes
+        try:
+            with dask_task_runner(settings) as runner:
+                indexer.work = work = Inflight(runner)
+                Parse(work, plan, settings, on_document=indexer.add, on_done=indexer.flush).start()
+                work.run()  # every document parsed, embedded and published as its own work completes
+        except Exception as exc:  # the refresh itself failed (a file's failure is that file's item, never this)
+            logger.exception("the refresh failed; its removals and relabels are still applied")
+            broken = exc
     waiting, moved = indexer.waiting, indexer.moved
     problems = list(plan.rejected) + indexer.problems
     if progress is not None:  # every source was seen: held back or changed mid-run ones say so instead
@@ -93,13 +104,22 @@ def _refresh(root: str, settings: Settings) -> dict[str, Any]:
             + (f", {len(moved)} changed during the run" if moved else "")))  # fmt: skip
     apply_catalog_changes(plan, [p for p in problems if p.item_id not in indexer.recorded], settings)
     events.sources_quarantined(problems)
+    if broken is not None:
+        with SqliteIndex(settings.index_path) as index:
+            index.record_refresh({"finished_at": datetime.now(UTC).isoformat(timespec="seconds"), "root": root,
+                                  "failed": failure(broken)})  # fmt: skip
+        raise RefreshFailed(f"the refresh failed: {failure(broken)}") from broken
     meta = None
     if settings.meta_documents:
         try:
             meta = build_meta_documents(settings)
         except Exception as exc:  # the files are published: documents about them failing must not fail the refresh
-            logger.exception("meta-documents not rebuilt; the previous ones stay served")
-            meta = {"error": f"{type(exc).__name__}: {exc}"}
+            # but the registers built before may name people from documents just removed or moved to another
+            # scope: they are withdrawn until a build succeeds, never served stale
+            logger.exception("meta-documents not rebuilt; the previous ones are withdrawn")
+            with SqliteIndex(settings.index_path) as index:
+                withdrawn = index.withdraw_meta_documents()
+            meta = {"error": failure(exc), "withdrawn": withdrawn}
     mirrored = sync_opensearch(settings) if settings.backend == "opensearch" else None
     summary = {
         "sources": len(plan.change),
@@ -130,7 +150,8 @@ def _refresh(root: str, settings: Settings) -> dict[str, Any]:
                 "transient_retries", "seconds")  # fmt: skip
     with SqliteIndex(settings.index_path) as index:
         index.record_refresh({"finished_at": datetime.now(UTC).isoformat(timespec="seconds"), "root": root,
-                              **{key: summary[key] for key in headline}})  # fmt: skip
+                              **{key: summary[key] for key in headline},
+                              **({"meta_failed": meta["error"]} if meta and "error" in meta else {})})  # fmt: skip
         open_items = index.stats()["quarantine_open"]
     events.refresh_completed(str(settings.data), summary, open_items)
     return summary

@@ -31,6 +31,7 @@ from flows.refresh_tasks import (
     Ready,
     chunk_and_gate,
     embed,
+    failed_recording,
     hold_back,
     ocr_page,
     publish,
@@ -41,13 +42,15 @@ from flows.refresh_tasks import (
     speech_plan,
     transcribe,
     transcript,
+    unread,
     whole_document,
 )
-from korpus.datamodel import QuarantineItem, Source, SourceKind
+from korpus.datamodel import QuarantineItem, ReasonCode, Source, SourceKind
 from korpus.settings import Settings
 from tasks.audio.speech import RecordingOutcome, RecordingPlan
 from tasks.contract.splitter import LlmSplitter
 from tasks.parse import ParseOutcome
+from tasks.readers.base import failure, problem
 from tasks.receive import RefreshPlan, unchanged_since_discovery
 from tasks.runtime.crash_points import crash_point
 
@@ -62,17 +65,28 @@ class Inflight:
         self._then: dict[str, tuple[Any, Callable[[Any], None]]] = {}
 
     def submit(self, stage: Any, then: Callable[[Any], None], annotations: dict[str, Any] | None = None,
-               **parameters: Any) -> None:  # fmt: skip
-        """`annotations` are Dask's (`resources`, `priority`: higher runs first among queued tasks)."""
+               failed: Callable[[Exception], None] | None = None, **parameters: Any) -> None:  # fmt: skip
+        """`annotations` are Dask's (`resources`, `priority`: higher runs first among queued tasks). `failed` takes
+        the exception of a task that failed past its retries — work on one file turns it into that file's
+        quarantine item; without it (embedding, which every document needs) the failure fails the refresh."""
         with dask.annotate(**annotations) if annotations else nullcontext():
             future = self._runner.submit(stage, parameters=sealed(**parameters))
-        self._then[future.wrapped_future.key] = (future, then)
+        self._then[future.wrapped_future.key] = (future, then, failed)
         self._completed.add(future.wrapped_future)
 
     def run(self) -> None:
         for finished in self._completed:
-            future, then = self._then.pop(finished.key)
-            then(future.result())  # a task failed past its retries raises here and fails the flow, as before
+            future, then, failed = self._then.pop(finished.key)
+            try:
+                result = future.result()
+            except Exception as exc:
+                if failed is None:
+                    raise
+                get_run_logger().warning("a task failed past its retries; its file is quarantined: %s",
+                                         failure(exc))  # fmt: skip
+                failed(exc)
+                continue
+            then(result)
 
 
 @dataclass
@@ -151,6 +165,8 @@ class _Recording:
     batches_left: int
     results: list = field(default_factory=list)
     calls: int = 0
+    failure: str | None = None
+    """What a failed transcription task raised (the recording is then quarantined `asr-failed`)."""
 
     @property
     def heard(self) -> float:
@@ -175,10 +191,12 @@ class Parse:
         submit = self.work.submit
         for source in self.plan.to_process:
             if source.kind is SourceKind.audio:
-                submit(speech_plan, partial(self._planned, source), source=source, settings=self.settings)
+                submit(speech_plan, partial(self._planned, source), source=source, settings=self.settings,
+                       failed=partial(self._plan_failed, source))  # fmt: skip
         reads = [s for s in self.plan.to_process if s.kind is not SourceKind.audio]
         for batch in read_batches(reads):
-            submit(read_own_text, partial(self._read, batch), sources=batch, settings=self.settings)
+            submit(read_own_text, partial(self._read, batch), sources=batch, settings=self.settings,
+                   failed=partial(self._read_failed, batch))  # fmt: skip
 
     def _complete(self, source: Source, outcome: ParseOutcome) -> None:
         outcome.pages.sort(key=lambda p: (p.page or 0, p.t_start or 0.0))
@@ -187,6 +205,13 @@ class Parse:
         if self.open == 0:
             crash_point("after-parse")
             self.on_done()
+
+    def _read_failed(self, batch: list[Source], exc: Exception) -> None:
+        self._read(batch, [unread(source, exc) for source in batch])
+
+    def _plan_failed(self, source: Source, exc: Exception) -> None:
+        detail = f"speech detection failed: {failure(exc)}"
+        self._planned(source, failed_recording(source, problem(source, ReasonCode.asr_failed, detail)))
 
     def _read(self, batch: list[Source], outcomes: list[ParseOutcome]) -> None:
         for source, outcome in zip(batch, outcomes, strict=True):
@@ -197,7 +222,12 @@ class Parse:
             self._scans[source.source_id] = _Scan(outcome, milestone)
             for page in outcome.ocr_pending:
                 self.work.submit(ocr_page, partial(self._page, source), source=source, page=page,
-                                 settings=self.settings, layer=outcome.flagged.get(page))  # fmt: skip
+                                 settings=self.settings, layer=outcome.flagged.get(page),
+                                 failed=partial(self._page_failed, source, page))  # fmt: skip
+
+    def _page_failed(self, source: Source, page: int, exc: Exception) -> None:
+        item = problem(source, ReasonCode.ocr_failed, failure(exc), page)
+        self._page(source, ParseOutcome(page_count=1, problems=[item]))
 
     def _page(self, source: Source, page: ParseOutcome) -> None:
         scan = self._scans[source.source_id]
@@ -225,9 +255,13 @@ class Parse:
         self._recordings[source.source_id] = _Recording(rec, milestone, batches_left=len(batches))
         for indices in batches:
             self.work.submit(transcribe, partial(self._transcribed, source), plan=rec, indices=indices,
-                             settings=self.settings)  # fmt: skip
+                             settings=self.settings, failed=partial(self._transcribe_failed, source))  # fmt: skip
         if not batches:
             self._recorded(source)
+
+    def _transcribe_failed(self, source: Source, exc: Exception) -> None:
+        self._recordings[source.source_id].failure = failure(exc)
+        self._transcribed(source, [])
 
     def _transcribed(self, source: Source, results: list) -> None:
         recording = self._recordings[source.source_id]
@@ -245,12 +279,21 @@ class Parse:
         """Every window of a recording is in: the milestone completed, the transcript assembled."""
         recording = self._recordings.pop(source.source_id)
         rec, collected = recording.plan, recording.results
+        if recording.failure is not None:  # Whisper failed on a stretch of it: the recording waits for a reviewer
+            detail = f"transcription failed: {recording.failure}"
+            self._complete(source, ParseOutcome(problems=[problem(source, ReasonCode.asr_failed, detail)]))
+            return
         silent_tail = rec.duration - recording.heard  # no speech window reaches the end: that stretch had no speech
         update_progress_artifact(recording.milestone, progress=100.0, description=(
             _minutes_done(source, rec.duration, rec.duration)
             + (f" (последние {silent_tail:.0f} с без речи)" if silent_tail >= 1 else "")))  # fmt: skip
-        assembled: RecordingOutcome = transcript(**sealed(source=source, plan=rec, results=collected,
-                                                          settings=self.settings))  # fmt: skip
+        try:
+            assembled: RecordingOutcome = transcript(**sealed(source=source, plan=rec, results=collected,
+                                                              settings=self.settings))  # fmt: skip
+        except Exception as exc:  # containment: this recording's transcript, not the refresh
+            detail = f"the transcript could not be assembled: {failure(exc)}"
+            self._complete(source, ParseOutcome(problems=[problem(source, ReasonCode.asr_failed, detail)]))
+            return
         self._complete(source, ParseOutcome(
             pages=assembled.pages, problems=assembled.problems, page_count=len(assembled.pages),
             engine_calls=recording.calls, cache_hits=len(collected) - recording.calls,
@@ -311,7 +354,10 @@ class Indexer:
             found += given_up
         self.tally.by_method.update(p.method for p in outcome.pages)
         if any((p.tier or 0) >= 1 for p in outcome.pages):
-            searchable(**sealed(source=source, pages=outcome.pages, settings=self.settings))
+            try:
+                searchable(**sealed(source=source, pages=outcome.pages, settings=self.settings))
+            except Exception as exc:  # the text is read: a searchable copy failing must not keep it out of the index
+                get_run_logger().warning("%s: no searchable copy written (%s)", source.source_id, failure(exc))
         if self.settings.quarantine_whole_document and any(p.page for p in found):
             self.problems += [*found, whole_document(source, outcome)]
             self._settle(1)

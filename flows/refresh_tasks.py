@@ -37,7 +37,7 @@ from tasks.index.sqlite import SqliteIndex
 from tasks.parse import ParseOutcome, read_source
 from tasks.parse import ocr_page as ocr_page_stage
 from tasks.pdf.pages import save_page_image
-from tasks.readers.base import problem, reader_for
+from tasks.readers.base import failure, problem, reader_for
 from tasks.receive import RefreshPlan, discover_sources
 from tasks.runtime.crash_points import crash_point
 from tasks.runtime.retry import RetryPolicy, TransientError, counting_retries
@@ -138,7 +138,14 @@ def read_own_text(sources: list[Source], settings: Settings) -> list[ParseOutcom
             outcomes.append(
                 ParseOutcome(problems=[problem(source, ReasonCode.unreadable_file, f"cannot be read: {exc}")])
             )
+        except Exception as exc:  # containment: whatever a reader raises on one file is that file's item
+            outcomes.append(unread(source, exc))
     return outcomes
+
+
+def unread(source: Source, exc: BaseException) -> ParseOutcome:
+    """A file its reader failed on in a way nobody foresaw: quarantined `unreadable-file` with what was raised."""
+    return ParseOutcome(problems=[problem(source, ReasonCode.unreadable_file, f"the reader failed: {failure(exc)}")])
 
 
 FIRST_READ_BATCH = 16
@@ -175,9 +182,12 @@ def speech_plan(source: Source, settings: Settings) -> RecordingPlan:
     try:
         return prepare_recording(source, settings)
     except OSError as exc:
-        failed = RecordingPlan(source_id=source.source_id, version=source.version)
-        failed.problem = problem(source, ReasonCode.unreadable_file, f"cannot be read: {exc}")
-        return failed
+        return failed_recording(source, problem(source, ReasonCode.unreadable_file, f"cannot be read: {exc}"))
+
+
+def failed_recording(source: Source, item: QuarantineItem) -> RecordingPlan:
+    """A recording that will not be transcribed, with the item that says why."""
+    return RecordingPlan(source_id=source.source_id, version=source.version, problem=item)
 
 
 @task(name="transcribe-windows", cache_policy=NO_CACHE, retries=1, tags=["asr"])
@@ -247,14 +257,19 @@ def chunk_and_gate(
     count = token_counter(str(embed_model_path(settings)))
     for ready in group:
         pages = ready.outcome.pages
-        chunks, empty = build_chunks(
-            ready.source,
-            pages,
-            settings.chunk_policy,
-            count=count,
-            language=document_language(pages, settings.language),
-            spans_override=splitter.page_spans if splitter else None,
-        )
+        try:
+            chunks, empty = build_chunks(
+                ready.source,
+                pages,
+                settings.chunk_policy,
+                count=count,
+                language=document_language(pages, settings.language),
+                spans_override=splitter.page_spans if splitter else None,
+            )
+        except Exception as exc:  # containment: one document the chunker fails on is kept out, with the reason
+            cut.append((0, []))
+            refused_all.append(problem(ready.source, ReasonCode.processing_failed, f"chunking failed: {failure(exc)}"))
+            continue
         passed, refused = route_chunks(chunks)
         cut.append((len(chunks), passed))
         refused_all += [*empty, *refused]

@@ -97,11 +97,16 @@ def refresh(
     except RefreshLocked as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(4) from None
+    except Exception as exc:  # the refresh itself, not a file (a file's failure is its quarantine item)
+        typer.echo(f"error: {' '.join(str(exc).split())[:500]} — what was published stays served, removals and "
+                   "relabels were applied; see the Prefect flow run's logs", err=True)  # fmt: skip
+        raise typer.Exit(1) from None
     if as_json:
         typer.echo(json.dumps(summary, ensure_ascii=False, indent=2))
     else:
         for key, value in summary.items():
             typer.echo(f"{key:>20}: {value}")
+        typer.echo(refresh_verdict(summary))
     if (summary.get("opensearch") or {}).get("pending"):
         typer.echo(
             f"error: the catalog is refreshed but the OpenSearch mirror is not: {summary['opensearch']['error']}. "
@@ -109,6 +114,19 @@ def refresh(
             err=True,
         )
         raise typer.Exit(3)
+
+
+def refresh_verdict(summary: dict) -> str:
+    """The one line that says how the refresh ended: every file indexed or quarantined with a reason."""
+    pending = summary.get("pending_sources") or 0
+    line = (f"refresh complete: {summary.get('sources', 0)} files, {summary.get('chunks_indexed', 0)} chunks indexed, "
+            f"{summary.get('quarantined', 0)} items quarantined with a reason (korpus review list)")  # fmt: skip
+    if pending:
+        line += f", {pending} waiting for unread pages"
+    meta = summary.get("meta_documents") or {}
+    if isinstance(meta, dict) and meta.get("error"):
+        line += f"; meta-documents failed and were withdrawn ({meta['error']})"
+    return line
 
 
 @app.command()
@@ -503,5 +521,15 @@ def quarantine(data: DataOption = None) -> None:
     review_list(status="all", data=data)
 
 
+WATCHED_COMMANDS = frozenset({"refresh", "serve", "reindex", "review", "eval", "sync-opensearch"})
+"""Commands that start other programs (a temporary Prefect server, LibreOffice, Tesseract, ffmpeg): run as the
+`korpus` program, they get a watchdog that kills whatever they leave running, also when they are SIGKILLed
+(tasks/runtime/processes.py)."""
+
+
 def main() -> None:  # pragma: no cover - console entry point
+    if WATCHED_COMMANDS & set(sys.argv[1:2]):
+        from tasks.runtime.processes import watch_over_me
+
+        watch_over_me()
     sys.exit(app())

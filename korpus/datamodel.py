@@ -50,6 +50,9 @@ class ReasonCode(StrEnum):
     asr_failed = "asr-failed"
     no_speech = "no-speech"
     page_quality = "page-quality"
+    processing_failed = "processing-failed"
+    """A stage failed on this file in a way korpus did not foresee (the detail names the exception): the file is
+    kept out, the rest of the refresh goes on."""
     # the contract gate (tasks/contract/gate.py), per chunk
     policy_not_approved = "policy-not-approved"
     oversized = "oversized"
@@ -75,6 +78,8 @@ REASON_ADVICE: dict[ReasonCode, str] = {
     ReasonCode.no_speech: "no speech was found: reject a silent recording; a quiet one may need other audio filters",
     ReasonCode.page_quality: "`korpus review reocr` (the VLM tier when configured), release the text as it is, or "
     "replace the scan",
+    ReasonCode.processing_failed: "the detail names what failed: replace the file with an undamaged copy, or report "
+    "the detail if the file opens elsewhere; reject to clear the item",
     ReasonCode.policy_not_approved: "reject it; a refresh cuts the source again under the current policy",
     ReasonCode.oversized: "release it as an exception if the text is right, or fix the source's layout",
     ReasonCode.text_quality: "`korpus review reocr`, or release it if the source is printed that way",

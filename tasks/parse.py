@@ -15,7 +15,7 @@ from tasks.chat import ChatError
 from tasks.ocr.engine import OcrError, TierCounts, cached_read, cascade
 from tasks.ocr.tesseract import TesseractError
 from tasks.ocr.vlm import VlmError
-from tasks.readers.base import ParseOutcome, UnreadableSourceError, problem, reader_for
+from tasks.readers.base import ParseOutcome, UnreadableSourceError, failure, problem, reader_for
 from tasks.runtime.retry import TransientError, counting_retries
 from tasks.text.quality import TextLayerQuality, readings_agree, text_layer_quality, word_f1
 
@@ -131,6 +131,11 @@ def _cascade(source: Source, page: int, settings: Settings, force_vlm: bool, lay
         return _counted(outcome, counts)
     except (TesseractError, VlmError, ChatError, OcrError, UnreadableSourceError) as exc:
         outcome.problems.append(problem(source, ReasonCode.ocr_failed, str(exc), page))
+        return _counted(outcome, counts)
+    except Exception as exc:  # containment: a failure of any kind on one page is that page's item
+        # a frame cut short («image file is truncated»), a decoder's own error, a bug an odd page exposes: the page
+        # is quarantined with what was raised, and the rest of the document and of the refresh go on
+        outcome.problems.append(problem(source, ReasonCode.ocr_failed, failure(exc), page))
         return _counted(outcome, counts)
     if layer is not None and q_layer is not None and q_layer.readable:
         outcome.pages.append(layer)  # no OCR tier read it: a readable flagged layer is still the best there is

@@ -7,6 +7,7 @@ Owner, access and tenant come from the corpus manifest `korpus.yaml` at the root
 from __future__ import annotations
 
 import hashlib
+import os
 import re
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -106,10 +107,29 @@ def discover_sources(root: Path) -> list[Source]:
         rel = path.relative_to(root)
         if any(part.startswith(".") for part in rel.parts) or rel.as_posix() == MANIFEST_NAME:
             continue
-        found = _discovered(path, rel.as_posix(), root, manifest)
+        found = _badly_named(path, rel, manifest) or _discovered(path, rel.as_posix(), root, manifest)
         if found is not None:
             sources.append(found)
     return sources
+
+
+def _badly_named(path: Path, rel: Path, manifest: Manifest) -> Source | None:
+    """A name whose bytes are not UTF-8 (a folder copied from an old Windows share or a zip): no id, citation or
+    catalog row can hold it, so it is refused with a readable id (`\\xcf\\xf0…`), the name it probably has, and
+    what to do. None for a good name."""
+    try:
+        rel.as_posix().encode("utf-8")
+        return None
+    except UnicodeEncodeError:
+        pass
+    raw = os.fsencode(rel.as_posix())
+    source_id = raw.decode("utf-8", "backslashreplace")
+    guess = raw.decode("cp1251", "replace")
+    meta = manifest.metadata_for(source_id)
+    detail = (f"the file name is not valid UTF-8 (in cp1251 it reads «{guess}»): rename it, e.g. with "
+              "`convmv -f cp1251 -t utf-8`, and the next refresh reads it")  # fmt: skip
+    return Source(source_id=source_id, path=source_id, version="not-read", kind=source_kind(path), unreadable=detail,
+                  owner=meta["owner"], access=meta["access"], tenant=meta["tenant"] or "default")  # fmt: skip
 
 
 def _discovered(path: Path, source_id: str, root: Path, manifest: Manifest) -> Source | None:

@@ -11,12 +11,14 @@ import os
 import shutil
 import struct
 import subprocess
+import tempfile
 from pathlib import Path
 
 import numpy as np
 from pydantic import BaseModel
 
 from korpus.datamodel import timecode
+from tasks.runtime.processes import kill_group
 
 SAMPLE_RATE = 16_000
 _BLOCK = 1 << 20
@@ -74,13 +76,21 @@ def decode_to_file(path: str, out: Path, filters: str = "") -> float:
     if filters:
         command += ["-af", filters]
     written = 0
-    with subprocess.Popen([*command, "-f", "f32le", "-"], stdout=subprocess.PIPE, stderr=subprocess.PIPE) as proc:
-        assert proc.stdout is not None and proc.stderr is not None
-        with open(tmp, "wb") as sink:
-            while block := proc.stdout.read(_BLOCK):
-                sink.write(block)
-                written += len(block)
-        errors = proc.stderr.read().decode("utf-8", "replace").strip()
+    # its own process group, killed on the way out whatever happened (tasks/runtime/processes.py); stderr goes to a
+    # file, so a decoder that writes many errors can never block on a full pipe while stdout is read
+    with tempfile.TemporaryFile() as said, subprocess.Popen([*command, "-f", "f32le", "-"], stdout=subprocess.PIPE,
+                                                             stderr=said, process_group=0) as proc:  # fmt: skip
+        assert proc.stdout is not None
+        try:
+            with open(tmp, "wb") as sink:
+                while block := proc.stdout.read(_BLOCK):
+                    sink.write(block)
+                    written += len(block)
+            proc.wait()
+        finally:
+            kill_group(proc.pid)
+        said.seek(0)
+        errors = said.read().decode("utf-8", "replace").strip()
     seconds = written / 4 / SAMPLE_RATE
     declared = declared_duration(path)
     problem = ""

@@ -14,7 +14,7 @@ from pathlib import Path
 from pydantic import BaseModel, Field
 
 from korpus.datamodel import PageResult, QuarantineItem, ReasonCode, Source
-from korpus.model_store import whisper_model_path
+from korpus.model_store import ModelMissingError, whisper_model_path
 from korpus.settings import Settings
 from tasks.audio.asr import (
     AsrEngine,
@@ -36,6 +36,7 @@ from tasks.audio.decode import (
     transcript_vtt,
 )
 from tasks.audio.vad import SileroVad, Vad
+from tasks.readers.base import failure
 from tasks.runtime.page_cache import PageCache
 from tasks.runtime.versions import ffmpeg_version
 from tasks.text.structure import transcript_structure
@@ -118,6 +119,11 @@ def prepare_recording(source: Source, settings: Settings) -> RecordingPlan:
             decode_to_file(source.path, decoded, settings.audio_filters)
     except AudioDecodeError as exc:
         plan.problem = _problem(source, ReasonCode.unreadable_file, str(exc))
+        return plan
+    except ModelMissingError:
+        raise  # not this recording's fault: every recording would fail the same way — the refresh says so
+    except Exception as exc:  # containment: the VAD or a decoder failing on this recording is this recording's item
+        plan.problem = _problem(source, ReasonCode.asr_failed, f"speech detection failed: {failure(exc)}")
         return plan
     plan.decoded = str(decoded) if plan.pending else None
     return plan

@@ -355,6 +355,18 @@ class SqliteIndex(VectorTables, QuarantineStore):
             crash_point("retire-mid-transaction")
             self.conn.execute("DELETE FROM pending_pages WHERE source_id = ?", (source_id,))
 
+    def withdraw_meta_documents(self) -> int:
+        """Retire every meta-document (a build failed: the old registers may name what is no longer there or no
+        longer in their scope) and forget their fingerprints, so the next refresh builds them all. Returns how
+        many were withdrawn."""
+        with self.conn:
+            meta = [row[0] for row in self.conn.execute(
+                "SELECT source_id FROM sources WHERE kind = 'meta' AND lifecycle = 'current'")]  # fmt: skip
+            for source_id in meta:
+                self._retire(source_id)
+            self.conn.execute("DELETE FROM index_meta WHERE key LIKE 'meta:%'")
+        return len(meta)
+
     def relabel_source(self, source: Source) -> None:
         """Manifest metadata of a known version changed: update it in place, no re-parsing."""
         with self.conn:

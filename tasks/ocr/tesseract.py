@@ -15,6 +15,7 @@ from functools import lru_cache
 from pydantic import BaseModel, Field
 
 from korpus.datamodel import PageWord
+from tasks.runtime.processes import run_owned
 from tasks.runtime.retry import TransientError
 
 
@@ -46,14 +47,7 @@ def _run(image: bytes, arguments: list[str], timeout: float) -> str:
     tesseract_version()
     env = dict(os.environ, OMP_THREAD_LIMIT="1")
     try:
-        done = subprocess.run(
-            ["tesseract", "stdin", "stdout", *arguments],
-            input=image,
-            capture_output=True,
-            env=env,
-            timeout=timeout,
-            check=False,
-        )
+        done = run_owned(["tesseract", "stdin", "stdout", *arguments], input=image, env=env, timeout=timeout)
     except subprocess.TimeoutExpired as exc:
         raise TesseractInterrupted(f"tesseract timed out after {timeout:.0f} s") from exc
     if done.returncode < 0:

@@ -59,6 +59,12 @@ class ParseOutcome:
             self.flagged[layer.page or 0] = layer
 
 
+def failure(exc: BaseException) -> str:
+    """What an unexpected exception says, for a quarantine item's detail: its type and message, one line."""
+    message = " ".join(str(exc).split()) or "(no message)"
+    return f"{type(exc).__name__}: {message}"[:500]
+
+
 def problem(source: Source, reason: ReasonCode, detail: str, page: int | None = None) -> QuarantineItem:
     return QuarantineItem(
         source_id=source.source_id, source_version=source.version, page=page, reasons=[reason], detail=detail

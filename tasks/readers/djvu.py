@@ -15,6 +15,7 @@ from korpus.datamodel import PageResult, ReasonCode, Source, SourceKind
 from korpus.settings import Settings
 from tasks.ocr.engine import PageImage, PageImageSource
 from tasks.readers.base import ParseOutcome, UnreadableSourceError, problem
+from tasks.runtime.processes import run_owned
 from tasks.text.quality import text_layer_quality
 from tasks.text.structure import text_structure
 
@@ -24,7 +25,12 @@ TIMEOUT = 120
 def _djvu(program: str, *arguments: str, binary: bool = False) -> Any:
     if shutil.which(program) is None:
         raise UnreadableSourceError(f"{program} is not installed: apt-get install djvulibre-bin")
-    done = subprocess.run([program, *arguments], capture_output=True, timeout=TIMEOUT, check=False)
+    try:
+        done = run_owned([program, *arguments], timeout=TIMEOUT)
+    except subprocess.TimeoutExpired as exc:
+        raise UnreadableSourceError(
+            f"{program} did not finish in {TIMEOUT} s (the decoder hangs on this file)"
+        ) from exc
     if done.returncode != 0:
         raise UnreadableSourceError(f"{program} failed: {done.stderr.decode('utf-8', 'replace').strip()[-300:]}")
     return done.stdout if binary else done.stdout.decode("utf-8", "replace")

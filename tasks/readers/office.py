@@ -21,6 +21,7 @@ from tasks.ocr.engine import PageImageSource
 from tasks.pdf.pages import pdf_page_image
 from tasks.readers.base import ParseOutcome, UnreadableSourceError, problem
 from tasks.readers.pdf import layer_pages
+from tasks.runtime.processes import run_owned
 
 
 def soffice() -> str:
@@ -73,8 +74,9 @@ def converted_pdf(source: Source, settings: Settings) -> Path:
         command = [soffice(), f"-env:UserInstallation=file://{profile}", "--headless", "--norestore",
                    "--convert-to", "pdf", "--outdir", tmp, str(original)]  # fmt: skip
         try:
-            done = subprocess.run(command, capture_output=True, timeout=settings.office_timeout, check=False,
-                                  env=dict(os.environ, HOME=tmp))  # fmt: skip
+            # its own process group, killed whole: soffice hands the work to soffice.bin, which a plain
+            # subprocess timeout would leave running
+            done = run_owned(command, timeout=settings.office_timeout, env=dict(os.environ, HOME=tmp))
         except subprocess.TimeoutExpired as exc:
             raise UnreadableSourceError(f"LibreOffice took over {settings.office_timeout:.0f} s") from exc
         made = Path(tmp) / "document.pdf"
