@@ -11,3 +11,65 @@ os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
 os.environ.setdefault("PREFECT_LOGGING_LEVEL", "WARNING")
 os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "120")  # a loaded 2-core machine (FACTS.md)
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+
+# --- no process outlives the suite ---------------------------------------------------------------------------
+# The test process becomes a child subreaper: whatever a test starts and abandons (a refresh SIGKILLed by a test,
+# the temporary Prefect server it had started, a LibreOffice helper) is re-parented to this process instead of
+# init, so at the end of the session every process the tests started and left running is a descendant of this
+# one. The suite fails if there is any (each is listed, then killed).
+_PR_SET_CHILD_SUBREAPER = 36
+
+
+def pytest_configure(config: object) -> None:
+    import ctypes
+
+    ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+
+
+def left_running() -> list:
+    """Living descendants of the test process (zombies re-parented here are reaped, not counted)."""
+    import psutil
+
+    living = []
+    for child in psutil.Process().children(recursive=True):
+        try:
+            if child.status() == psutil.STATUS_ZOMBIE:
+                if child.ppid() == os.getpid():
+                    os.waitpid(child.pid, os.WNOHANG)
+                continue
+            living.append(child)
+        except (psutil.Error, ChildProcessError):
+            continue
+    return living
+
+
+def pytest_sessionfinish(session: object, exitstatus: int) -> None:
+    import sys
+    import time
+
+    from tasks.runtime.processes import release_watchdog
+
+    release_watchdog()  # the product's guard for this process (flows/corpus_refresh.py run_refresh), not a leftover
+    try:  # the temporary server Prefect itself started for the in-process flows; Prefect stops it at exit
+        from prefect.server.api.server import SubprocessASGIServer
+
+        for server in list(SubprocessASGIServer._instances.values()):
+            server.stop()
+    except ImportError:
+        pass
+    deadline = time.monotonic() + 15  # a process told to stop a moment ago may still be on its way out
+    while (left := left_running()) and time.monotonic() < deadline:
+        time.sleep(0.5)
+    if not left:
+        return
+    lines = []
+    for process in left:
+        try:
+            lines.append(f"  pid {process.pid}: {' '.join(process.cmdline())[:200]}")
+            process.kill()
+        except Exception:  # gone meanwhile
+            continue
+    print("\nprocesses the tests started were still running at the end (killed now):\n" + "\n".join(lines),
+          file=sys.stderr)  # fmt: skip
+    session.exitstatus = 1  # type: ignore[attr-defined]

@@ -4,7 +4,8 @@
   kills the whole group when the call ends — on a timeout, on an exception, and after a normal exit, so a helper it
   forked and left behind (`soffice` hands the work to `soffice.bin`) goes with it. `subprocess.run(timeout=…)` kills
   only the process it started.
-- `watch_over_me` starts a watchdog beside a long-running command (`korpus refresh`, `korpus serve`): a small process
+- `watch_over_me` starts a watchdog beside a long-running command (`korpus refresh`, `korpus serve`, any process
+  that runs a refresh on a temporary Prefect server — `run_refresh` starts it): a small process
   in its own session that notes the command's descendants every half second and, the moment the command is gone —
   a normal exit, a cron timeout's SIGKILL, the OOM killer — kills every one of them still running (the temporary
   Prefect server Prefect starts, a LibreOffice conversion, a Tesseract page). A killed process cannot clean up after
@@ -63,12 +64,16 @@ def run_owned(
     return subprocess.CompletedProcess(list(command), process.returncode, stdout, stderr)
 
 
+_watchdog: subprocess.Popen[bytes] | None = None
+
+
 def watch_over_me() -> subprocess.Popen[bytes] | None:
-    """Start the watchdog for this process (see the module docstring); None when it cannot run here."""
-    if os.environ.get("KORPUS_WATCHDOG") == "0":
-        return None
+    """Start the watchdog for this process, once (see the module docstring); None when it cannot run here."""
+    global _watchdog
+    if _watchdog is not None and _watchdog.poll() is None:
+        return _watchdog
     try:
-        return subprocess.Popen(
+        _watchdog = subprocess.Popen(
             [sys.executable, "-m", "tasks.runtime.processes", str(os.getpid())],
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
@@ -78,6 +83,17 @@ def watch_over_me() -> subprocess.Popen[bytes] | None:
         )
     except OSError:
         return None
+    return _watchdog
+
+
+def release_watchdog() -> None:
+    """Stop this process's watchdog without its clean-up (SIGTERM): for a process that has stopped its children
+    itself and goes on living (the test session checks for leftovers after this)."""
+    global _watchdog
+    if _watchdog is not None and _watchdog.poll() is None:
+        _watchdog.terminate()
+        _watchdog.wait(timeout=10)
+    _watchdog = None
 
 
 def _descendants(process: psutil.Process) -> dict[int, float]:
@@ -143,10 +159,11 @@ def _watch(pid: int) -> None:
 
 
 def _ignore(*_args: Any) -> None:
-    """The watchdog outlives a Ctrl-C in the terminal (it is in its own session anyway) and a SIGTERM to the group."""
+    """The watchdog outlives a Ctrl-C or a hang-up in the terminal (it is in its own session anyway)."""
 
 
 if __name__ == "__main__":
     signal.signal(signal.SIGINT, _ignore)
     signal.signal(signal.SIGHUP, _ignore)
+    signal.signal(signal.SIGTERM, lambda *_: os._exit(0))  # release_watchdog: leave without cleaning up
     _watch(int(sys.argv[1]))
