@@ -57,7 +57,7 @@ def main() -> None:
         letter = _write(root, args.copies)
         settings = Settings(data=Path(tmp) / "data", meta_documents=False)
         run_refresh(root, settings)
-        embedder = shared_embedder(str(embed_model_path(settings)), settings.embed_batch_size)
+        embedder = shared_embedder(str(embed_model_path(settings)))
         embedder.warm_up()
         warm_up()
 

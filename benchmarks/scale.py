@@ -83,7 +83,7 @@ settings = Settings(data=Path({data!r}), meta_documents=False)
 # thread count) and the tokenizer that measures chunks
 from tasks.embedding import token_counter
 model = str(embed_model_path(settings))
-shared_embedder(model, settings.embed_batch_size, embed_threads(settings)).embed_passages(["прогрев"])
+shared_embedder(model, threads=embed_threads(settings)).embed_passages(["прогрев"])
 token_counter(model)
 from datetime import datetime
 began = time.time()
@@ -113,7 +113,7 @@ from tasks.index.sqlite import SqliteIndex
 from tasks.parse import read_source
 from tasks.receive import discover_sources
 settings = Settings(data=Path({data!r}), meta_documents=False)
-embedder = shared_embedder(str(embed_model_path(settings)), settings.embed_batch_size)
+embedder = shared_embedder(str(embed_model_path(settings)))
 embedder.embed_passages(["прогрев"])  # warm, as the refresh runs are
 count = token_counter(str(embed_model_path(settings)))
 start = time.perf_counter()

@@ -41,7 +41,7 @@ from korpus.settings import Settings
 from tasks.embedding import shared_embedder
 from korpus.model_store import embed_model_path
 settings = Settings(data=Path({data!r}), meta_documents=False)
-shared_embedder(str(embed_model_path(settings)), settings.embed_batch_size).embed_passages(["прогрев"])  # warm
+shared_embedder(str(embed_model_path(settings))).embed_passages(["прогрев"])  # warm
 start = time.perf_counter()
 summary = run_refresh(Path({archive!r}), settings)
 print(json.dumps({{"seconds": round(time.perf_counter() - start, 1), "chunks": summary["chunks_indexed"],

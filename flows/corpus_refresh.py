@@ -23,6 +23,7 @@ from flows.refresh_stream import Indexer, Inflight, Parse, Tally
 from flows.refresh_tasks import (
     apply_catalog_changes,
     build_meta_documents,
+    collect_garbage,
     dask_task_runner,
     discover,
     read_catalog,
@@ -31,7 +32,7 @@ from flows.refresh_tasks import (
 from korpus.model_store import set_offline_switches
 from korpus.settings import Settings
 from tasks.contract.splitter import LlmSplitter
-from tasks.index.sqlite import SqliteIndex
+from tasks.index.sqlite import IndexWriteError, SqliteIndex
 from tasks.readers.base import failure
 from tasks.receive import plan_refresh
 from tasks.runtime.crash_points import crash_point
@@ -104,13 +105,11 @@ def _refresh(root: str, settings: Settings) -> dict[str, Any]:
             f"sources processed: {len(plan.to_process) - len(waiting) - len(moved)} of {len(plan.to_process)} indexed"
             + (f", {len(waiting)} waiting for unread pages" if waiting else "")
             + (f", {len(moved)} changed during the run" if moved else "")))  # fmt: skip
+    if broken is not None:
+        _fail_refresh(broken, root, settings, lambda: apply_catalog_changes(
+            plan, [p for p in problems if p.item_id not in indexer.recorded], settings))  # fmt: skip
     apply_catalog_changes(plan, [p for p in problems if p.item_id not in indexer.recorded], settings)
     events.sources_quarantined(problems)
-    if broken is not None:
-        with SqliteIndex(settings.index_path) as index:
-            index.record_refresh({"finished_at": datetime.now(UTC).isoformat(timespec="seconds"), "root": root,
-                                  "failed": failure(broken)})  # fmt: skip
-        raise RefreshFailed(f"the refresh failed: {failure(broken)}") from broken
     meta = None
     if settings.meta_documents:
         try:
@@ -122,6 +121,7 @@ def _refresh(root: str, settings: Settings) -> dict[str, Any]:
             with SqliteIndex(settings.index_path) as index:
                 withdrawn = index.withdraw_meta_documents()
             meta = {"error": failure(exc), "withdrawn": withdrawn}
+    collected = collect_garbage(settings) if settings.gc_after_refresh else None
     mirrored = sync_opensearch(settings) if settings.backend == "opensearch" else None
     summary = {
         "sources": len(plan.change),
@@ -142,6 +142,9 @@ def _refresh(root: str, settings: Settings) -> dict[str, Any]:
         if indexer.first_searchable is not None
         else None,
         "meta_documents": meta,
+        "garbage_collected": {k: collected[k] for k in ("versions", "chunks", "files", "file_bytes")}
+        if collected
+        else None,
         "opensearch": mirrored,
         "seconds": round(time.perf_counter() - started, 2),
         "flow_run_id": str(flow_run.id) if flow_run.id else None,  # its artifacts and task states in the Prefect UI
@@ -157,6 +160,22 @@ def _refresh(root: str, settings: Settings) -> dict[str, Any]:
         open_items = index.stats()["quarantine_open"]
     events.refresh_completed(str(settings.data), summary, open_items)
     return summary
+
+
+def _fail_refresh(broken: Exception, root: str, settings: Settings, catalog_changes: Any) -> None:
+    """The refresh itself failed: apply its relabels, removals and quarantine items all the same (a file moved to
+    `hr` or deleted must not stay served because another one broke the run), record the failure for `korpus
+    status`, and raise — the index's own write error as it is (exit 2: the disk), anything else as RefreshFailed."""
+    try:
+        catalog_changes()
+        with SqliteIndex(settings.index_path) as index:
+            index.record_refresh({"finished_at": datetime.now(UTC).isoformat(timespec="seconds"), "root": root,
+                                  "failed": failure(broken)})  # fmt: skip
+    except Exception:  # the index cannot take even these (a full disk): the failure below says why
+        get_run_logger().exception("the refresh's relabels and removals could not be written either")
+    if isinstance(broken, IndexWriteError):
+        raise broken
+    raise RefreshFailed(f"the refresh failed: {failure(broken)}") from broken
 
 
 def _summary_markdown(summary: dict[str, Any]) -> str:

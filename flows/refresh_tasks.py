@@ -280,7 +280,7 @@ def chunk_and_gate(
 @opened
 def embed(chunks: list[Chunk], settings: Settings) -> np.ndarray:
     """The group's chunks, across every document of it; on `embed_threads(settings)` cores."""
-    embedder = shared_embedder(str(embed_model_path(settings)), settings.embed_batch_size, embed_threads(settings))
+    embedder = shared_embedder(str(embed_model_path(settings)), threads=embed_threads(settings))
     return embedder.embed_passages([c.text for c in chunks])
 
 
@@ -339,6 +339,15 @@ def build_meta_documents(settings: Settings) -> dict[str, Any]:
     with SqliteIndex(settings.index_path) as index:
         return refresh_meta(index, cache, lambda chunks: embed.fn(chunks, settings), embed_model_path(settings).name,
                             llm=llm)  # fmt: skip
+
+
+@task(name="collect-garbage", cache_policy=NO_CACHE)
+def collect_garbage(settings: Settings) -> dict[str, Any]:
+    """Versions past `KORPUS_RETENTION_DAYS` removed from the catalog and the disk (tasks/index/retention.py), under
+    the refresh's own lock."""
+    from tasks.index.retention import collect_garbage as collect
+
+    return collect(settings, take_lock=False)
 
 
 @task(name="sync-opensearch", cache_policy=NO_CACHE)

@@ -133,13 +133,13 @@ def create_app(settings: Settings) -> FastAPI:
             raise HTTPException(status_code=422, detail="hybrid+rerank needs KORPUS_RERANK_MODEL")
         embed = None
         if mode not in ("bm25", "bm25-nostem"):
-            batcher = shared_query_batcher(
-                str(embed_model_path(settings)), settings.embed_batch_size, settings.query_batch_size
-            )
+            batcher = shared_query_batcher(str(embed_model_path(settings)))
             idx.bind_embedding(batcher.embedder.name, batcher.embedder.dims)
 
             def embed(parts: list[str]) -> list[Any]:
-                return [batcher.embed_query(part) for part in parts]  # concurrent requests share a forward pass
+                # concurrent requests share a forward pass on a sentence-transformers folder; an ONNX one runs each
+                # text alone (tasks/embedding.py)
+                return [batcher.embed_query(part) for part in parts]
 
         def one(part: str, vector: Any) -> list[dict[str, Any]]:
             return read.search(part, vector, allowed, k=k, mode=mode)
@@ -182,13 +182,19 @@ def create_app(settings: Settings) -> FastAPI:
             raise HTTPException(status_code=404, detail=str(exc)) from exc
 
     @app.get("/health", summary="Liveness and the state of the index")
-    def health() -> dict:
+    def health() -> JSONResponse:
+        """`ok`, or `degraded` with every reason (korpus/status.py health_reasons) and HTTP 503."""
+        from korpus.status import health_reasons
+
         if not settings.index_path.is_file():
-            return {"status": "empty", "index": str(settings.index_path)}
+            return JSONResponse({"status": "empty", "index": str(settings.index_path)})
         with SqliteIndex(settings.index_path) as idx:
             served = reader(idx).backend.health()  # the backend that answers /search: the cluster, when configured
-            return {"status": "ok", "index": str(settings.index_path), "backend": settings.backend,
-                    "search": served} | idx.stats()  # fmt: skip
+            stats = idx.stats()
+            reasons = health_reasons(settings, stats, idx.last_refresh(), served, idx.quarantine_history())
+        body = {"status": "degraded" if reasons else "ok", "reasons": reasons, "index": str(settings.index_path),
+                "backend": settings.backend, "search": served} | stats  # fmt: skip
+        return JSONResponse(body, status_code=503 if reasons else 200)
 
     install_review(app, settings)  # /review: the quarantine workbench (korpus/review_web.py)
 

@@ -164,7 +164,7 @@ def search(
     try:
         embed = None
         if mode not in ("bm25", "bm25-nostem"):
-            embedder = Embedder(embed_model_path(settings), settings.embed_batch_size)
+            embedder = Embedder(embed_model_path(settings))
             index.bind_embedding(embedder.name, embedder.dims)
             embed = embedder.embed_queries
         from tasks.retrieval.retriever import Retriever, backend_for
@@ -317,7 +317,7 @@ def evaluate_cmd(
         _fail(f"need an eval file ({questions}) and an index ({settings.index_path})")
     set_offline_switches()
     with SqliteIndex(settings.index_path) as index:
-        embedder = Embedder(embed_model_path(settings), settings.embed_batch_size)
+        embedder = Embedder(embed_model_path(settings))
         backend = backend_for(settings, index)  # eval runs on either backend, like search
         if calibrate:
             try:
@@ -439,20 +439,56 @@ def status(
     data: DataOption = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the status as JSON.")] = False,
 ) -> None:
-    """The last refresh, open quarantine by reason, the index, models, and whether Prefect and Dask answer."""
+    """Health (ok, or degraded with its reasons: exit 3), the last refresh, open quarantine by reason, the index,
+    models, and whether Prefect and Dask answer."""
     from korpus.status import collect_status
 
     report = collect_status(_settings(data))
     if as_json:
         typer.echo(json.dumps(report, ensure_ascii=False, indent=2))
+    else:
+        for key, value in report.items():
+            if isinstance(value, dict):
+                typer.echo(f"{key}:")
+                for inner, item in value.items():
+                    typer.echo(f"  {inner:>18}: {item}")
+            elif isinstance(value, list):
+                typer.echo(f"{key}:")
+                for item in value:
+                    typer.echo(f"  - {item}")
+            else:
+                typer.echo(f"{key}: {value}")
+    if report["health"] != "ok":
+        raise typer.Exit(3)  # degraded: a cron job or a monitor sees it without parsing the text
+
+
+@app.command()
+def gc(
+    older_than: Annotated[
+        float | None, typer.Option("--older-than", help="Days (default KORPUS_RETENTION_DAYS).")
+    ] = None,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="Say what would be removed; remove nothing.")] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the report as JSON.")] = False,
+    data: DataOption = None,
+) -> None:
+    """Remove versions superseded or removed longer ago than the retention period: chunks, terms, vectors, pages,
+    page-cache entries, converted PDFs, decoded audio, searchable copies, transcripts and evidence nobody needs."""
+    from tasks.index.retention import collect_garbage
+    from tasks.runtime.refresh_lock import RefreshLocked
+
+    try:
+        report = collect_garbage(_settings(data), older_than, dry_run)
+    except RefreshLocked as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(4) from None
+    if as_json:
+        typer.echo(json.dumps(report, ensure_ascii=False, indent=2))
         return
-    for key, value in report.items():
-        if isinstance(value, dict):
-            typer.echo(f"{key}:")
-            for inner, item in value.items():
-                typer.echo(f"  {inner:>18}: {item}")
-        else:
-            typer.echo(f"{key}: {value}")
+    verb = "would remove" if dry_run else "removed"
+    typer.echo(f"{verb} {report['versions']} versions ({report['chunks']} chunks) older than "
+               f"{report['retention_days']:g} days and {report.get('files', 0)} files "
+               f"({report.get('file_bytes', 0) / 1e6:.1f} MB); data directory {report['bytes_before'] / 1e6:.1f} MB "
+               f"→ {report['bytes_after'] / 1e6:.1f} MB")  # fmt: skip
 
 
 @app.command("sync-opensearch")
@@ -521,7 +557,7 @@ def quarantine(data: DataOption = None) -> None:
     review_list(status="all", data=data)
 
 
-WATCHED_COMMANDS = frozenset({"refresh", "serve", "reindex", "review", "eval", "sync-opensearch"})
+WATCHED_COMMANDS = frozenset({"refresh", "serve", "reindex", "review", "eval", "sync-opensearch", "gc"})
 """Commands that start other programs (a temporary Prefect server, LibreOffice, Tesseract, ffmpeg): run as the
 `korpus` program, they get a watchdog that kills whatever they leave running, also when they are SIGKILLed
 (tasks/runtime/processes.py)."""

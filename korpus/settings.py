@@ -67,7 +67,6 @@ class Settings(BaseSettings):
         description="Any sentence-transformers model folder, or an ONNX one `korpus models` exported; default: "
         "e5-small-int8 under home/models.",
     )
-    embed_batch_size: int = Field(default=16, ge=1)
     embed_threads: int = Field(
         default=0,
         ge=0,
@@ -80,11 +79,6 @@ class Settings(BaseSettings):
         description="Documents are chunked, gated, embedded and published together in groups of up to this many (or "
         "128 pages): one task and one embedding pass across them. The first groups of a refresh are smaller (8, 16, "
         "32, …), so the first documents are searchable early. 1: each document alone.",
-    )
-    query_batch_size: int = Field(
-        default=32,
-        ge=1,
-        description="`korpus serve`: concurrent queries embedded in one forward pass (1: one at a time).",
     )
     whisper_model: Path | None = Field(
         default=None, description="A CTranslate2 Whisper folder; default: Whisper base under home/models."
@@ -214,9 +208,20 @@ class Settings(BaseSettings):
     )
     opensearch_url: str | None = Field(default=None, description="http://host:9200 (credentials in the URL or env).")
     opensearch_prefix: str = Field(default="korpus", description="Index, alias, template and pipeline name prefix.")
+    retention_days: float = Field(
+        default=30.0,
+        ge=0,
+        description="Days a superseded or removed version stays stored after it stopped being served; then `korpus "
+        "gc` (or a refresh, with gc_after_refresh) removes its chunks, vectors, pages and files.",
+    )
+    gc_after_refresh: bool = Field(
+        default=True,
+        description="Each refresh ends with `korpus gc`: versions past retention_days removed (a no-op until then).",
+    )
     no_answer_threshold: float = Field(
         default=0.815,
-        description="A no-answer question passes when the best dense similarity stays below this. Calibrated with "
+        description="A no-answer question passes when no hit the retriever returned comes this close to it (dense "
+        "similarity); a lexical retriever passes only by returning nothing. Calibrated with "
         "`korpus eval --calibrate` on the archive-style set (e5-small): no-answer ≤ 0.806, answerable ≥ 0.826.",
     )
     rrf_k: int = Field(default=60, ge=1)

@@ -1,5 +1,8 @@
-"""`korpus status`: what a person asks first — the last refresh, the open quarantine by reason, the index, the
-models in use, and whether the Prefect server and Dask scheduler the settings name answer.
+"""`korpus status`: what a person asks first — whether korpus is healthy (`degraded`, with every reason: the search
+backend unreachable, the index's model not the configured one or missing, the last refresh or meta-document build
+failed, the quarantine growing refresh after refresh), the last refresh, the open quarantine by reason, the index,
+the models in use, and whether the Prefect server and Dask scheduler the settings name answer. `/health` of
+`korpus serve` gives the same verdict (HTTP 503 when degraded).
 
 Every probe is bounded (2 s) and read-only: a status check never starts a server, loads a model or writes the index.
 """
@@ -10,6 +13,7 @@ import json
 import os
 import socket
 from collections import Counter
+from itertools import pairwise
 from typing import Any
 from urllib.parse import urlparse
 
@@ -56,11 +60,37 @@ def dask_status(address: str | None) -> str:
         return f"{address} does not answer ({exc.strerror or type(exc).__name__})"
 
 
+def health_reasons(settings: Settings, stats: dict[str, Any] | None, last: dict[str, Any] | None,
+                   search: dict[str, Any] | None, history: list[int]) -> list[str]:  # fmt: skip
+    """Why the service is degraded, one plain reason each; empty when healthy. Read-only and bounded."""
+    reasons = []
+    if search is not None and search.get("status") != "ok":
+        reasons.append(f"search backend {search.get('backend')} {search.get('status')}: {search.get('error', '')}")
+    try:
+        configured = embed_model_path(settings).name
+    except ModelMissingError as exc:
+        configured = None
+        reasons.append(f"embedding model missing: {exc}")
+    if stats and configured and stats.get("embed_model") and stats["embed_model"] != configured:
+        reasons.append(f"model mismatch: the index was built with {stats['embed_model']}, the configured model is "
+                       f"{configured} (korpus reindex, or KORPUS_EMBED_MODEL)")  # fmt: skip
+    if last and last.get("failed"):
+        reasons.append(f"the last refresh failed ({last.get('finished_at')}): {last['failed']}")
+    if last and last.get("meta_failed"):
+        reasons.append(f"the last meta-document build failed, the registers are withdrawn: {last['meta_failed']}")
+    rises = [b > a for a, b in pairwise(history)]
+    if len(rises) >= 3 and all(rises[-3:]):
+        reasons.append(f"quarantine growing: {' → '.join(map(str, history[-4:]))} open items over the last "
+                       "refreshes (korpus review list)")  # fmt: skip
+    return reasons
+
+
 def collect_status(settings: Settings) -> dict[str, Any]:
     """Everything `korpus status` prints, as one dict (the `--json` form)."""
     from tasks.index.sqlite import SqliteIndex
 
-    status: dict[str, Any] = {"data": str(settings.data)}
+    status: dict[str, Any] = {"health": "ok", "data": str(settings.data)}
+    stats, last, search, history = None, None, None, []
     if settings.index_path.is_file():
         with SqliteIndex(settings.index_path) as index:
             stats = index.stats()
@@ -68,6 +98,11 @@ def collect_status(settings: Settings) -> dict[str, Any]:
             for (codes,) in index.conn.execute("SELECT reasons FROM quarantine WHERE status = 'open'"):
                 reasons.update(json.loads(codes))
             last = index.last_refresh()
+            history = index.quarantine_history()
+            if settings.backend == "opensearch":  # the cluster answers the searches: is it there?
+                from tasks.index.opensearch import opensearch_index
+
+                search = opensearch_index(settings).health()
         status["index"] = {"path": str(settings.index_path),
                            "megabytes": round(settings.index_path.stat().st_size / 1e6, 1),
                            "sources_current": stats["sources_current"], "chunks_current": stats["chunks_current"],
@@ -85,4 +120,8 @@ def collect_status(settings: Settings) -> dict[str, Any]:
     status["backend"] = settings.backend + (f" ({settings.opensearch_url})" if settings.backend == "opensearch" else "")
     status["prefect"] = prefect_status()
     status["dask"] = dask_status(settings.dask_address)
+    degraded = health_reasons(settings, stats, last, search, history)
+    if degraded:
+        status["health"] = "degraded"
+        status["degraded"] = degraded
     return status

@@ -28,7 +28,7 @@ CREATE TABLE IF NOT EXISTS index_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL
 CREATE TABLE IF NOT EXISTS sources (
     source_id TEXT NOT NULL, version TEXT NOT NULL, kind TEXT, size INTEGER, path TEXT,
     owner TEXT, access TEXT, tenant TEXT, lifecycle TEXT NOT NULL, pages INTEGER, chunks INTEGER,
-    received_at TEXT NOT NULL, switched_at TEXT, PRIMARY KEY (source_id, version));
+    received_at TEXT NOT NULL, switched_at TEXT, superseded_at TEXT, PRIMARY KEY (source_id, version));
 CREATE TABLE IF NOT EXISTS chunks (
     rowid INTEGER PRIMARY KEY, chunk_id TEXT NOT NULL UNIQUE, source_id TEXT NOT NULL,
     source_version TEXT NOT NULL, ordinal INTEGER NOT NULL, page INTEGER, t_start REAL, t_end REAL,
@@ -42,6 +42,7 @@ CREATE VIRTUAL TABLE IF NOT EXISTS chunk_terms USING fts5(
     terms, exact, tokenize = "unicode61 remove_diacritics 0 tokenchars '.,''’:_'");
 CREATE VIRTUAL TABLE IF NOT EXISTS chunk_terms_vocab USING fts5vocab(chunk_terms, 'col');
 CREATE VIRTUAL TABLE IF NOT EXISTS chunk_terms_instance USING fts5vocab(chunk_terms, 'instance');
+CREATE TABLE IF NOT EXISTS chunk_tokens (rowid INTEGER PRIMARY KEY, terms TEXT NOT NULL, exact TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS pages (
     source_id TEXT NOT NULL, version TEXT NOT NULL, ordinal INTEGER NOT NULL, page TEXT NOT NULL,
     PRIMARY KEY (source_id, version, ordinal));
@@ -63,7 +64,7 @@ CREATE INDEX IF NOT EXISTS quarantine_by_status ON quarantine (status, first_see
 """
 # Columns added after the first release: (table, column, type). An older index gets them on open.
 ADDED_COLUMNS = (("quarantine", "access", "TEXT"), ("quarantine", "kind", "TEXT"), ("quarantine", "readings", "TEXT"),
-                 ("quarantine_decisions", "text", "TEXT"))  # fmt: skip
+                 ("quarantine_decisions", "text", "TEXT"), ("sources", "superseded_at", "TEXT"))  # fmt: skip
 
 
 # What a filter needs, in a table of two narrow columns: `visible` is the access rule of a current chunk and NULL
@@ -121,4 +122,25 @@ UPDATE quarantine SET access = (SELECT s.access FROM sources s WHERE s.source_id
     WHERE EXISTS (SELECT 1 FROM sources s WHERE s.source_id = quarantine.source_id
                   AND s.version = quarantine.source_version AND s.access IS NOT quarantine.access);
 """
-DERIVED_TRIGGERS = 9  # chunks_generation_* (tasks/index/vector_cache.py), chunks_visibility_*, *_access_*
+
+# BM25 statistics (document count, average length, term frequencies) over the chunks that are served, not over every
+# version ever indexed: a chunk's row in the FTS5 table exists exactly while it is current. Its analysed terms are
+# kept in `chunk_tokens` (computed once, in Python, at insert), so a chunk switched back to current (a reviewer's
+# release of a withdrawn chunk) gets its FTS row again in the same transaction. An index made before this is
+# migrated on open: the terms copied out of the FTS table, the rows of chunks no longer served deleted.
+CURRENT_TERMS_SQL = """
+CREATE TRIGGER IF NOT EXISTS chunks_terms_retired AFTER UPDATE OF lifecycle ON chunks
+WHEN old.lifecycle = 'current' AND new.lifecycle != 'current' BEGIN
+    DELETE FROM chunk_terms WHERE rowid = old.rowid;
+END;
+CREATE TRIGGER IF NOT EXISTS chunks_terms_restored AFTER UPDATE OF lifecycle ON chunks
+WHEN new.lifecycle = 'current' AND old.lifecycle != 'current' BEGIN
+    INSERT INTO chunk_terms (rowid, terms, exact) SELECT rowid, terms, exact FROM chunk_tokens WHERE rowid = new.rowid;
+END;
+CREATE TRIGGER IF NOT EXISTS chunks_terms_deleted AFTER DELETE ON chunks BEGIN
+    DELETE FROM chunk_tokens WHERE rowid = old.rowid;
+END;
+INSERT OR IGNORE INTO chunk_tokens (rowid, terms, exact) SELECT rowid, terms, exact FROM chunk_terms;
+DELETE FROM chunk_terms WHERE rowid IN (SELECT rowid FROM chunks WHERE lifecycle != 'current');
+"""
+DERIVED_TRIGGERS = 12  # chunks_generation_* (tasks/index/vector_cache.py), chunks_visibility_*, *_access_*, *_terms_*

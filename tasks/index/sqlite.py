@@ -29,6 +29,7 @@ from tasks.index.quarantine_store import QuarantineStore
 from tasks.index.schema import (
     ADDED_COLUMNS,
     CATALOG_ACCESS_SQL,
+    CURRENT_TERMS_SQL,
     DERIVED_TRIGGERS,
     SCHEMA,
     VISIBILITY_SQL,
@@ -41,6 +42,9 @@ from tasks.index.vector_tables import VectorTables
 from tasks.runtime.crash_points import crash_point
 from tasks.text.analysis import terms_of, words
 from tasks.text.identifiers import extract_identifiers
+
+QUARANTINE_HISTORY = 4
+"""Refreshes whose open-quarantine size is kept: three rises in a row make `korpus status` say it is growing."""
 
 
 class IndexWriteError(RuntimeError):
@@ -78,6 +82,7 @@ class SqliteIndex(VectorTables, QuarantineStore):
                 self.conn.execute(GENERATION_SQL)
                 self.conn.execute(VISIBILITY_SQL)
                 self.conn.execute(CATALOG_ACCESS_SQL)
+                self.conn.execute(CURRENT_TERMS_SQL)
                 self.conn.execute("COMMIT")
             except BaseException:
                 self.conn.execute("ROLLBACK")
@@ -121,10 +126,18 @@ class SqliteIndex(VectorTables, QuarantineStore):
         return known
 
     def record_refresh(self, summary: dict[str, Any]) -> None:
-        """Keep a finished refresh's headline figures for `korpus status`."""
+        """Keep a finished (or failed) refresh's headline figures for `korpus status`, and the open quarantine's size
+        after each of the last few refreshes (`quarantine_history`: a queue that only grows is reported)."""
         with self.conn:
             self.conn.execute("INSERT OR REPLACE INTO index_meta VALUES ('last_refresh', ?)",
                               (json.dumps(summary, ensure_ascii=False, default=str),))  # fmt: skip
+            history = [*self.quarantine_history(), self.stats()["quarantine_open"]][-QUARANTINE_HISTORY:]
+            self.conn.execute("INSERT OR REPLACE INTO index_meta VALUES ('quarantine_history', ?)",
+                              (json.dumps(history),))  # fmt: skip
+
+    def quarantine_history(self) -> list[int]:
+        rows = self.conn.execute("SELECT value FROM index_meta WHERE key = 'quarantine_history'").fetchall()
+        return json.loads(rows[0][0]) if rows else []
 
     def last_refresh(self) -> dict[str, Any] | None:
         rows = self.conn.execute("SELECT value FROM index_meta WHERE key = 'last_refresh'").fetchall()
@@ -288,10 +301,9 @@ class SqliteIndex(VectorTables, QuarantineStore):
         """Insert one chunk with its terms, vector (into `table`, looked up when not given) and identifiers."""
         rowid = self._insert_chunk(chunk, ordinal, exception)
         tokens = words(chunk.text)
-        self.conn.execute(
-            "INSERT INTO chunk_terms (rowid, terms, exact) VALUES (?, ?, ?)",
-            (rowid, " ".join(terms_of(tokens)), " ".join(tokens)),
-        )
+        analysed = (rowid, " ".join(terms_of(tokens)), " ".join(tokens))
+        self.conn.execute("INSERT INTO chunk_tokens (rowid, terms, exact) VALUES (?, ?, ?)", analysed)
+        self.conn.execute("INSERT INTO chunk_terms (rowid, terms, exact) VALUES (?, ?, ?)", analysed)  # current
         self.conn.execute(
             f"INSERT INTO {table or self.vector_table()} (rowid, embedding) VALUES (?, ?)", (rowid, vector.tobytes())
         )
@@ -336,7 +348,8 @@ class SqliteIndex(VectorTables, QuarantineStore):
         params: tuple = (source_id,) if keep_version is None else (source_id, keep_version)
         extra = "" if keep_version is None else " AND version != ?"
         self.conn.execute(
-            f"UPDATE sources SET lifecycle = 'superseded' WHERE source_id = ? AND lifecycle = 'current'{extra}",
+            f"UPDATE sources SET lifecycle = 'superseded', superseded_at = '{utc_now()}' WHERE source_id = ? "
+            f"AND lifecycle = 'current'{extra}",
             params,
         )
         extra = "" if keep_version is None else " AND source_version != ?"

@@ -90,6 +90,12 @@ class Retriever:
             return []
         with self.backend.snapshot():
             fused, pinned, sides = self._ranked(query, vector, scopes, mode, explain)
+            if explain is not None and "dense_scores" in explain:
+                # how close the answer comes to the question: the best dense similarity among the hits returned
+                # (a hit below the dense side's depth counts as its last score, a bound) — the no-answer check
+                scores = explain.pop("dense_scores")
+                floor = min(scores.values(), default=0.0)
+                explain["answer_similarity"] = max((scores.get(key, floor) for key, _ in fused[:k]), default=None)
             if mode != "hybrid+rerank":
                 return self._explained(self.backend.hits(fused[:k], scopes), sides, explain)
             return self._reranked(query, fused, pinned, scopes, k)
@@ -115,8 +121,11 @@ class Retriever:
                 explain.update(terms=terms, typo_variants=variants, coverage=coverage,
                                min_coverage=self.min_coverage, bm25_joined=joined)  # fmt: skip
         if mode in HYBRID_MODES or mode == "dense":
-            sides["dense"] = [key for key, _ in self.backend.vector(vector, scopes, depth)]
+            dense = self.backend.vector(vector, scopes, depth)
+            sides["dense"] = [key for key, _ in dense]
             rankings.append(sides["dense"])
+            if explain is not None:
+                explain["dense_scores"] = dict(dense)
         fused = rrf_fuse(rankings, self.rrf_k)
         exact: list[Hashable] = []
         if mode in HYBRID_MODES or mode == "bm25":

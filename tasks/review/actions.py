@@ -156,7 +156,7 @@ def _release(index: SqliteIndex, item: dict[str, Any], settings: Settings) -> tu
     failures = gate_chunk(chunk, approved_exception=True)
     if failures:
         raise ReviewError(f"an exception cannot lift these rules: {', '.join(code.value for code, _ in failures)}")
-    embedder = shared_embedder(str(embed_model_path(settings)), settings.embed_batch_size)
+    embedder = shared_embedder(str(embed_model_path(settings)))
     vector = embedder.embed_passages([chunk.text])[0]
 
     def write(index: SqliteIndex) -> None:
@@ -181,7 +181,7 @@ def _reocr(index: SqliteIndex, item: dict[str, Any], settings: Settings) -> tupl
     failures = [code.value for c in chunks for code, _ in gate_chunk(c)]
     if failures:
         return f"re-OCR text still refused: {', '.join(sorted(set(failures)))}", "open", None
-    embedder = shared_embedder(str(embed_model_path(settings)), settings.embed_batch_size)
+    embedder = shared_embedder(str(embed_model_path(settings)))
     vectors = embedder.embed_passages([c.text for c in chunks])
 
     def write(index: SqliteIndex) -> None:
@@ -213,7 +213,7 @@ def _edit(
     failures = sorted({code.value for c in chunks for code, _ in gate_chunk(c)})
     if failures:
         raise ReviewError(f"the text is refused by the gate: {', '.join(failures)}")
-    embedder = shared_embedder(str(embed_model_path(settings)), settings.embed_batch_size)
+    embedder = shared_embedder(str(embed_model_path(settings)))
     vectors = embedder.embed_passages([c.text for c in chunks])
 
     def write(index: SqliteIndex) -> None:

@@ -24,6 +24,8 @@ POINTS = (
     "after-searchable",
     "catalog-after-quarantine",
     "retire-mid-transaction",
+    "gc-mid-version",
+    "gc-before-files",
 )
 _reached: dict[str, int] = {}
 _lock = threading.Lock()

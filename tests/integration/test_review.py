@@ -144,17 +144,21 @@ import sys
 sys.path.insert(0, {root!r})
 from prefect import runtime
 from flows import quarantine_review as q
-orig = q.load_description.fn
-def load(item_id, settings):
+orig = q.summarise.fn
+def load(item_ids, settings):
     open({id_file!r}, "w").write(str(runtime.flow_run.id))
-    return orig(item_id, settings)
-q.load_description.fn = load
+    return orig(item_ids, settings)
+q.summarise.fn = load
 print(q.quarantine_review(item_id={item!r}, data={data!r}, timeout_s=300))
 """
 
 
 def test_review_flow_in_the_prefect_ui_form(corpus: tuple[Path, Settings], prefect_server: str, tmp_path: Path) -> None:
+    """The decision is made under a reviewer key (its name in the audit trail, its scopes applied; a key of other
+    scopes is refused and a name is not a key), the typed key is deleted from Prefect's run inputs, and nothing the
+    flow leaves in Prefect — artifacts, the form's description — carries the item's text."""
     from prefect.client.orchestration import get_client
+    from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterFlowRunId
     from prefect.settings import PREFECT_API_URL, temporary_settings
 
     _root, settings = corpus
@@ -162,24 +166,45 @@ def test_review_flow_in_the_prefect_ui_form(corpus: tuple[Path, Settings], prefe
     id_file = tmp_path / "flow_run_id"
     script = REVIEW_SCRIPT.format(root=str(Path(__file__).resolve().parents[2]), id_file=str(id_file), item=item,
                                   data=str(settings.data))  # fmt: skip
-    env = dict(os.environ, PREFECT_API_URL=prefect_server)
-    proc = subprocess.Popen([sys.executable, "-c", script], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True)  # fmt: skip
-    try:
+    keys = {"k-petrova": {"name": "Петрова", "scopes": ["public"]}, "k-hr": {"name": "Кадры", "scopes": ["hr"]}}
+    env = dict(os.environ, PREFECT_API_URL=prefect_server, KORPUS_REVIEW_KEYS=json.dumps(keys))
+
+    def decide(run_input: dict) -> tuple[subprocess.Popen, object]:
+        id_file.unlink(missing_ok=True)
+        proc = subprocess.Popen([sys.executable, "-c", script], env=env, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True)  # fmt: skip
         with temporary_settings(updates={PREFECT_API_URL: prefect_server}), get_client(sync_client=True) as client:
             run = _paused_run(client, id_file)
-            bad = client.resume_flow_run(run.id, run_input={"action": "delete", "reviewer": "Петрова"})
+            bad = client.resume_flow_run(run.id, run_input={"action": "delete", "reviewer_key": "k-petrova"})
             assert bad.status.value == "REJECT", bad
             assert client.read_flow_run(run.id).state.is_paused()
-            good = client.resume_flow_run(
-                run.id, run_input={"action": "release", "reviewer": "Петрова", "note": "из UI"}
-            )
+            good = client.resume_flow_run(run.id, run_input=run_input)
             assert good.status.value == "ACCEPT", good
+        return proc, run
+
+    proc, _run = decide({"action": "release", "reviewer_key": "k-hr", "note": "не моё"})
+    try:
         out, err = proc.communicate(timeout=120)
     finally:
         proc.kill()
     assert proc.returncode == 0, err[-2000:]
-    assert "'action': 'release'" in out and "approved exception" in out
+    assert "refused: no quarantine item" in out  # an hr key cannot see a public item
+    proc, run = decide({"action": "release", "reviewer_key": "k-petrova", "note": "из UI"})
+    try:
+        out, err = proc.communicate(timeout=120)
+    finally:
+        proc.kill()
+    assert proc.returncode == 0, err[-2000:]
+    assert "'action': 'release'" in out and "approved exception" in out and "'reviewer': 'Петрова'" in out
+    with temporary_settings(updates={PREFECT_API_URL: prefect_server}), get_client(sync_client=True) as client:
+        artifacts = client.read_artifacts(artifact_filter=ArtifactFilter(flow_run_id=ArtifactFilterFlowRunId(
+            any_=[run.id])))  # fmt: skip
+        stored = json.dumps([a.data for a in artifacts], ensure_ascii=False)
+        assert artifacts and item in stored and "text-quality" in stored
+        assert "npoTOKon" not in stored and "старый_слой" not in stored
+        from prefect.input.actions import read_flow_run_input
+
+        assert read_flow_run_input("paused-decision-response", flow_run_id=run.id) is None  # the key, deleted
     shown = _cli(settings, "review", "show", item)
     assert "Петрова: release — из UI" in shown
     hits = _search(settings, "npoTOKon Necepa")

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import socket
 from http.server import BaseHTTPRequestHandler
+from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
@@ -60,3 +61,53 @@ def test_status_says_what_a_person_asks_first(refreshed: Refreshed, monkeypatch:
 
     empty = runner.invoke(app, ["status", "--data", str(refreshed.root.parent / "nothing-here")])
     assert empty.exit_code == 0 and "run `korpus refresh --root DIR`" in empty.output
+
+
+def test_status_and_health_say_degraded_with_every_reason(refreshed: Refreshed, tmp_path: Path) -> None:
+    """Each fault a status must not hide, planted in a copy of the session index: the answer is `degraded`, names it,
+    `korpus status` exits 3 and `/health` answers 503; the healthy copy answers ok and 200 first."""
+    from fastapi.testclient import TestClient
+
+    from korpus.api import create_app
+    from korpus.settings import Settings
+    from tasks.index.sqlite import SqliteIndex
+
+    data = refreshed.copy_index(tmp_path / "data")
+    runner = CliRunner()
+
+    def verdict(**settings: object) -> tuple[int, dict, int, dict]:
+        args = ["status", "--data", str(data), "--json"]
+        done = runner.invoke(app, args)
+        health = TestClient(create_app(Settings(data=data, **settings))).get("/health")
+        return done.exit_code, json.loads(done.stdout), health.status_code, health.json()
+
+    code, report, http, health = verdict()
+    assert (code, report["health"], http, health["status"], health["reasons"]) == (0, "ok", 200, "ok", [])
+    with SqliteIndex(data / "korpus.db") as index:
+        last = index.last_refresh()
+        index.record_refresh({**last, "failed": "RuntimeError: the model file is damaged"})
+    code, report, http, health = verdict()
+    assert code == 3 and report["health"] == "degraded" and http == 503
+    assert any("last refresh failed" in r and "model file is damaged" in r for r in report["degraded"])
+    assert report["degraded"] == health["reasons"]
+    with SqliteIndex(data / "korpus.db") as index:
+        index.record_refresh({**last, "meta_failed": "MemoryError: "})
+        with index.conn:
+            index.conn.execute("UPDATE index_meta SET value = 'e5-small' WHERE key = 'embed_model'")
+    _code, report, _http, _health = verdict()
+    assert any("meta-document build failed" in r for r in report["degraded"])
+    assert any("model mismatch" in r and "e5-small-int8" in r for r in report["degraded"])
+    assert not any("last refresh failed" in r for r in report["degraded"])  # a later refresh did not fail
+    with SqliteIndex(data / "korpus.db") as index:
+        with index.conn:
+            index.conn.execute("UPDATE index_meta SET value = 'e5-small-int8' WHERE key = 'embed_model'")
+        for n in range(4):  # the open queue grows in every refresh
+            with index.conn:
+                index.conn.execute(
+                    "INSERT INTO quarantine (item_id, source_id, reasons, first_seen, last_seen) VALUES "
+                    "(?, 'x.txt', '[\"empty-text\"]', '2026-01-01', '2026-01-01')", (f"grow-{n}",))  # fmt: skip
+            index.record_refresh(last)
+    _code, report, _http, _health = verdict()
+    assert [r for r in report["degraded"] if r.startswith("quarantine growing")], report["degraded"]
+    _code, _report, http, health = verdict(backend="opensearch", opensearch_url=f"http://127.0.0.1:{_free_port()}")
+    assert http == 503 and any("unreachable" in r for r in health["reasons"]), health

@@ -61,6 +61,11 @@ class _AxisEmbedder:
 
         return np.asarray(self.vectors[text], dtype=np.float32)
 
+    def embed_queries(self, texts: list[str]):
+        import numpy as np
+
+        return np.asarray([self.vectors[t] for t in texts], dtype=np.float32)
+
 
 def test_calibration_puts_the_threshold_between_answerable_and_unanswerable(tmp_path: Path) -> None:
     import numpy as np
@@ -121,7 +126,34 @@ def test_overall_figures_cover_answerable_questions_only() -> None:
         Question(id="q4", question="что в hr", type="denied-access", expected=[]),
     ]
     report = evaluate(questions, _OneAnswerBackend(), None, "bm25", ["public"], 0.8)  # type: ignore[arg-type]
-    # two trivially passing checks would have lifted recall@1 from 0.5 to 0.75
+    # two checks counted in would have lifted recall@1 from 0.5 to 0.75
     assert report["n"] == 2 and report["recall@1"] == 0.5
-    assert report["checks"] == {"denied-access": {"n": 1, "passed": 1.0}, "no-answer": {"n": 1, "passed": 1.0}}
+    # BM25 answered «чего нет» with a hit: the no-answer check judges that answer, and it fails
+    assert report["checks"] == {"denied-access": {"n": 1, "passed": 1.0}, "no-answer": {"n": 1, "passed": 0.0}}
     assert set(report["by_type"]) == {"normal"}
+
+
+def test_the_no_answer_check_judges_what_the_retriever_returned(tmp_path: Path) -> None:
+    """Dense and hybrid pass a no-answer question when nothing they return comes as close as an answer does; BM25,
+    which has no such measure, passes only by returning nothing — it answered, so it failed."""
+    import numpy as np
+
+    from korpus.datamodel import Chunk, Locator, Source, SourceKind
+    from tasks.index.sqlite import SqliteIndex
+    from tasks.retrieval.evaluation import Question, evaluate
+
+    source = Source(source_id="a.txt", version="v1", path="/x", kind=SourceKind.text, owner="o", access="public",
+                    tenant="default")  # fmt: skip
+    chunk = Chunk(chunk_id="c1", source_id="a.txt", source_version="v1", locator=Locator(page=1),
+                  text="договор поставки", body="договор поставки", owner="o", access_rule="public",
+                  policy_version="structure-v2")  # fmt: skip
+    angle = {"договор далёкий": 0.5, "договор близкий": 0.95, "чего нет вовсе": 0.3}
+    vectors = {q: [c, float(np.sqrt(1 - c * c))] for q, c in angle.items()}
+    questions = [Question(id=q, question=q, type="no-answer") for q in angle]
+    with SqliteIndex(tmp_path / "k.db") as index:
+        index.publish_version(source, [chunk], np.asarray([[1.0, 0.0]], dtype=np.float32), 1)
+        checks = {r: evaluate(questions, index.searcher, _AxisEmbedder(vectors), r, ["public"], 0.8)["checks"]
+                  for r in ("dense", "hybrid", "bm25")}  # fmt: skip
+    assert checks["dense"]["no-answer"] == {"n": 3, "passed": round(2 / 3, 4)}  # 0.95 is as close as an answer
+    assert checks["hybrid"]["no-answer"] == {"n": 3, "passed": round(2 / 3, 4)}
+    assert checks["bm25"]["no-answer"] == {"n": 3, "passed": round(1 / 3, 4)}  # «чего нет вовсе»: no hit at all

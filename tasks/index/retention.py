@@ -1,0 +1,178 @@
+"""`korpus gc`: what korpus keeps of versions nobody is served any more, and for how long.
+
+A changed file's old version stays stored when it is superseded (read before delete: its replacement is indexed
+first), and a removed file's versions stay too — for `KORPUS_RETENTION_DAYS` (default 30) after they stopped being
+served, so a mistaken change can still be traced. After that `collect_garbage` removes them:
+
+- in the catalog, each version in its own transaction (a kill mid-way leaves every version whole or gone): its
+  chunks with their analysed terms, vectors and identifiers, its stored pages, its catalog row. The quarantine items
+  and reviewers' decisions stay: they are the audit trail;
+- on disk, whatever no version still in the catalog (or an open quarantine item) needs: page-cache entries
+  (OCR pages, transcript windows, VAD results) by sha256, converted office PDFs, decoded audio left by a killed
+  refresh, and — for a file gone from the catalog altogether — its searchable PDF, transcript and evidence images.
+
+The disk side is computed from what the catalog still holds, not from what this run removed, so a run killed
+between the two is completed by the next. It holds the refresh lock: no refresh publishes while it runs. A
+refresh runs it at its end when `KORPUS_GC_AFTER_REFRESH` is on (the default). BM25 statistics need no collection:
+only current chunks have a row in the full-text index (tasks/index/schema.py CURRENT_TERMS_SQL).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from contextlib import nullcontext
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from korpus.settings import Settings
+from tasks.index.sqlite import SqliteIndex
+from tasks.runtime.crash_points import crash_point
+from tasks.runtime.refresh_lock import refresh_lock
+
+
+def disk_use(folder: Path) -> int:
+    """Bytes of the files under `folder` (0 when it does not exist)."""
+    total = 0
+    for dirpath, _dirs, files in os.walk(folder):
+        for name in files:
+            try:
+                total += os.lstat(os.path.join(dirpath, name)).st_size
+            except OSError:
+                continue
+    return total
+
+
+def expired_versions(index: SqliteIndex, cutoff: str) -> list[tuple[str, str]]:
+    """(source id, version) of every version superseded (or retired) before `cutoff`, oldest first."""
+    rows = index.conn.execute(
+        "SELECT source_id, version FROM sources WHERE lifecycle != 'current' "
+        "AND coalesce(superseded_at, switched_at, received_at) < ? "
+        "ORDER BY coalesce(superseded_at, switched_at, received_at)",
+        (cutoff,),
+    )
+    return [(source_id, version) for source_id, version in rows]
+
+
+def drop_version(index: SqliteIndex, source_id: str, version: str) -> int:
+    """Remove one version's chunks (terms, vectors, identifiers), pages and catalog row in one transaction; the
+    version must not be current (checked inside it). Returns the chunks removed."""
+    conn = index.conn
+    with index.write_transaction():
+        current = conn.execute(
+            "SELECT 1 FROM sources WHERE source_id = ? AND version = ? AND lifecycle = 'current'", (source_id, version)
+        ).fetchall()
+        if current:  # switched back to current since it was listed (a refresh of the same bytes): keep it
+            return 0
+        rowids = [r[0] for r in conn.execute(
+            "SELECT rowid FROM chunks WHERE source_id = ? AND source_version = ?", (source_id, version))]  # fmt: skip
+        marks = ",".join("?" * len(rowids))
+        if rowids:
+            for table in {index.vector_table(), "chunk_vectors"}:
+                conn.execute(f"DELETE FROM {table} WHERE rowid IN ({marks})", rowids)
+            conn.execute(f"DELETE FROM chunk_identifiers WHERE rowid IN ({marks})", rowids)
+            conn.execute(f"DELETE FROM chunk_terms WHERE rowid IN ({marks})", rowids)  # none unless served
+            crash_point("gc-mid-version")
+            conn.execute(f"DELETE FROM chunks WHERE rowid IN ({marks})", rowids)  # chunk_tokens by trigger
+        conn.execute("DELETE FROM pages WHERE source_id = ? AND version = ?", (source_id, version))
+        conn.execute("DELETE FROM pending_pages WHERE source_id = ? AND version = ?", (source_id, version))
+        conn.execute("DELETE FROM sources WHERE source_id = ? AND version = ?", (source_id, version))
+    return len(rowids)
+
+
+def _still_needed(index: SqliteIndex, leaving: set[tuple[str, str]]) -> tuple[set[str], set[str]]:
+    """(versions, source ids) the catalog still holds — in a catalog row (other than the `leaving` ones) or an open
+    quarantine item."""
+    versions: set[str] = set()
+    sources: set[str] = set()
+    for source_id, version in index.conn.execute("SELECT source_id, version FROM sources"):
+        if (source_id, version) not in leaving:
+            versions.add(version)
+            sources.add(source_id)
+    for source_id, version in index.conn.execute(
+        "SELECT source_id, source_version FROM quarantine WHERE status = 'open'"
+    ):
+        sources.add(source_id)
+        if version:
+            versions.add(version)
+    return versions, sources
+
+
+def _remove(path: Path, dry_run: bool) -> int:
+    """Delete a file or folder; returns the bytes it held."""
+    size = disk_use(path) if path.is_dir() else (path.stat().st_size if path.exists() else 0)
+    if not dry_run:
+        if path.is_dir():
+            shutil.rmtree(path, ignore_errors=True)
+        else:
+            path.unlink(missing_ok=True)
+    return size
+
+
+def _unneeded_files(settings: Settings, versions: set[str], sources: set[str]) -> list[Path]:
+    """Files and folders under the data directory that nothing in the catalog needs."""
+    found: list[Path] = []
+    cache = settings.page_cache_location
+    if isinstance(cache, Path) and cache.is_dir():  # a shared fsspec cache is other machines' too: left alone
+        found += [entry for shard in cache.iterdir() if shard.is_dir() for entry in shard.iterdir()
+                  if entry.is_dir() and entry.name not in versions]  # fmt: skip
+    if settings.converted_dir.is_dir():
+        found += [pdf for pdf in settings.converted_dir.glob("*/*.pdf") if pdf.stem not in versions]
+        found += list(settings.converted_dir.glob("*/*.part"))
+    audio = settings.data / "cache" / "audio"
+    if audio.is_dir():  # decoded audio lives only while its recording is transcribed: no refresh runs now
+        found += [entry for entry in audio.iterdir() if entry.is_file()]
+    for folder, suffixes in ((settings.data / "searchable", (".pdf",)),
+                             (settings.transcripts_dir, (".txt", ".vtt"))):  # fmt: skip
+        if not folder.is_dir():
+            continue
+        for path in folder.rglob("*"):
+            if path.is_file() and path.suffix in suffixes:
+                source_id = path.relative_to(folder).as_posix()
+                for suffix in suffixes:
+                    source_id = source_id.removesuffix(suffix)
+                if source_id not in sources and path.relative_to(folder).as_posix() not in sources:
+                    found.append(path)
+    evidence = settings.data / "evidence"
+    if evidence.is_dir():
+        for folder in sorted({p.parent for p in evidence.rglob("p*.png")}):
+            if folder.relative_to(evidence).as_posix() not in sources:
+                found.append(folder)
+    return found
+
+
+def collect_garbage(
+    settings: Settings, retention_days: float | None = None, dry_run: bool = False, take_lock: bool = True
+) -> dict[str, Any]:
+    """Remove what expired (see the module docstring); returns what was removed and the disk use before and after.
+    `dry_run` reports what would go and removes nothing. `take_lock=False` is for the refresh, which holds the
+    lock already."""
+    days = settings.retention_days if retention_days is None else retention_days
+    cutoff = (datetime.now(UTC) - timedelta(days=days)).isoformat(timespec="seconds")
+    before = disk_use(settings.data)
+    report: dict[str, Any] = {"retention_days": days, "cutoff": cutoff, "dry_run": dry_run, "bytes_before": before}
+    if not settings.index_path.is_file():
+        return report | {"versions": 0, "chunks": 0, "files": 0, "file_bytes": 0, "bytes_after": before}
+    lock = refresh_lock(settings.data, wait=settings.refresh_wait) if take_lock else nullcontext()
+    with lock, SqliteIndex(settings.index_path) as index:
+        expired = expired_versions(index, cutoff)
+        if dry_run:
+            chunks = sum(index.conn.execute("SELECT count(*) FROM chunks WHERE source_id = ? AND source_version = ?",
+                                            pair).fetchall()[0][0] for pair in expired)  # fmt: skip
+            versions, sources = _still_needed(index, set(expired))
+        else:
+            chunks = sum(drop_version(index, source_id, version) for source_id, version in expired)
+            versions, sources = _still_needed(index, set())
+        crash_point("gc-before-files")
+        files = _unneeded_files(settings, versions, sources)
+        freed = sum(_remove(path, dry_run) for path in files)
+        index_pages_free = index.conn.execute("PRAGMA freelist_count").fetchall()[0][0]
+    return report | {
+        "versions": len(expired),
+        "chunks": chunks,
+        "files": len(files),
+        "file_bytes": freed,
+        "index_free_pages": index_pages_free,
+        "bytes_after": before - freed if dry_run else disk_use(settings.data),
+    }
