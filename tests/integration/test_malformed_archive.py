@@ -449,3 +449,52 @@ def test_korpus_refresh_says_in_one_line_how_it_ended(tmp_path: Path, monkeypatc
     assert failed.exit_code == 1
     (line,) = [x for x in failed.stderr.splitlines() if x.startswith("error:")]
     assert "ZeroDivisionError" in line and "removals and relabels were applied" in line
+
+
+def test_a_failed_meta_build_withdraws_the_registers_it_would_leave_wrong(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A person's letter is moved to `hr`; the meta build of that refresh fails: the public register that still names
+    the person is withdrawn, not served; status says degraded; the next good build brings the registers back."""
+    import json
+
+    from typer.testing import CliRunner
+
+    import tasks.meta.publish
+    from korpus.cli import app
+
+    root = tmp_path / "archive"
+    root.mkdir()
+    manifest = "defaults:\n  owner: Архив\n  access: public\n"
+    (root / "korpus.yaml").write_text(manifest, encoding="utf-8")
+    (root / "письмо.txt").write_text("Директор завода Сергей Николаевич Лапин подписал приказ 12 марта 2001 года.",
+                                     encoding="utf-8")  # fmt: skip
+    (root / "записка.txt").write_text("Записка о ремонте крыши склада.", encoding="utf-8")
+    settings = Settings(data=tmp_path / "data")
+    flows.corpus_refresh.run_refresh(root, settings)
+
+    def meta_rows() -> list[str]:
+        with SqliteIndex(settings.index_path) as index:
+            return [s["source_id"] for s in index.sources() if s["kind"] == "meta" and s["lifecycle"] == "current"]
+
+    assert meta_rows()
+    (root / "korpus.yaml").write_text(manifest + "rules:\n  - match: письмо.txt\n    access: hr\n", encoding="utf-8")
+
+    def broken(*_args: object, **_kwargs: object) -> object:
+        raise MemoryError("natasha ran out of memory (injected)")
+
+    monkeypatch.setattr(tasks.meta.publish, "refresh_meta", broken)
+    summary = flows.corpus_refresh.run_refresh(root, settings)
+    assert summary["meta_documents"]["error"].startswith("MemoryError") and summary["meta_documents"]["withdrawn"]
+    assert meta_rows() == []
+    with SqliteIndex(settings.index_path) as index:
+        assert not retrieve(index.searcher, "Лапин", None, ["public"], k=5, mode="bm25")
+    status = CliRunner().invoke(app, ["status", "--json", "--data", str(settings.data)])
+    assert status.exit_code == 3 and any("meta-document build failed" in r
+                                         for r in json.loads(status.stdout)["degraded"])  # fmt: skip
+    monkeypatch.undo()
+    flows.corpus_refresh.run_refresh(root, settings)  # nothing changed in the files: the registers are built again
+    assert meta_rows()
+    with SqliteIndex(settings.index_path) as index:
+        assert not retrieve(index.searcher, "Лапин", None, ["public"], k=5, mode="bm25")
+        assert retrieve(index.searcher, "Лапин", None, ["hr"], k=5, mode="bm25")
