@@ -124,12 +124,19 @@ def _badly_named(path: Path, rel: Path, manifest: Manifest) -> Source | None:
         pass
     raw = os.fsencode(rel.as_posix())
     source_id = raw.decode("utf-8", "backslashreplace")
-    guess = raw.decode("cp1251", "replace")
+    guess = "/".join(_cp1251_if_not_utf8(part) for part in raw.split(b"/"))
     meta = manifest.metadata_for(source_id)
     detail = (f"the file name is not valid UTF-8 (in cp1251 it reads «{guess}»): rename it, e.g. with "
               "`convmv -f cp1251 -t utf-8`, and the next refresh reads it")  # fmt: skip
     return Source(source_id=source_id, path=source_id, version="not-read", kind=source_kind(path), unreadable=detail,
                   owner=meta["owner"], access=meta["access"], tenant=meta["tenant"] or "default")  # fmt: skip
+
+
+def _cp1251_if_not_utf8(part: bytes) -> str:
+    try:
+        return part.decode("utf-8")
+    except UnicodeDecodeError:
+        return part.decode("cp1251", "replace")
 
 
 def _discovered(path: Path, source_id: str, root: Path, manifest: Manifest) -> Source | None:

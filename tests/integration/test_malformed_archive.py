@@ -383,6 +383,10 @@ def test_a_malformed_archive_is_contained(tmp_path: Path, monkeypatch: pytest.Mo
     assert set(by_source) == set(expected), set(by_source) ^ set(expected)
     assert indexed - set(TOLERATED) == good_ids, indexed ^ good_ids
     assert "sleep 600" not in subprocess.run(["ps", "-eo", "args"], capture_output=True, text=True).stdout
+    badly_named = next(
+        i for i in items if i["source_id"] == _id(os.fsdecode("имена/".encode() + "Приказ.txt".encode("cp1251")))
+    )
+    assert "«имена/Приказ.txt»" in badly_named["detail"]
     everything = " ".join(i["detail"] + (i.get("evidence") or "") for i in items)
     assert "Пароль от сейфа" not in everything  # nothing outside the root was read, not even as evidence
     with SqliteIndex(settings.index_path) as index:
