@@ -34,7 +34,7 @@ WORDS = ("приказ премировании сотрудников дого�
 
 def page_chunks(source, bodies: list[str]) -> list:
     """One chunk per page of `source`, each body under its address line, owner and access from the source."""
-    from korpus.datamodel import Chunk, Locator, chunk_id_for
+    from korpus.core.datamodel import Chunk, Locator, chunk_id_for
 
     return [
         Chunk(
@@ -55,11 +55,11 @@ def page_chunks(source, bodies: list[str]) -> list:
 def build_index(data: Path, documents: int = 200, seed: int = 1) -> list[str]:
     """A synthetic index of `documents` × 3 chunks (real embeddings); returns queries that find them."""
     sys.path.insert(0, str(ROOT))
-    from korpus.datamodel import Source, SourceKind
-    from korpus.model_store import embed_model_path
-    from korpus.settings import Settings
-    from tasks.embedding import shared_embedder
+    from korpus.core.datamodel import Source, SourceKind
+    from korpus.core.model_store import embed_model_path
+    from korpus.core.settings import Settings
     from tasks.index.sqlite import SqliteIndex
+    from tasks.retrieval.embedding import shared_embedder
 
     rnd = random.Random(seed)
     settings = Settings(data=data)
@@ -99,7 +99,7 @@ def wait_healthy(health: str, proc: subprocess.Popen, why: Callable[[], str], se
 def serving(data: Path, **env: str) -> Iterator[str]:
     """`korpus serve` in a subprocess on a free loopback port until the block ends; yields the base URL."""
     port = free_port()
-    command = [sys.executable, "-c", "from korpus.cli import app; app()", "serve", "--port", str(port), "--data",
+    command = [sys.executable, "-c", "from korpus.apps.cli import app; app()", "serve", "--port", str(port), "--data",
                str(data)]  # fmt: skip
     proc = subprocess.Popen(command, cwd=ROOT, env={**os.environ, **env}, stdout=subprocess.DEVNULL,
                             stderr=subprocess.PIPE)  # fmt: skip

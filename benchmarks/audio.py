@@ -26,9 +26,9 @@ import soundfile
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from korpus.datamodel import Source, SourceKind
-from korpus.model_store import ensure_models, whisper_model_path
-from korpus.settings import Settings
+from korpus.core.datamodel import Source, SourceKind
+from korpus.core.model_store import ensure_models, whisper_model_path
+from korpus.core.settings import Settings
 from tasks.audio.asr import _load_whisper
 from tasks.audio.speech import assemble_recording, prepare_recording, transcribe_windows
 from tasks.receive import file_sha256
@@ -139,7 +139,7 @@ def main() -> None:
             root = Path(__file__).resolve().parents[1]
             code_korpus = (
                 f"import sys; sys.path.insert(0, {str(root)!r}); from pathlib import Path; "
-                "from korpus.settings import Settings; from benchmarks.audio import korpus_speech; "
+                "from korpus.core.settings import Settings; from benchmarks.audio import korpus_speech; "
                 f"print(korpus_speech(Path({str(hour)!r}), Settings(data=Path({tmp!r}) / 'hour-data')))"
             )
             code_whole = (

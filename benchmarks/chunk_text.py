@@ -28,12 +28,12 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from korpus.model_store import embed_model_path, ensure_models  # noqa: E402
-from korpus.settings import Settings  # noqa: E402
+from korpus.core.model_store import embed_model_path, ensure_models  # noqa: E402
+from korpus.core.settings import Settings  # noqa: E402
 from tasks.contract.chunking import build_chunks  # noqa: E402
-from tasks.embedding import Embedder, token_counter  # noqa: E402
 from tasks.parse import read_source  # noqa: E402
 from tasks.receive import discover_sources  # noqa: E402
+from tasks.retrieval.embedding import Embedder, token_counter  # noqa: E402
 from tasks.retrieval.evaluation import _scores, import_beir, load_questions  # noqa: E402
 
 

@@ -20,13 +20,13 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from corpora.sample_archive import write_sample_archive
-from korpus.datamodel import PageResult, Source, SourceKind
-from korpus.model_store import embed_model_path, ensure_models
-from korpus.settings import Settings
+from korpus.core.datamodel import PageResult, Source, SourceKind
+from korpus.core.model_store import embed_model_path, ensure_models
+from korpus.core.settings import Settings
 from tasks.contract.chunking import build_chunks
-from tasks.embedding import token_counter
 from tasks.parse import ocr_pdf_page, parse_pdf_text_layers, read_plain_text
 from tasks.receive import discover_sources
+from tasks.retrieval.embedding import token_counter
 from tasks.text.structure import text_structure
 
 DEFAULT_XQUAD = Path(__file__).resolve().parents[2] / "shared" / "data" / "xquad-ru" / "corpus.jsonl"

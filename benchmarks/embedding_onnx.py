@@ -6,11 +6,11 @@ side in this one process, on the same texts and cores.
     .venv/bin/python benchmarks/embedding_onnx.py [--xquad ../shared/data/xquad-ru] [--json]
 
 Every path is loaded through korpus's own `Embedder`; the ONNX folders are made by korpus's own export
-(`korpus.model_store.export_onnx`, then ONNX Runtime's dynamic quantisation), the per-tensor and fp32 ones only here,
-in a temporary folder. For each path: passages/s over the 240 XQuAD-ru paragraphs (`passage: ` prompt), queries/s
-over the 623 dev questions (`query: `), plain dense retrieval quality over them (nDCG@10 and R@1 of the paragraph
-that answers each question, cosine over all 240), and the largest cosine gap to the torch vectors. Torch runs batches
-of 16 (korpus's `KORPUS_EMBED_BATCH_SIZE`), the ONNX paths one text a run (tasks/embedding.py says why).
+(`korpus.core.model_build.export_onnx`, then ONNX Runtime's dynamic quantisation), the per-tensor and fp32 ones
+only here, in a temporary folder. For each path: passages/s over the 240 XQuAD-ru paragraphs (`passage: `
+prompt), queries/s over the 623 dev questions (`query: `), plain dense retrieval quality over them (nDCG@10 and R@1
+of the paragraph that answers each question, cosine over all 240), and the largest cosine gap to the torch vectors.
+Torch runs batches of 16, the ONNX paths one text a run (tasks/retrieval/embedding.py says why).
 """
 
 from __future__ import annotations
@@ -28,9 +28,10 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from korpus.model_store import E5_DIR_NAME, E5_INT8_DIR_NAME, ONNX_MANIFEST, export_onnx, set_offline_switches
-from korpus.settings import Settings
-from tasks.embedding import Embedder
+from korpus.core.model_build import ONNX_MANIFEST, export_onnx
+from korpus.core.model_store import E5_DIR_NAME, E5_INT8_DIR_NAME, set_offline_switches
+from korpus.core.settings import Settings
+from tasks.retrieval.embedding import Embedder
 
 
 def load_xquad(folder: Path) -> tuple[list[str], list[str], list[int]]:

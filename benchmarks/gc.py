@@ -30,7 +30,7 @@ os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "120")
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from flows.corpus_refresh import run_refresh
-from korpus.settings import Settings
+from korpus.core.settings import Settings
 from tasks.index.retention import collect_garbage, disk_use
 from tasks.index.sqlite import SqliteIndex
 

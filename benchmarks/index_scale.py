@@ -35,7 +35,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks.api_load import page_chunks
-from korpus.datamodel import Chunk, Source, SourceKind, chunk_id_for
+from korpus.core.datamodel import Chunk, Source, SourceKind, chunk_id_for
 from tasks.index.sqlite import SqliteIndex
 from tasks.retrieval.retriever import retrieve
 
@@ -117,9 +117,9 @@ def build(path: Path, sources: list) -> dict:
 
 
 def embedding_rate(sources: list, n: int = 1000) -> float:
-    from korpus.model_store import embed_model_path
-    from korpus.settings import Settings
-    from tasks.embedding import Embedder
+    from korpus.core.model_store import embed_model_path
+    from korpus.core.settings import Settings
+    from tasks.retrieval.embedding import Embedder
 
     texts = [c.text for _, chunks, _ in sources for c in chunks][:n]
     embedder = Embedder(embed_model_path(Settings()), batch_size=32)

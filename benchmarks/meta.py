@@ -29,13 +29,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from corpora.meta_corpus import MANIFEST, write_meta_corpus
 from flows.corpus_refresh import run_refresh
-from korpus.model_store import embed_model_path, ensure_models
-from korpus.settings import Settings
-from tasks.embedding import shared_embedder
+from korpus.core.model_store import embed_model_path, ensure_models
+from korpus.core.settings import Settings
 from tasks.index.sqlite import SqliteIndex
 from tasks.meta.facts import FactCache
 from tasks.meta.names import warm_up
 from tasks.meta.publish import refresh_meta
+from tasks.retrieval.embedding import shared_embedder
 
 
 def _write(root: Path, copies: int) -> Path:

@@ -42,12 +42,12 @@ os.environ.setdefault("PREFECT_LOGGING_LEVEL", "WARNING")
 os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
 
 from corpora.sample_archive import FONT_SERIF
-from korpus.datamodel import PageWord, Source, SourceKind
-from korpus.model_store import ensure_models
-from korpus.settings import Settings
-from tasks.parse import ocr_pdf_page
+from korpus.core.datamodel import PageWord, Source, SourceKind
+from korpus.core.model_store import ensure_models
+from korpus.core.settings import Settings
+from tasks.parse import ocr_document, ocr_pdf_page
 from tasks.pdf.pages import render_page
-from tasks.pdf.searchable import ocr_document, write_searchable_pdf
+from tasks.pdf.searchable import write_searchable_pdf
 from tasks.receive import file_sha256
 from tasks.text.quality import text_layer_quality
 
@@ -234,7 +234,7 @@ def part_writer(tmp: Path) -> dict:
         volume = tmp / f"volume-{pages}.pdf"
         doc.save(volume)
         doc.close()
-        from korpus.datamodel import PageResult
+        from korpus.core.datamodel import PageResult
 
         results = [
             PageResult(source_id="v", source_version="v", page=i + 1, text="", method="tesseract", words=words[i % 4])

@@ -26,10 +26,10 @@ import pymupdf
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks.ocr import _jpeg, paragraphs, scan_image
-from korpus.datamodel import Source, SourceKind
-from korpus.settings import Settings
+from korpus.core.datamodel import Source, SourceKind
+from korpus.core.settings import Settings
 from tasks.ocr.tesseract_engine import TesseractEngine
-from tasks.readers.base import reader_for
+from tasks.readers.registry import reader_for
 
 
 def make_pages(folder: Path, count: int) -> list[dict[SourceKind, Path]]:

@@ -42,8 +42,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import apsw
 
 from flows.corpus_refresh import run_refresh
-from korpus.datamodel import PageResult
-from korpus.settings import Settings
+from korpus.core.datamodel import PageResult
+from korpus.core.settings import Settings
 from tasks.text.quality import word_f1
 
 DEFAULT_ROOT = Path(__file__).resolve().parents[2] / "shared" / "data" / "real-archive"
@@ -155,7 +155,7 @@ def run(root: Path) -> dict:
 def broken_layers(root: Path) -> list[dict]:
     """`korpus ocr` on each broken-layer PDF: old words left in pdftotext of the output (target 0), Cyrillic
     share of its letters (≥ 0.9), size growth (≤ 2 %)."""
-    from tasks.pdf.searchable import ocr_document
+    from tasks.parse import ocr_document
     from tasks.text.quality import PageFacts, measure
 
     out = []

@@ -28,8 +28,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from corpora.sample_archive import write_sample_archive
 from flows.corpus_refresh import run_refresh
-from korpus.model_store import ensure_models
-from korpus.settings import Settings
+from korpus.core.model_store import ensure_models
+from korpus.core.settings import Settings
 
 
 def _timed(root: Path, settings: Settings) -> tuple[float, dict]:

@@ -28,10 +28,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from corpora import archive_eval
 from corpora.sample_archive import write_sample_archive
 from flows.corpus_refresh import run_refresh
-from korpus.model_store import embed_model_path, ensure_models
-from korpus.settings import Settings
-from tasks.embedding import Embedder
+from korpus.core.model_store import embed_model_path, ensure_models
+from korpus.core.settings import Settings
 from tasks.index.sqlite import SqliteIndex
+from tasks.retrieval.embedding import Embedder
 from tasks.retrieval.evaluation import RETRIEVERS, calibrate_no_answer, evaluate, import_beir, load_questions
 
 ROOT = Path(__file__).resolve().parents[1]

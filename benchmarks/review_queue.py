@@ -35,7 +35,7 @@ KEY = "bench-reviewer"
 
 def fill(data: Path, n: int) -> list[str]:
     """An index with `n` quarantine items; returns their ids."""
-    from korpus.datamodel import QuarantineItem, ReasonCode
+    from korpus.core.datamodel import QuarantineItem, ReasonCode
     from tasks.index.sqlite import SqliteIndex
 
     rng = random.Random(7)
@@ -77,8 +77,8 @@ def fill(data: Path, n: int) -> list[str]:
 def serve(data: Path) -> tuple[str, object, threading.Thread]:
     import uvicorn
 
-    from korpus.api import create_app
-    from korpus.settings import Settings
+    from korpus.apps.api import create_app
+    from korpus.core.settings import Settings
 
     settings = Settings(data=data, review_keys={KEY: {"name": "Петрова", "scopes": ["public", "hr"]}})
     with socket.socket() as s:

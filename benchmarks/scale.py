@@ -73,15 +73,15 @@ import json, resource, sys, time
 sys.path.insert(0, {root!r})
 from pathlib import Path
 from flows.corpus_refresh import run_refresh
-from korpus.settings import Settings
+from korpus.core.settings import Settings
 from tasks.index.sqlite import SqliteIndex
-from tasks.embedding import shared_embedder
-from korpus.model_store import embed_model_path
+from tasks.retrieval.embedding import shared_embedder
+from korpus.core.model_store import embed_model_path
 from flows.refresh_tasks import embed_threads
 settings = Settings(data=Path({data!r}), meta_documents=False)
 # models loaded before the clock starts, as the plain loop's are: the embedder the refresh's tasks use (one per
 # thread count) and the tokenizer that measures chunks
-from tasks.embedding import token_counter
+from tasks.retrieval.embedding import token_counter
 model = str(embed_model_path(settings))
 shared_embedder(model, threads=embed_threads(settings)).embed_passages(["прогрев"])
 token_counter(model)
@@ -104,10 +104,10 @@ import json, resource, sys, time
 sys.path.insert(0, {root!r})
 from pathlib import Path
 import numpy as np
-from korpus.settings import Settings
-from korpus.model_store import embed_model_path
+from korpus.core.settings import Settings
+from korpus.core.model_store import embed_model_path
 from tasks.contract.chunking import build_chunks
-from tasks.embedding import shared_embedder, token_counter
+from tasks.retrieval.embedding import shared_embedder, token_counter
 from tasks.contract.gate import route_chunks
 from tasks.index.sqlite import SqliteIndex
 from tasks.parse import read_source

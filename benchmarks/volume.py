@@ -37,9 +37,9 @@ import json, resource, sys, time
 sys.path.insert(0, {root!r})
 from pathlib import Path
 from flows.corpus_refresh import run_refresh
-from korpus.settings import Settings
-from tasks.embedding import shared_embedder
-from korpus.model_store import embed_model_path
+from korpus.core.settings import Settings
+from tasks.retrieval.embedding import shared_embedder
+from korpus.core.model_store import embed_model_path
 settings = Settings(data=Path({data!r}), meta_documents=False)
 shared_embedder(str(embed_model_path(settings))).embed_passages(["прогрев"])  # warm
 start = time.perf_counter()

@@ -29,8 +29,8 @@ from flows.refresh_tasks import (
     read_catalog,
     sync_opensearch,
 )
-from korpus.model_store import set_offline_switches
-from korpus.settings import Settings
+from korpus.core.model_store import set_offline_switches
+from korpus.core.settings import Settings
 from tasks.contract.splitter import LlmSplitter
 from tasks.index.sqlite import IndexWriteError, SqliteIndex
 from tasks.readers.base import failure

@@ -19,7 +19,7 @@ from typing import Any
 
 from prefect.events import emit_event
 
-from korpus.datamodel import QuarantineItem, Source
+from korpus.core.datamodel import QuarantineItem, Source
 
 SOURCES_INDEXED = "korpus.sources.indexed"
 SOURCE_QUARANTINED = "korpus.source.quarantined"

@@ -32,8 +32,8 @@ from prefect.input import RunInput, keyset_from_base_key
 from prefect.input.actions import delete_flow_run_input
 from pydantic import Field, SecretStr
 
-from korpus.model_store import set_offline_switches
-from korpus.settings import Reviewer, Settings
+from korpus.core.model_store import set_offline_switches
+from korpus.core.settings import Reviewer, Settings
 from tasks.index.sqlite import SqliteIndex
 from tasks.review.actions import Action, ReviewError, apply_batch
 

@@ -14,18 +14,15 @@ from __future__ import annotations
 import time
 from collections import Counter
 from collections.abc import Callable
-from contextlib import nullcontext
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
 
-import dask
-import distributed
 import numpy as np
 from prefect import get_run_logger
 from prefect.artifacts import create_progress_artifact, update_progress_artifact
-from prefect_dask import DaskTaskRunner
 
+from flows.inflight import Inflight
 from flows.refresh_tasks import (
     GROUP_PAGES,
     Ready,
@@ -37,7 +34,6 @@ from flows.refresh_tasks import (
     publish,
     read_batches,
     read_own_text,
-    sealed,
     searchable,
     speech_plan,
     transcribe,
@@ -45,48 +41,15 @@ from flows.refresh_tasks import (
     unread,
     whole_document,
 )
-from korpus.datamodel import QuarantineItem, ReasonCode, Source, SourceKind
-from korpus.settings import Settings
+from flows.sealed import sealed
+from korpus.core.datamodel import QuarantineItem, ReasonCode, Source, SourceKind
+from korpus.core.settings import Settings
 from tasks.audio.speech import RecordingOutcome, RecordingPlan
 from tasks.contract.splitter import LlmSplitter
 from tasks.parse import ParseOutcome
 from tasks.readers.base import failure, problem
 from tasks.receive import RefreshPlan, unchanged_since_discovery
 from tasks.runtime.crash_points import crash_point
-
-
-class Inflight:
-    """Futures on the Dask cluster, each with the handler its result goes to. `run()` hands results over as they
-    complete, in the caller's thread; a handler may submit more work, and `run()` returns when nothing is left."""
-
-    def __init__(self, runner: DaskTaskRunner) -> None:
-        self._runner = runner
-        self._completed = distributed.as_completed(loop=runner.client.loop)
-        self._then: dict[str, tuple[Any, Callable[[Any], None]]] = {}
-
-    def submit(self, stage: Any, then: Callable[[Any], None], annotations: dict[str, Any] | None = None,
-               failed: Callable[[Exception], None] | None = None, **parameters: Any) -> None:  # fmt: skip
-        """`annotations` are Dask's (`resources`, `priority`: higher runs first among queued tasks). `failed` takes
-        the exception of a task that failed past its retries — work on one file turns it into that file's
-        quarantine item; without it (embedding, which every document needs) the failure fails the refresh."""
-        with dask.annotate(**annotations) if annotations else nullcontext():
-            future = self._runner.submit(stage, parameters=sealed(**parameters))
-        self._then[future.wrapped_future.key] = (future, then, failed)
-        self._completed.add(future.wrapped_future)
-
-    def run(self) -> None:
-        for finished in self._completed:
-            future, then, failed = self._then.pop(finished.key)
-            try:
-                result = future.result()
-            except Exception as exc:
-                if failed is None:
-                    raise
-                get_run_logger().warning("a task failed past its retries; its file is quarantined: %s",
-                                         failure(exc))  # fmt: skip
-                failed(exc)
-                continue
-            then(result)
 
 
 @dataclass

@@ -8,7 +8,6 @@ from __future__ import annotations
 import os
 from collections import Counter
 from dataclasses import dataclass, field
-from functools import wraps
 from pathlib import Path
 from typing import Any
 
@@ -19,9 +18,10 @@ from prefect.cache_policies import NO_CACHE
 from prefect_dask import DaskTaskRunner
 
 from flows import events
-from korpus.datamodel import Chunk, PageResult, QuarantineItem, ReasonCode, Source, SourceKind
-from korpus.model_store import embed_model_path
-from korpus.settings import Settings
+from flows.sealed import opened
+from korpus.core.datamodel import Chunk, PageResult, QuarantineItem, ReasonCode, Source, SourceKind
+from korpus.core.model_store import embed_model_path
+from korpus.core.settings import Settings
 from tasks.audio.speech import (
     RecordingOutcome,
     RecordingPlan,
@@ -32,54 +32,17 @@ from tasks.audio.speech import (
 from tasks.contract.chunking import build_chunks
 from tasks.contract.gate import route_chunks
 from tasks.contract.splitter import LlmSplitter
-from tasks.embedding import shared_embedder, token_counter
 from tasks.index.sqlite import SqliteIndex
 from tasks.parse import ParseOutcome, read_source
 from tasks.parse import ocr_page as ocr_page_stage
 from tasks.pdf.pages import save_page_image
-from tasks.readers.base import failure, problem, reader_for
+from tasks.readers.base import failure, problem
+from tasks.readers.registry import reader_for
 from tasks.receive import RefreshPlan, discover_sources
+from tasks.retrieval.embedding import shared_embedder, token_counter
 from tasks.runtime.crash_points import crash_point
 from tasks.runtime.retry import RetryPolicy, TransientError, counting_retries
 from tasks.text.quality import text_language
-
-
-class Sealed:
-    """A task input Prefect passes along without walking through it.
-
-    Prefect visits every task parameter, recursively (lists, dicts, dataclasses, pydantic models), looking for
-    futures and states to resolve — for a group of documents with their pages and chunks, and for the settings
-    handed to every task, that walk was ~3 s of a ~45 s 1,000-letter refresh (benchmarks/README.md, scale.py).
-    korpus never passes a future as an input (the flow hands results on itself, flows/refresh_stream.py), so its
-    inputs travel sealed: a plain object Prefect treats as a leaf. `opened` unseals them inside the task; an
-    unsealed value passes through as it is (a test or `embed.fn` calling the function directly)."""
-
-    __slots__ = ("value",)
-
-    def __init__(self, value: Any) -> None:
-        self.value = value
-
-    def __repr__(self) -> str:  # what the Prefect UI shows for the parameter
-        return f"<{type(self.value).__name__}>"
-
-
-def _unsealed(value: Any) -> Any:
-    return value.value if isinstance(value, Sealed) else value
-
-
-def opened(fn: Any) -> Any:
-    """A task function taking its inputs sealed or not (`Sealed`)."""
-
-    @wraps(fn)
-    def run(*args: Any, **kwargs: Any) -> Any:
-        return fn(*map(_unsealed, args), **{name: _unsealed(value) for name, value in kwargs.items()})
-
-    return run
-
-
-def sealed(**parameters: Any) -> dict[str, Any]:
-    """Task parameters, each `Sealed`."""
-    return {name: Sealed(value) for name, value in parameters.items()}
 
 
 def document_language(pages: list[PageResult], default: str) -> str:
@@ -324,10 +287,10 @@ def publish(group: list[Ready], vectors: np.ndarray, settings: Settings) -> list
 def build_meta_documents(settings: Settings) -> dict[str, Any]:
     """The collection's table of contents, chronology and registers, per access scope, rebuilt where the sources
     they come from changed (tasks/meta)."""
-    from tasks.chat import ChatClient
     from tasks.meta.facts import FactCache
     from tasks.meta.llm import LlmEvents
     from tasks.meta.publish import refresh_meta
+    from tasks.runtime.chat import ChatClient
 
     llm = None
     if settings.llm_url:

@@ -11,10 +11,10 @@ from typing import Any
 from prefect import flow
 from prefect.artifacts import create_progress_artifact, update_progress_artifact
 
-from korpus.model_store import embed_model_path, set_offline_switches
-from korpus.settings import Settings
-from tasks.embedding import Embedder
+from korpus.core.model_store import embed_model_path, set_offline_switches
+from korpus.core.settings import Settings
 from tasks.index.sqlite import SqliteIndex
+from tasks.retrieval.embedding import Embedder
 
 
 def reindex_vectors(

@@ -7,19 +7,32 @@ re-run did no OCR work. Recordings: tasks/audio/speech.py.
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 from typing import Any
 
-from korpus.datamodel import LayerCheck, PageResult, ReasonCode, Source, SourceKind
-from korpus.settings import Settings
-from tasks.chat import ChatError
-from tasks.ocr.engine import OcrError, TierCounts, cached_read, cascade
+from korpus.core.datamodel import LayerCheck, PageResult, ReasonCode, Source, SourceKind
+from korpus.core.settings import Settings
+from tasks.ocr.engine import OcrError, TierCounts, cached_read
+from tasks.ocr.registry import cascade
 from tasks.ocr.tesseract import TesseractError
 from tasks.ocr.vlm import VlmError
-from tasks.readers.base import ParseOutcome, UnreadableSourceError, failure, problem, reader_for
+from tasks.pdf.searchable import write_searchable_pdf
+from tasks.readers.base import ParseOutcome, UnreadableSourceError, failure, problem
+from tasks.readers.registry import reader_for
+from tasks.runtime.chat import ChatError
 from tasks.runtime.retry import TransientError, counting_retries
 from tasks.text.quality import TextLayerQuality, readings_agree, text_layer_quality, word_f1
 
-__all__ = ["ParseOutcome", "ocr_page", "ocr_pdf_page", "parse_pdf_text_layers", "read_plain_text", "read_source"]
+__all__ = [
+    "ParseOutcome",
+    "ocr_document",
+    "ocr_page",
+    "ocr_pdf_page",
+    "parse_pdf_text_layers",
+    "read_plain_text",
+    "read_source",
+]
 
 
 def read_source(source: Source, settings: Settings) -> ParseOutcome:
@@ -164,3 +177,35 @@ def _counted(outcome: ParseOutcome, counts: TierCounts) -> ParseOutcome:
 
 ocr_pdf_page = ocr_page
 """The PDF name of `ocr_page`, kept for the benchmarks and tests that call it."""
+
+
+def ocr_document(source_pdf: Path, out: Path, settings: Settings) -> dict[str, float]:
+    """`korpus ocr`: the same cascade and writer as a refresh, for one file outside any corpus.
+
+    Pages run side by side on `KORPUS_DASK_THREADS_PER_WORKER` threads (Tesseract is a subprocess per page).
+    """
+    from tasks.receive import file_sha256
+
+    if out.resolve() == source_pdf.resolve():
+        raise ValueError("korpus never writes over its input: choose another output path")
+    source = Source(
+        source_id=source_pdf.name, version=file_sha256(source_pdf), path=str(source_pdf), kind=SourceKind.pdf,
+        owner="korpus-ocr", access="local",
+    )  # fmt: skip
+    first = parse_pdf_text_layers(source, settings)
+    if first.problems:
+        raise ValueError(first.problems[0].detail)
+    with ThreadPoolExecutor(settings.dask_threads_per_worker) as pool:
+        done = list(
+            pool.map(
+                lambda page: ocr_pdf_page(source, page, settings, layer=first.flagged.get(page)), first.ocr_pending
+            )
+        )
+    pages = first.pages + [p for outcome in done for p in outcome.pages]
+    summary = write_searchable_pdf(str(source_pdf), pages, out)
+    summary.update(
+        pages=first.page_count,
+        ocr_pages=len(first.ocr_pending),
+        refused_pages=sum(len(o.problems) for o in done),
+    )
+    return summary

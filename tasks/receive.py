@@ -16,8 +16,8 @@ from pathlib import Path
 import yaml
 from pydantic import BaseModel, Field
 
-from korpus.datamodel import ADMISSION_REASONS, ChangeKind, QuarantineItem, ReasonCode, Source, SourceKind
-from tasks.readers.base import kind_of
+from korpus.core.datamodel import ADMISSION_REASONS, ChangeKind, QuarantineItem, ReasonCode, Source, SourceKind
+from tasks.readers.registry import kind_of
 
 MANIFEST_NAME = "korpus.yaml"
 METADATA_KEYS = ("owner", "access", "tenant")

@@ -18,8 +18,8 @@ from typing import Any, ClassVar, Protocol
 import numpy as np
 from pydantic import BaseModel, Field
 
-from korpus.model_store import whisper_model_path
-from korpus.settings import Settings
+from korpus.core.model_store import whisper_model_path
+from korpus.core.settings import Settings
 from tasks.audio.decode import SAMPLE_RATE, SpeechSegment
 from tasks.runtime.versions import folder_fingerprint, package_version
 

@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 from pydantic import BaseModel
 
-from korpus.datamodel import timecode
+from korpus.core.datamodel import timecode
 from tasks.runtime.processes import kill_group
 
 SAMPLE_RATE = 16_000

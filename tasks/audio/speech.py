@@ -13,9 +13,9 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field
 
-from korpus.datamodel import PageResult, QuarantineItem, ReasonCode, Source
-from korpus.model_store import ModelMissingError, whisper_model_path
-from korpus.settings import Settings
+from korpus.core.datamodel import PageResult, QuarantineItem, ReasonCode, Source
+from korpus.core.model_store import ModelMissingError, whisper_model_path
+from korpus.core.settings import Settings
 from tasks.audio.asr import (
     AsrEngine,
     WhisperEngine,

@@ -14,7 +14,7 @@ from typing import ClassVar, Protocol
 
 import numpy as np
 
-from korpus.settings import Settings
+from korpus.core.settings import Settings
 from tasks.audio.decode import SAMPLE_RATE
 from tasks.runtime.versions import package_version
 

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 
 from razdel import sentenize
 
-from korpus.datamodel import (
+from korpus.core.datamodel import (
     Chunk,
     Locator,
     PageResult,

@@ -6,7 +6,7 @@ with its reason codes — never a silent drop, never a silent index. Reason code
 
 from __future__ import annotations
 
-from korpus.datamodel import Chunk, QuarantineItem, ReasonCode
+from korpus.core.datamodel import Chunk, QuarantineItem, ReasonCode
 from tasks.contract.policies import POLICIES, ChunkPolicy
 from tasks.text.quality import PageFacts, measure
 
@@ -36,7 +36,7 @@ def gate_chunk(chunk: Chunk, *, approved_exception: bool = False) -> list[tuple[
     """Every rule the chunk breaks, as (reason code, detail). Empty: the chunk may be indexed.
 
     Only rules a real chunk can break are here. Identity, access and locator are not checked again: a `Chunk`
-    cannot be built without them (korpus/datamodel.py), and a source without owner or access never gets past
+    cannot be built without them (korpus/core/datamodel.py), and a source without owner or access never gets past
     admission (`missing-metadata`). `policy-not-approved`: the chunk was cut by a policy korpus no longer has —
     a quarantined chunk kept from an older release and released by a reviewer. `approved_exception` (a
     reviewer's release) lifts the length and text-quality rules only.

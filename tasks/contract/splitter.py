@@ -3,7 +3,7 @@
 The model sees a page's units, numbered, and may answer only `{"splits": [unit indices], "topic": "…"}`: the
 indices where a new chunk starts. The host cuts, so every chunk body stays an exact substring of the page. Any
 invalid answer — not JSON, wrong shape, indices not strictly increasing or out of range, a timeout or an HTTP
-error that outlasts the chat client's retries (tasks/chat.py) — falls back to the deterministic policy, and the
+error that outlasts the chat client's retries (tasks/runtime/chat.py) — falls back to the deterministic policy, and the
 reason is counted.
 """
 
@@ -14,8 +14,8 @@ import json
 from collections import Counter
 from dataclasses import dataclass, field
 
-from korpus.datamodel import PageResult, Unit, UnitKind
-from tasks.chat import ChatClient, ChatError, ChatUnavailable
+from korpus.core.datamodel import PageResult, Unit, UnitKind
+from tasks.runtime.chat import ChatClient, ChatError, ChatUnavailable
 from tasks.runtime.retry import RetryPolicy
 
 SYSTEM_PROMPT = (

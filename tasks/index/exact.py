@@ -7,7 +7,7 @@ import re
 from collections.abc import Iterable
 from typing import Any
 
-from korpus.datamodel import timecode
+from korpus.core.datamodel import timecode
 
 _STAMP = re.compile(r"\[(\d\d:\d\d:\d\d)\]")
 

@@ -29,8 +29,8 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 
-from korpus.datamodel import Chunk, Source
-from korpus.settings import Settings
+from korpus.core.datamodel import Chunk, Source
+from korpus.core.settings import Settings
 from tasks.index.backend import IndexMismatchError, idf_coverage
 from tasks.index.exact import locate_occurrences, no_occurrences
 from tasks.index.opensearch_requests import (

@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from korpus.datamodel import Chunk
+from korpus.core.datamodel import Chunk
 from tasks.text.identifiers import extract_identifiers
 
 HIT_FIELDS = ["chunk_id", "source_id", "source_version", "page", "t_start", "t_end", "section_path", "text",

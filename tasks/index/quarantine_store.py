@@ -10,7 +10,7 @@ from typing import Any
 import apsw
 import numpy as np
 
-from korpus.datamodel import ADMISSION_REASONS, Chunk, PageResult, QuarantineItem, Source
+from korpus.core.datamodel import ADMISSION_REASONS, Chunk, PageResult, QuarantineItem, Source
 from tasks.index.schema import utc_now
 
 _OPEN_WHOLE_SOURCE = "page IS NULL AND chunk_id IS NULL AND t_start IS NULL AND status = 'open'"

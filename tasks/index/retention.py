@@ -26,7 +26,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from korpus.settings import Settings
+from korpus.core.settings import Settings
 from tasks.index.sqlite import SqliteIndex
 from tasks.runtime.crash_points import crash_point
 from tasks.runtime.refresh_lock import refresh_lock

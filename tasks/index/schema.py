@@ -90,7 +90,16 @@ INSERT OR REPLACE INTO chunk_visibility SELECT rowid, CASE WHEN lifecycle = 'cur
 # edit) takes its labels from that row; a relabel of the row moves every chunk and quarantine item of the version
 # with it, in the relabel's own transaction. The copies on chunks (for the filters) and on quarantine items (for
 # the review queue) can then never disagree with the catalog — whichever code path wrote them.
-CATALOG_ACCESS_SQL = """
+_FOLLOW_THE_ROW = """
+    UPDATE chunks SET owner = new.owner, access = new.access, tenant = coalesce(new.tenant, tenant)
+        WHERE source_id = new.source_id AND source_version = new.version
+        AND (access IS NOT new.access OR owner IS NOT new.owner OR tenant IS NOT coalesce(new.tenant, tenant));
+    UPDATE quarantine SET access = new.access
+        WHERE source_id = new.source_id AND source_version = new.version AND access IS NOT new.access;
+"""
+"""Every chunk and quarantine item of a catalog row's version takes the row's labels (SQLite has no trigger on
+INSERT OR UPDATE: the two triggers below share this body)."""
+CATALOG_ACCESS_SQL = f"""
 CREATE TRIGGER IF NOT EXISTS chunks_access_from_catalog AFTER INSERT ON chunks
 WHEN EXISTS (SELECT 1 FROM sources s WHERE s.source_id = new.source_id AND s.version = new.source_version
              AND (s.access IS NOT new.access OR s.owner IS NOT new.owner
@@ -99,20 +108,9 @@ BEGIN
     UPDATE chunks SET (owner, access, tenant) = (SELECT s.owner, s.access, coalesce(s.tenant, new.tenant)
         FROM sources s WHERE s.source_id = new.source_id AND s.version = new.source_version) WHERE rowid = new.rowid;
 END;
-CREATE TRIGGER IF NOT EXISTS sources_access_insert AFTER INSERT ON sources BEGIN
-    UPDATE chunks SET owner = new.owner, access = new.access, tenant = coalesce(new.tenant, tenant)
-        WHERE source_id = new.source_id AND source_version = new.version
-        AND (access IS NOT new.access OR owner IS NOT new.owner OR tenant IS NOT coalesce(new.tenant, tenant));
-    UPDATE quarantine SET access = new.access
-        WHERE source_id = new.source_id AND source_version = new.version AND access IS NOT new.access;
-END;
-CREATE TRIGGER IF NOT EXISTS sources_access_update AFTER UPDATE OF owner, access, tenant ON sources BEGIN
-    UPDATE chunks SET owner = new.owner, access = new.access, tenant = coalesce(new.tenant, tenant)
-        WHERE source_id = new.source_id AND source_version = new.version
-        AND (access IS NOT new.access OR owner IS NOT new.owner OR tenant IS NOT coalesce(new.tenant, tenant));
-    UPDATE quarantine SET access = new.access
-        WHERE source_id = new.source_id AND source_version = new.version AND access IS NOT new.access;
-END;
+CREATE TRIGGER IF NOT EXISTS sources_access_insert AFTER INSERT ON sources BEGIN {_FOLLOW_THE_ROW} END;
+CREATE TRIGGER IF NOT EXISTS sources_access_update AFTER UPDATE OF owner, access, tenant ON sources
+BEGIN {_FOLLOW_THE_ROW} END;
 UPDATE chunks SET (owner, access, tenant) = (SELECT s.owner, s.access, coalesce(s.tenant, chunks.tenant)
     FROM sources s WHERE s.source_id = chunks.source_id AND s.version = chunks.source_version)
     WHERE EXISTS (SELECT 1 FROM sources s WHERE s.source_id = chunks.source_id AND s.version = chunks.source_version

@@ -7,7 +7,8 @@ transaction: readers see the old version or the new one, never both or neither.
 
 `SqliteIndex` is the catalog — sources, versions, the lifecycle switch, page texts — and owns the connection; its
 other parts live beside it, one concern a file: the tables (`schema.py`), vectors and reindex
-(`vector_tables.py`), quarantine and decisions (`quarantine_store.py`) and the search side, a `SearchBackend`
+(`vector_tables.py`), quarantine and decisions (`quarantine_store.py`), what it remembers of its refreshes
+(`records.py`) and the search side, a `SearchBackend`
 (`sqlite_search.py`, `index.searcher`).
 """
 
@@ -24,8 +25,9 @@ import apsw
 import numpy as np
 import sqlite_vec
 
-from korpus.datamodel import Chunk, Lifecycle, PageResult, Source
+from korpus.core.datamodel import Chunk, Lifecycle, PageResult, Source
 from tasks.index.quarantine_store import QuarantineStore
+from tasks.index.records import RefreshRecords
 from tasks.index.schema import (
     ADDED_COLUMNS,
     CATALOG_ACCESS_SQL,
@@ -43,15 +45,12 @@ from tasks.runtime.crash_points import crash_point
 from tasks.text.analysis import terms_of, words
 from tasks.text.identifiers import extract_identifiers
 
-QUARANTINE_HISTORY = 4
-"""Refreshes whose open-quarantine size is kept: three rises in a row make `korpus status` say it is growing."""
-
 
 class IndexWriteError(RuntimeError):
     """The index file could not be written (disk full, read-only): the refresh stops, nothing half-switched."""
 
 
-class SqliteIndex(VectorTables, QuarantineStore):
+class SqliteIndex(VectorTables, QuarantineStore, RefreshRecords):
     """Catalog + hybrid index in one SQLite file.
 
     >>> index = SqliteIndex(Path("korpus-data/korpus.db"))
@@ -125,24 +124,6 @@ class SqliteIndex(VectorTables, QuarantineStore):
             known.setdefault(source_id, {})[version] = (owner, access, tenant)
         return known
 
-    def record_refresh(self, summary: dict[str, Any]) -> None:
-        """Keep a finished (or failed) refresh's headline figures for `korpus status`, and the open quarantine's size
-        after each of the last few refreshes (`quarantine_history`: a queue that only grows is reported)."""
-        with self.conn:
-            self.conn.execute("INSERT OR REPLACE INTO index_meta VALUES ('last_refresh', ?)",
-                              (json.dumps(summary, ensure_ascii=False, default=str),))  # fmt: skip
-            history = [*self.quarantine_history(), self.stats()["quarantine_open"]][-QUARANTINE_HISTORY:]
-            self.conn.execute("INSERT OR REPLACE INTO index_meta VALUES ('quarantine_history', ?)",
-                              (json.dumps(history),))  # fmt: skip
-
-    def quarantine_history(self) -> list[int]:
-        rows = self.conn.execute("SELECT value FROM index_meta WHERE key = 'quarantine_history'").fetchall()
-        return json.loads(rows[0][0]) if rows else []
-
-    def last_refresh(self) -> dict[str, Any] | None:
-        rows = self.conn.execute("SELECT value FROM index_meta WHERE key = 'last_refresh'").fetchall()
-        return json.loads(rows[0][0]) if rows else None
-
     def served_chunk_keys(self) -> dict[str, str]:
         """Source id → a digest of the chunk ids it serves now (changes with a new version and a review decision)."""
         rows = self.conn.execute(
@@ -150,18 +131,6 @@ class SqliteIndex(VectorTables, QuarantineStore):
             "WHERE lifecycle = 'current' ORDER BY source_id, chunk_id) GROUP BY source_id"
         )
         return {source_id: hashlib.sha256(ids.encode()).hexdigest()[:32] for source_id, ids in rows}
-
-    def meta_fingerprints(self) -> dict[str, str]:
-        """Scope (`tenant/access`) → the fingerprint of the sources its meta-documents were last built from."""
-        rows = self.conn.execute("SELECT key, value FROM index_meta WHERE key LIKE 'meta:%'")
-        return {key.removeprefix("meta:"): value for key, value in rows}
-
-    def set_meta_fingerprint(self, scope: str, fingerprint: str | None) -> None:
-        with self.conn:
-            if fingerprint is None:
-                self.conn.execute("DELETE FROM index_meta WHERE key = ?", (f"meta:{scope}",))
-            else:
-                self.conn.execute("INSERT OR REPLACE INTO index_meta VALUES (?, ?)", (f"meta:{scope}", fingerprint))
 
     def sources(self) -> list[dict[str, Any]]:
         cursor = self.conn.execute(
@@ -368,18 +337,6 @@ class SqliteIndex(VectorTables, QuarantineStore):
             crash_point("retire-mid-transaction")
             self.conn.execute("DELETE FROM pending_pages WHERE source_id = ?", (source_id,))
 
-    def withdraw_meta_documents(self) -> int:
-        """Retire every meta-document (a build failed: the old registers may name what is no longer there or no
-        longer in their scope) and forget their fingerprints, so the next refresh builds them all. Returns how
-        many were withdrawn."""
-        with self.conn:
-            meta = [row[0] for row in self.conn.execute(
-                "SELECT source_id FROM sources WHERE kind = 'meta' AND lifecycle = 'current'")]  # fmt: skip
-            for source_id in meta:
-                self._retire(source_id)
-            self.conn.execute("DELETE FROM index_meta WHERE key LIKE 'meta:%'")
-        return len(meta)
-
     def relabel_source(self, source: Source) -> None:
         """Manifest metadata of a known version changed: update it in place, no re-parsing."""
         with self.conn:
@@ -431,21 +388,3 @@ class SqliteIndex(VectorTables, QuarantineStore):
         for row in out:
             row["section_path"] = json.loads(row["section_path"])
         return out
-
-    def stats(self) -> dict[str, Any]:
-        """Counts for a health check: current chunks and sources, open quarantine items, the embedding model."""
-        one = lambda sql: self.conn.execute(sql).fetchall()[0][0]  # noqa: E731
-        meta = dict(self.conn.execute("SELECT key, value FROM index_meta"))
-        return {
-            "chunks_current": one("SELECT count(*) FROM chunks WHERE lifecycle = 'current'"),
-            "sources_current": one("SELECT count(*) FROM sources WHERE lifecycle = 'current'"),
-            "quarantine_open": one("SELECT count(*) FROM quarantine WHERE status = 'open'"),
-            "last_switch": one("SELECT max(switched_at) FROM sources"),
-            "embed_model": meta.get("embed_model"),
-            "embed_dims": int(meta["embed_dims"]) if "embed_dims" in meta else None,
-        }
-
-    def chunk_count(self, lifecycle: str | None = "current") -> int:
-        if lifecycle is None:
-            return self.conn.execute("SELECT count(*) FROM chunks").fetchall()[0][0]
-        return self.conn.execute("SELECT count(*) FROM chunks WHERE lifecycle = ?", (lifecycle,)).fetchall()[0][0]

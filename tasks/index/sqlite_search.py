@@ -11,8 +11,10 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Sequence
 from contextlib import AbstractContextManager
-from typing import TYPE_CHECKING, Any
+from pathlib import Path
+from typing import Any, Protocol
 
+import apsw
 import numpy as np
 
 from tasks.index.backend import IndexMismatchError, idf_coverage
@@ -22,8 +24,16 @@ from tasks.index.vector_cache import Snapshot, cache_for
 from tasks.text.analysis import analyse, words
 from tasks.text.typos import expand
 
-if TYPE_CHECKING:
-    from tasks.index.sqlite import SqliteIndex
+
+class IndexFile(Protocol):
+    """What the search side reads of the embedded index (tasks/index/sqlite.py `SqliteIndex`, which hands itself
+    over as `index.searcher`): its file, its connection, the table its vectors are in. The search side knows this
+    shape, not the catalog module, so neither imports the other back."""
+
+    path: Path
+    conn: apsw.Connection
+
+    def vector_table(self) -> str: ...
 
 
 def _fts_query(terms: Iterable[str], column: str = "terms") -> str | None:
@@ -50,14 +60,14 @@ def visible_sql(scopes: Sequence[str]) -> tuple[str, list[Any]]:
 
 
 class SqliteSearch:
-    """`SearchBackend` over a `SqliteIndex`'s connection.
+    """`SearchBackend` over an `IndexFile` (a `SqliteIndex`)'s connection.
 
     >>> Retriever(SqliteSearch(index)).search("договор поставки", vector, scopes=["public"], k=5)
     """
 
     name = "sqlite"
 
-    def __init__(self, index: SqliteIndex) -> None:
+    def __init__(self, index: IndexFile) -> None:
         self.index = index
         self.conn = index.conn
 

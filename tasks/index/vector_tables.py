@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from korpus.datamodel import Chunk, Locator
+from korpus.core.datamodel import Chunk, Locator
 from tasks.index.backend import IndexMismatchError
 
 if TYPE_CHECKING:

@@ -22,7 +22,7 @@ from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
-from korpus.datamodel import timecode
+from korpus.core.datamodel import timecode
 from tasks.meta.dates import spoken
 from tasks.meta.facts import OrganisationMention, PersonMention, Place, SourceFacts
 

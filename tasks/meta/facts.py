@@ -18,7 +18,7 @@ from pathlib import Path
 from pydantic import BaseModel
 from razdel import sentenize
 
-from korpus.datamodel import PageResult, Source, SourceKind, timecode
+from korpus.core.datamodel import PageResult, Source, SourceKind, timecode
 from tasks.meta.dates import find_dates
 from tasks.meta.llm import LlmEvents
 from tasks.meta.names import find_mentions, organisation_ids, organisation_key, person_name

@@ -18,8 +18,8 @@ from dataclasses import dataclass
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from tasks.chat import ChatClient, ChatError
 from tasks.meta.dates import find_dates
+from tasks.runtime.chat import ChatClient, ChatError
 
 logger = logging.getLogger("korpus.meta")
 PROMPT = (

@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from korpus.datamodel import Chunk, PageResult, Source, SourceKind
+from korpus.core.datamodel import Chunk, PageResult, Source, SourceKind
 from tasks.contract.chunking import page_chunks
 from tasks.index.sqlite import SqliteIndex
 from tasks.meta.documents import LAYOUT_VERSION, TITLES, meta_texts

@@ -1,9 +1,11 @@
-"""The OCR engine interface, the cached tier wrapper every engine shares, and the engine registry.
+"""The OCR engine interface and the cached tier wrapper every engine shares (the table of engines and the cascade:
+tasks/ocr/registry.py).
 
 An engine reads one page image and returns text (with word boxes where it has them). It is configured from the
 settings in `from_settings`, loads anything heavy in `warm_up()`, and names its real version and every option that
 changes its output in `cache_key()`, so the page cache never serves a result another configuration produced.
-The cascade is `KORPUS_OCR_TIERS`, in order; a new engine is one class and one `register_engine` line:
+The cascade is `KORPUS_OCR_TIERS`, in order; a new engine is one class, and one line in the registry's table (or
+an entry point of the group `korpus.ocr_engines`):
 
     class Toy:
         name, tier, dpi, image_format = "toy", 3, 150, "png"
@@ -14,7 +16,7 @@ The cascade is `KORPUS_OCR_TIERS`, in order; a new engine is one class and one `
         def warm_up(self) -> None: pass
         def read(self, image, earlier): return OcrRead(text="…", engine="toy 1")
 
-    register_engine(Toy)
+    register_engine(Toy)   # tasks.ocr.registry — or a `korpus.ocr_engines` entry point
 """
 
 from __future__ import annotations
@@ -23,8 +25,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from korpus.datamodel import PageResult, PageWord, Source
-from korpus.settings import Settings
+from korpus.core.datamodel import PageResult, PageWord, Source
+from korpus.core.settings import Settings
 from tasks.runtime.crash_points import crash_point
 from tasks.runtime.page_cache import PageCache
 from tasks.text.structure import text_structure
@@ -81,25 +83,6 @@ class OcrEngine(Protocol):
     def read(self, image: PageImageSource, earlier: PageResult | None) -> OcrRead:
         """Read the page; `earlier` is the previous tier's result (a VLM places its lines on its boxes)."""
         ...
-
-
-ENGINES: dict[str, type[OcrEngine]] = {}
-
-
-def register_engine(engine: type[OcrEngine]) -> type[OcrEngine]:
-    ENGINES[engine.name] = engine
-    return engine
-
-
-def cascade(settings: Settings) -> list[OcrEngine]:
-    """The configured tiers, in order; unknown names are a configuration error, said at once."""
-    import tasks.ocr.tesseract_engine
-    import tasks.ocr.vlm_engine  # noqa: F401
-
-    unknown = [n for n in settings.ocr_tiers if n not in ENGINES]
-    if unknown:
-        raise ValueError(f"KORPUS_OCR_TIERS names unknown engines {unknown}; known: {sorted(ENGINES)}")
-    return [ENGINES[name].from_settings(settings) for name in settings.ocr_tiers]
 
 
 @dataclass

@@ -14,7 +14,7 @@ from functools import lru_cache
 
 from pydantic import BaseModel, Field
 
-from korpus.datamodel import PageWord
+from korpus.core.datamodel import PageWord
 from tasks.runtime.processes import run_owned
 from tasks.runtime.retry import TransientError
 

@@ -13,9 +13,9 @@ from dataclasses import dataclass, field
 
 from PIL import Image
 
-from korpus.datamodel import PageResult, PageWord
-from korpus.settings import Settings
-from tasks.ocr.engine import OcrRead, PageImage, PageImageSource, register_engine
+from korpus.core.datamodel import PageResult, PageWord
+from korpus.core.settings import Settings
+from tasks.ocr.engine import OcrRead, PageImage, PageImageSource
 from tasks.ocr.tesseract import OcrPage, ocr_page_words, page_orientation, tesseract_version
 from tasks.runtime.retry import RetryPolicy, with_retries
 
@@ -46,7 +46,6 @@ def turn_image(image: PageImage, degrees: int) -> PageImage:
     return PageImage(out.getvalue(), image.dpi, width, height)
 
 
-@register_engine
 @dataclass
 class TesseractEngine:
     language: str = "rus+eng"

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import base64
 
-from korpus.datamodel import PageWord
-from korpus.settings import Settings
-from tasks.chat import ChatClient, ChatError, ChatUnavailable
+from korpus.core.datamodel import PageWord
+from korpus.core.settings import Settings
+from tasks.runtime.chat import ChatClient, ChatError, ChatUnavailable
 from tasks.runtime.retry import RetryPolicy
 
 CONCURRENCY_LIMIT = "korpus-vlm"

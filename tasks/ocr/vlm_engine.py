@@ -7,13 +7,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from korpus.datamodel import PageResult
-from korpus.settings import Settings
-from tasks.ocr.engine import OcrRead, PageImageSource, register_engine
+from korpus.core.datamodel import PageResult
+from korpus.core.settings import Settings
+from tasks.ocr.engine import OcrRead, PageImageSource
 from tasks.ocr.vlm import place_on_lines, read_page
 
 
-@register_engine
 @dataclass
 class VlmEngine:
     settings: Settings

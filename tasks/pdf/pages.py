@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pymupdf
 
-from korpus.datamodel import Unit
-from korpus.settings import Settings
+from korpus.core.datamodel import Unit
+from korpus.core.settings import Settings
 from tasks.ocr.engine import PageImage
 from tasks.readers.base import UnreadableSourceError
 from tasks.text.quality import PageFacts, TextLayerQuality, text_layer_quality

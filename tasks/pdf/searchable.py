@@ -11,14 +11,12 @@ from __future__ import annotations
 import io
 import os
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pymupdf
 from PIL import Image
 
-from korpus.datamodel import PageResult, PageWord, Source, SourceKind
-from korpus.settings import Settings
+from korpus.core.datamodel import PageResult, PageWord
 from tasks.pdf.invisible_font import invisible_font
 from tasks.text.unicode_repair import (
     MIN_COVERAGE,
@@ -150,36 +148,3 @@ def write_searchable_images(
         save_atomically(doc, out)
     growth = out.stat().st_size / original_size - 1 if original_size else 0.0
     return {"pages_with_text": sum(1 for p in pages if p.words), "words": placed, "size_growth": round(growth, 4)}
-
-
-def ocr_document(source_pdf: Path, out: Path, settings: Settings) -> dict[str, float]:
-    """`korpus ocr`: the same cascade and writer as a refresh, for one file outside any corpus.
-
-    Pages run side by side on `KORPUS_DASK_THREADS_PER_WORKER` threads (Tesseract is a subprocess per page).
-    """
-    from tasks.parse import ocr_pdf_page, parse_pdf_text_layers
-    from tasks.receive import file_sha256
-
-    if out.resolve() == source_pdf.resolve():
-        raise ValueError("korpus never writes over its input: choose another output path")
-    source = Source(
-        source_id=source_pdf.name, version=file_sha256(source_pdf), path=str(source_pdf), kind=SourceKind.pdf,
-        owner="korpus-ocr", access="local",
-    )  # fmt: skip
-    first = parse_pdf_text_layers(source, settings)
-    if first.problems:
-        raise ValueError(first.problems[0].detail)
-    with ThreadPoolExecutor(settings.dask_threads_per_worker) as pool:
-        done = list(
-            pool.map(
-                lambda page: ocr_pdf_page(source, page, settings, layer=first.flagged.get(page)), first.ocr_pending
-            )
-        )
-    pages = first.pages + [p for outcome in done for p in outcome.pages]
-    summary = write_searchable_pdf(str(source_pdf), pages, out)
-    summary.update(
-        pages=first.page_count,
-        ocr_pages=len(first.ocr_pending),
-        refused_pages=sum(len(o.problems) for o in done),
-    )
-    return summary

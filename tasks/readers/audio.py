@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from korpus.datamodel import PageResult, Source, SourceKind
-from korpus.settings import Settings
+from korpus.core.datamodel import PageResult, Source, SourceKind
+from korpus.core.settings import Settings
 from tasks.ocr.engine import PageImageSource
 from tasks.readers.base import ParseOutcome, UnreadableSourceError
 

@@ -1,9 +1,10 @@
-"""The Reader interface and the registry by file suffix: one reader per file kind.
+"""The Reader interface: one reader per file kind (the table of them is tasks/readers/registry.py).
 
 A reader does tier 0 of PARSE for its kind — the text the file itself holds (a PDF or DjVu text layer, a decoded
 text file, the PDF LibreOffice makes of a Word file) — and lists the pages that need OCR; for those it supplies
 page images to the OCR tiers. Recordings have their own fan-out (tasks/audio/speech.py) and register only their
-suffixes. A new format is one class and one `register_reader` line:
+suffixes. A new format is one class, and one line in the registry's table (or an entry point of the group
+`korpus.readers` for a plug-in package):
 
     class Markdownish:
         kind, suffixes = SourceKind.text, (".note",)
@@ -11,17 +12,16 @@ suffixes. A new format is one class and one `register_reader` line:
         def page_image(self, source, page, settings): ... # → PageImageSource (or raise for text-only kinds)
         def searchable_copy(self, source, pages, settings): return None
 
-    register_reader(Markdownish())
+    register_reader(Markdownish())   # tasks.readers.registry — or a `korpus.readers` entry point
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, Protocol
 
-from korpus.datamodel import PageResult, QuarantineItem, ReasonCode, Source, SourceKind
-from korpus.settings import Settings
+from korpus.core.datamodel import PageResult, QuarantineItem, ReasonCode, Source, SourceKind
+from korpus.core.settings import Settings
 from tasks.ocr.engine import PageImageSource
 from tasks.text.quality import TextLayerQuality
 
@@ -82,30 +82,3 @@ class Reader(Protocol):
     def searchable_copy(self, source: Source, pages: list[PageResult], settings: Settings) -> dict[str, Any] | None:
         """Write `<data>/searchable/…` for a source with OCR'd pages; None when the kind has no such copy."""
         ...
-
-
-READERS: dict[SourceKind, Reader] = {}
-SUFFIXES: dict[str, SourceKind] = {}
-
-
-def register_reader(reader: Reader) -> Reader:
-    READERS[reader.kind] = reader
-    SUFFIXES.update({suffix: reader.kind for suffix in reader.suffixes})
-    return reader
-
-
-def _load_builtin() -> None:
-    if not READERS:
-        from tasks.readers.builtin import register_builtin_readers
-
-        register_builtin_readers()
-
-
-def kind_of(path: Path | str) -> SourceKind | None:
-    _load_builtin()
-    return SUFFIXES.get(Path(path).suffix.lower())
-
-
-def reader_for(kind: SourceKind) -> Reader:
-    _load_builtin()
-    return READERS[kind]

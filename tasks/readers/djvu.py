@@ -11,8 +11,8 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from korpus.datamodel import PageResult, ReasonCode, Source, SourceKind
-from korpus.settings import Settings
+from korpus.core.datamodel import PageResult, ReasonCode, Source, SourceKind
+from korpus.core.settings import Settings
 from tasks.ocr.engine import PageImage, PageImageSource
 from tasks.readers.base import ParseOutcome, UnreadableSourceError, problem
 from tasks.runtime.processes import run_owned

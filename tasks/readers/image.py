@@ -8,8 +8,8 @@ from typing import Any
 
 from PIL import Image, ImageOps, ImageSequence, UnidentifiedImageError
 
-from korpus.datamodel import PageResult, ReasonCode, Source, SourceKind
-from korpus.settings import Settings
+from korpus.core.datamodel import PageResult, ReasonCode, Source, SourceKind
+from korpus.core.settings import Settings
 from tasks.ocr.engine import PageImage, PageImageSource
 from tasks.pdf.searchable import write_searchable_images
 from tasks.readers.base import ParseOutcome, UnreadableSourceError, problem

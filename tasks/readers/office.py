@@ -15,8 +15,8 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from korpus.datamodel import PageResult, ReasonCode, Source, SourceKind
-from korpus.settings import Settings
+from korpus.core.datamodel import PageResult, ReasonCode, Source, SourceKind
+from korpus.core.settings import Settings
 from tasks.ocr.engine import PageImageSource
 from tasks.pdf.pages import pdf_page_image
 from tasks.readers.base import ParseOutcome, UnreadableSourceError, problem

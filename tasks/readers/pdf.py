@@ -6,8 +6,8 @@ from __future__ import annotations
 from functools import partial
 from typing import Any
 
-from korpus.datamodel import PageResult, ReasonCode, Source, SourceKind
-from korpus.settings import Settings
+from korpus.core.datamodel import PageResult, ReasonCode, Source, SourceKind
+from korpus.core.settings import Settings
 from tasks.ocr.engine import PageImageSource
 from tasks.pdf.pages import UnreadablePdfError, pdf_page_image, read_text_layers
 from tasks.pdf.searchable import write_searchable_pdf

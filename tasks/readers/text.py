@@ -13,8 +13,8 @@ import codecs
 from pathlib import Path
 from typing import Any
 
-from korpus.datamodel import PageResult, ReasonCode, Source, SourceKind
-from korpus.settings import Settings
+from korpus.core.datamodel import PageResult, ReasonCode, Source, SourceKind
+from korpus.core.settings import Settings
 from tasks.ocr.engine import PageImageSource
 from tasks.readers.base import ParseOutcome, UnreadableSourceError, problem
 from tasks.text.quality import text_layer_quality

@@ -21,8 +21,8 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from tasks.embedding import Embedder
 from tasks.index.backend import SearchBackend
+from tasks.retrieval.embedding import Embedder
 from tasks.retrieval.query import clean_query, search_message, split_questions
 from tasks.retrieval.rerank import Reranker
 from tasks.retrieval.retriever import Retriever

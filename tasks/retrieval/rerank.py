@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from functools import lru_cache
 from pathlib import Path
 
-from korpus.model_store import ModelMissingError, set_offline_switches
+from korpus.core.model_store import ModelMissingError, set_offline_switches
 
 
 class Reranker:

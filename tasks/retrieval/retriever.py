@@ -1,6 +1,6 @@
 """The retriever: every search mode composed once from a backend's primitives (tasks/index/backend.py).
 
-    >>> retriever = Retriever.from_settings(backend_for(settings, index), settings)
+    >>> retriever = Retriever.from_settings(backend_for(settings, index), settings)  # tasks/index/registry.py
     >>> retriever.search("договор поставки", vector, scopes=["public"], k=5)
 
 - **hybrid** (default): RRF over BM25 and kNN, *routed* — when BM25's best hit holds less than `min_coverage` of the
@@ -31,18 +31,8 @@ from tasks.text.analysis import analyse
 from tasks.text.identifiers import extract_identifiers
 
 if TYPE_CHECKING:
-    from korpus.settings import Settings
-    from tasks.index.sqlite import SqliteIndex
+    from korpus.core.settings import Settings
     from tasks.retrieval.rerank import Reranker
-
-
-def backend_for(settings: Settings, index: SqliteIndex) -> SearchBackend:
-    """Who answers searches: the embedded index, or (KORPUS_BACKEND=opensearch) the cluster mirroring it."""
-    if settings.backend == "opensearch":
-        from tasks.index.opensearch import opensearch_index
-
-        return opensearch_index(settings)
-    return index.searcher
 
 
 @dataclass

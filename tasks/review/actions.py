@@ -1,6 +1,6 @@
 """Manual quarantine review: release, reject, re-OCR or rewrite an item; every decision lands in the audit trail.
 
-The CLI (`korpus review …`), the web page (`/review` in `korpus serve`, korpus/review_web.py) and the Prefect flow
+The CLI (`korpus review …`), the web page (`/review` in `korpus serve`, korpus/apps/review_web.py) and the Prefect flow
 (`quarantine_review`) all call `apply_decision` (or `apply_batch`), so a decision means the same thing whichever
 way it is made.
 """
@@ -14,15 +14,15 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
-from korpus.datamodel import REASON_ADVICE, Chunk, PageResult, ReasonCode, Source, SourceKind
-from korpus.model_store import embed_model_path
-from korpus.settings import Settings
+from korpus.core.datamodel import REASON_ADVICE, Chunk, PageResult, ReasonCode, Source, SourceKind
+from korpus.core.model_store import embed_model_path
+from korpus.core.settings import Settings
 from tasks.contract.chunking import build_chunks
 from tasks.contract.gate import gate_chunk
-from tasks.embedding import shared_embedder, token_counter
 from tasks.index.sqlite import SqliteIndex
 from tasks.parse import ocr_page
 from tasks.receive import file_sha256
+from tasks.retrieval.embedding import shared_embedder, token_counter
 
 
 class Action(StrEnum):

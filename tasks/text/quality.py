@@ -19,7 +19,7 @@ import unicodedata
 from collections import Counter
 from dataclasses import dataclass, field
 
-from korpus.settings import Settings
+from korpus.core.settings import Settings
 
 _LETTER = re.compile(r"[^\W\d_]", re.UNICODE)
 _WORD = re.compile(r"[^\W\d_]+", re.UNICODE)

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 import pymupdf
 from razdel import sentenize
 
-from korpus.datamodel import Unit, UnitKind
+from korpus.core.datamodel import Unit, UnitKind
 
 logger = logging.getLogger("korpus.structure")
 

@@ -16,7 +16,7 @@ from collections import Counter
 
 import pymupdf
 
-from korpus.datamodel import PageWord
+from korpus.core.datamodel import PageWord
 
 MIN_SHARE = 0.6
 MIN_COVERAGE = 0.97

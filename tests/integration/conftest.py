@@ -22,10 +22,10 @@ import numpy as np
 import pytest
 
 from corpora.sample_archive import write_sample_archive
-from korpus.model_store import embed_model_path, ensure_models
-from korpus.settings import Settings
-from tasks.embedding import shared_embedder
+from korpus.core.model_store import embed_model_path, ensure_models
+from korpus.core.settings import Settings
 from tasks.index.sqlite import SqliteIndex
+from tasks.retrieval.embedding import shared_embedder
 from tasks.retrieval.retriever import retrieve
 
 SHARED_AUDIO = Path(__file__).resolve().parents[1] / "fixtures" / "audio" / "ru.wav"  # MIT, see SOURCE.md there
@@ -84,9 +84,9 @@ def _counting(target: Any, name: str, calls: dict[str, int], key: str, monkeypat
 @pytest.fixture(scope="session")
 def refreshed(models: dict[str, Path], tmp_path_factory: pytest.TempPathFactory) -> Iterator[Refreshed]:
     import tasks.audio.speech
-    import tasks.embedding
     import tasks.ocr.tesseract_engine
     import tasks.ocr.vlm_engine
+    import tasks.retrieval.embedding
     from flows.corpus_refresh import run_refresh
 
     base = tmp_path_factory.mktemp("sample")
@@ -105,7 +105,7 @@ def refreshed(models: dict[str, Path], tmp_path_factory: pytest.TempPathFactory)
             _counting(tasks.audio.asr.WhisperEngine, "transcribe", calls, "asr", mp)
             _counting(tasks.audio.speech, "decode_to_file", calls, "decode", mp)
             _counting(tasks.audio.vad.SileroVad, "segments", calls, "vad", mp)
-            _counting(tasks.embedding.Embedder, "embed_passages", calls, "embed", mp)
+            _counting(tasks.retrieval.embedding.Embedder, "embed_passages", calls, "embed", mp)
             second = run_refresh(root, settings)
     finally:
         os.environ.pop("KORPUS_SPEECH_CHUNK_SECONDS", None)

@@ -17,16 +17,16 @@ from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from benchmarks.api_load import page_chunks
-from korpus.api import create_app
-from korpus.cli import app as cli
-from korpus.datamodel import Chunk, PageResult, Source, SourceKind
-from korpus.model_store import embed_model_path
-from korpus.settings import Settings
-from tasks.embedding import shared_embedder
+from korpus.apps.api import create_app
+from korpus.apps.cli import app as cli
+from korpus.core.datamodel import Chunk, PageResult, Source, SourceKind
+from korpus.core.model_store import embed_model_path
+from korpus.core.settings import Settings
 from tasks.index.backend import SEARCH_MODES
 from tasks.index.sqlite import SqliteIndex
 from tasks.meta.facts import FactCache
 from tasks.meta.publish import meta_kind, refresh_meta
+from tasks.retrieval.embedding import shared_embedder
 from tasks.retrieval.evaluation import Expected, Question, evaluate
 
 pytestmark = pytest.mark.integration

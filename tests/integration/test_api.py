@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from fastapi.testclient import TestClient
 
-from korpus.api import create_app
+from korpus.apps.api import create_app
 
 from .conftest import Refreshed
 

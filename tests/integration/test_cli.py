@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from korpus.cli import app
+from korpus.apps.cli import app
 
 from .conftest import Refreshed
 

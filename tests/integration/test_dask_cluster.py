@@ -20,7 +20,7 @@ import pytest
 
 from corpora.sample_archive import _scan_pdf
 from flows.corpus_refresh import run_refresh
-from korpus.settings import Settings
+from korpus.core.settings import Settings
 from tasks.index.sqlite import SqliteIndex
 
 from .conftest import _free_port

@@ -11,7 +11,7 @@ import pytest
 from typer.testing import CliRunner
 
 import tasks.index.sqlite
-from korpus.cli import app
+from korpus.apps.cli import app
 from tasks.index.sqlite import SqliteIndex
 from tasks.meta.publish import META_PREFIX
 from tasks.retrieval.retriever import retrieve

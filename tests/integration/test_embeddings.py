@@ -7,9 +7,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from korpus.model_store import embed_model_path
-from korpus.settings import Settings
-from tasks.embedding import Embedder
+from korpus.core.model_store import embed_model_path
+from korpus.core.settings import Settings
+from tasks.retrieval.embedding import Embedder
 
 pytestmark = pytest.mark.integration
 
@@ -42,7 +42,7 @@ def test_rebuilt_e5_ranks_paraphrases_above_unrelated(models: dict[str, Path]) -
 def test_concurrent_queries_share_forward_passes_and_get_their_own_vectors(models: dict[str, Path]) -> None:
     from concurrent.futures import ThreadPoolExecutor
 
-    from tasks.embedding import Embedder, QueryBatcher
+    from tasks.retrieval.embedding import Embedder, QueryBatcher
 
     embedder = Embedder(embed_model_path(Settings()))
     queries = [f"приказ номер {i} о премировании сотрудников отдела" for i in range(24)]
@@ -84,7 +84,7 @@ def test_only_mean_pooled_models_are_exported(models: dict[str, Path], tmp_path:
     from sentence_transformers import SentenceTransformer
     from sentence_transformers.models import Pooling, Transformer
 
-    from korpus.model_store import export_onnx_int8
+    from korpus.core.model_build import export_onnx_int8
 
     transformer = Transformer(str(models["embed-torch"]), max_seq_length=32)
     cls = SentenceTransformer(modules=[transformer, Pooling(384, pooling_mode="cls")], device="cpu")

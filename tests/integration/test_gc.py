@@ -16,8 +16,8 @@ import pytest
 from typer.testing import CliRunner
 
 from flows.corpus_refresh import run_refresh
-from korpus.cli import app
-from korpus.settings import Settings
+from korpus.apps.cli import app
+from korpus.core.settings import Settings
 from tasks.index.retention import disk_use
 from tasks.index.sqlite import SqliteIndex
 from tasks.retrieval.retriever import retrieve
@@ -117,7 +117,7 @@ GC_SCRIPT = """
 import sys
 sys.path.insert(0, {root!r})
 from pathlib import Path
-from korpus.settings import Settings
+from korpus.core.settings import Settings
 from tasks.index.retention import collect_garbage
 collect_garbage(Settings(data=Path({data!r})), retention_days=0)
 """

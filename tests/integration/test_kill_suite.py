@@ -21,7 +21,7 @@ import pytest
 import tasks.ocr.tesseract_engine
 from corpora.sample_archive import _scan_pdf
 from flows.corpus_refresh import run_refresh
-from korpus.settings import Settings
+from korpus.core.settings import Settings
 from tasks.index.sqlite import SqliteIndex
 from tasks.runtime.crash_points import POINTS
 
@@ -33,7 +33,7 @@ CRASH = """
 import sys
 sys.path.insert(0, {repo!r})
 from pathlib import Path
-from korpus.settings import Settings
+from korpus.core.settings import Settings
 from flows.corpus_refresh import run_refresh
 run_refresh(Path({root!r}), Settings(data=Path({data!r})))
 """

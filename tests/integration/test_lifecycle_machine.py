@@ -31,11 +31,11 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
 import flows.refresh_tasks as refresh_tasks
-from korpus.model_store import embed_model_path
-from korpus.settings import Settings
-from tasks.embedding import shared_embedder
+from korpus.core.model_store import embed_model_path
+from korpus.core.settings import Settings
 from tasks.index.sqlite import SqliteIndex
 from tasks.receive import plan_refresh
+from tasks.retrieval.embedding import shared_embedder
 from tasks.retrieval.retriever import retrieve
 from tasks.review.actions import Action, ReviewError, apply_decision
 from tasks.review.queue import QueueQuery, queue_page
@@ -255,7 +255,7 @@ def test_relabel_then_release_through_the_cli(models: dict[str, Path], tmp_path:
     `hr`; a refresh relabels it; a reviewer releases the open item; a default-scope search must not find it."""
     from typer.testing import CliRunner
 
-    from korpus.cli import app as cli
+    from korpus.apps.cli import app as cli
 
     root, data = tmp_path / "archive", tmp_path / "data"
     root.mkdir()

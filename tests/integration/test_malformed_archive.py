@@ -1,6 +1,6 @@
 """A malformed archive: over 40 kinds of bad entries beside good files with odd names. The refresh completes (`korpus
 refresh` exits 0), every bad entry is quarantined with a plain reason (each reason has its advice:
-korpus/datamodel.py REASON_ADVICE), every good file is indexed, nothing outside the root is read, no child process
+korpus/core/datamodel.py REASON_ADVICE), every good file is indexed, nothing outside the root is read, no child process
 is left running, and a file changed or removed during the run is left to the next refresh.
 
 Faults no file can carry are injected, each named as such: a DjVu decoder that hangs (a `ddjvu` on PATH that
@@ -26,8 +26,8 @@ import flows.corpus_refresh
 import flows.refresh_tasks
 import tasks.readers.djvu
 import tasks.readers.pdf
-from korpus.datamodel import REASON_ADVICE, ReasonCode
-from korpus.settings import Settings
+from korpus.core.datamodel import REASON_ADVICE, ReasonCode
+from korpus.core.settings import Settings
 from tasks.index.sqlite import SqliteIndex
 from tasks.retrieval.retriever import retrieve
 
@@ -436,7 +436,7 @@ def test_korpus_refresh_says_in_one_line_how_it_ended(tmp_path: Path, monkeypatc
     failure when the refresh itself failed."""
     from typer.testing import CliRunner
 
-    from korpus.cli import app
+    from korpus.apps.cli import app
 
     root = tmp_path / "archive"
     root.mkdir()
@@ -465,7 +465,7 @@ def test_a_failed_meta_build_withdraws_the_registers_it_would_leave_wrong(
     from typer.testing import CliRunner
 
     import tasks.meta.publish
-    from korpus.cli import app
+    from korpus.apps.cli import app
 
     root = tmp_path / "archive"
     root.mkdir()

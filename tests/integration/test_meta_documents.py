@@ -15,14 +15,14 @@ from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from corpora.meta_corpus import Truth, write_meta_corpus
-from korpus.api import create_app
-from korpus.cli import app
-from korpus.model_store import embed_model_path
-from korpus.settings import Settings
-from tasks.embedding import shared_embedder
+from korpus.apps.api import create_app
+from korpus.apps.cli import app
+from korpus.core.model_store import embed_model_path
+from korpus.core.settings import Settings
 from tasks.index.sqlite import SqliteIndex
 from tasks.meta.names import person_name
 from tasks.meta.publish import read_meta
+from tasks.retrieval.embedding import shared_embedder
 from tasks.retrieval.retriever import retrieve
 
 pytestmark = pytest.mark.integration

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from korpus.settings import Settings
+from korpus.core.settings import Settings
 from tasks.index.sqlite import SqliteIndex
 from tasks.meta.publish import read_meta
 

@@ -18,7 +18,7 @@ from collections.abc import Iterator
 import numpy as np
 import pytest
 
-from korpus.datamodel import PageResult, Source, SourceKind
+from korpus.core.datamodel import PageResult, Source, SourceKind
 from tasks.contract.chunking import page_chunks
 from tasks.index.backend import IndexMismatchError
 from tasks.index.opensearch import OpenSearchIndex

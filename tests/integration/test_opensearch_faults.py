@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from korpus.cli import app
-from korpus.settings import Settings
+from korpus.apps.cli import app
+from korpus.core.settings import Settings
 from tasks.index.opensearch import opensearch_index
 from tasks.index.sqlite import SqliteIndex
 from tasks.retrieval.retriever import retrieve

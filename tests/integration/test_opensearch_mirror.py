@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from fastapi.testclient import TestClient
 
-from korpus.api import create_app
+from korpus.apps.api import create_app
 from tasks.index.opensearch import opensearch_index
 from tasks.index.sqlite import SqliteIndex
 from tasks.retrieval.retriever import retrieve
@@ -73,7 +73,7 @@ def test_osmem_cli_syncs_and_reads_through_the_mirror(
 
     from typer.testing import CliRunner
 
-    from korpus.cli import app
+    from korpus.apps.cli import app
 
     data = refreshed.copy_index(tmp_path / "data")
     runner = CliRunner()
@@ -92,7 +92,7 @@ def test_osmem_cli_syncs_and_reads_through_the_mirror(
 
 def test_osmem_refresh_flow_mirrors_each_run(models, osmem_clone, tmp_path: Path) -> None:
     from flows.corpus_refresh import run_refresh
-    from korpus.settings import Settings
+    from korpus.core.settings import Settings
 
     root = tmp_path / "root"
     root.mkdir()

@@ -18,11 +18,10 @@ from PIL import Image
 
 import tasks.ocr.tesseract_engine
 from corpora.sample_archive import _scan_pdf
-from korpus.datamodel import ReasonCode, Source, SourceKind
-from korpus.settings import Settings
-from tasks.parse import ocr_pdf_page, parse_pdf_text_layers
+from korpus.core.datamodel import ReasonCode, Source, SourceKind
+from korpus.core.settings import Settings
+from tasks.parse import ocr_document, ocr_pdf_page, parse_pdf_text_layers
 from tasks.pdf.pages import MAX_RENDER_PIXELS, render_dpi
-from tasks.pdf.searchable import ocr_document
 from tasks.receive import file_sha256
 
 from .chat_stand_in import Script, chat_stand_in
@@ -142,7 +141,7 @@ KILL_SCRIPT = """
 import sys
 sys.path.insert(0, {root!r})
 from pathlib import Path
-from korpus.settings import Settings
+from korpus.core.settings import Settings
 from flows.corpus_refresh import run_refresh
 run_refresh(Path({archive!r}), Settings(data=Path({data!r})))
 """

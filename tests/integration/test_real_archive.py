@@ -13,12 +13,12 @@ import pytest
 from PIL import Image
 
 from flows.corpus_refresh import run_refresh
-from korpus.datamodel import PageResult, Source
-from korpus.settings import Settings
+from korpus.core.datamodel import PageResult, Source
+from korpus.core.settings import Settings
 from tasks.index.sqlite import SqliteIndex
 from tasks.ocr.engine import PageImage
 from tasks.ocr.tesseract_engine import TesseractEngine
-from tasks.pdf.searchable import ocr_document
+from tasks.parse import ocr_document
 from tasks.receive import file_sha256, source_kind
 from tasks.text.quality import PageFacts, measure, word_f1
 

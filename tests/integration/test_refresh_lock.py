@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from korpus.cli import app
+from korpus.apps.cli import app
 from tasks.index.sqlite import SqliteIndex
 from tasks.runtime.refresh_lock import refresh_lock
 
@@ -69,7 +69,7 @@ def test_two_refreshes_started_together_never_interleave(models, tmp_path: Path)
     root, data = tmp_path / "root", tmp_path / "data"
     _archive(root, files=6)
     env = {**os.environ, "KORPUS_REFRESH_WAIT": "600", "KORPUS_META_DOCUMENTS": "false"}
-    script = "from korpus.cli import app; app()"
+    script = "from korpus.apps.cli import app; app()"
     command = [sys.executable, "-c", script, "refresh", "--root", str(root), "--data", str(data), "--json"]
     runs = [subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
             for _ in range(2)]  # fmt: skip

@@ -13,8 +13,8 @@ import pytest
 from fastapi.testclient import TestClient
 from typer.testing import CliRunner
 
-from korpus.api import create_app
-from korpus.cli import app
+from korpus.apps.api import create_app
+from korpus.apps.cli import app
 
 from .conftest import Refreshed
 

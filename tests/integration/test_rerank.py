@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 
 from corpora.sample_archive import SAMPLE_INN
-from korpus.model_store import ModelMissingError, embed_model_path
-from tasks.embedding import shared_embedder
+from korpus.core.model_store import ModelMissingError, embed_model_path
 from tasks.index.sqlite import SqliteIndex
+from tasks.retrieval.embedding import shared_embedder
 from tasks.retrieval.rerank import Reranker
 from tasks.retrieval.retriever import retrieve
 

@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from korpus.datamodel import PageResult, Source, SourceKind
+from korpus.core.datamodel import PageResult, Source, SourceKind
 from tasks.contract.chunking import page_chunks
 from tasks.index.backend import SearchBackend
 from tasks.index.opensearch import OpenSearchIndex

@@ -13,8 +13,8 @@ import pytest
 from typer.testing import CliRunner
 
 from flows.corpus_refresh import run_refresh
-from korpus.cli import app
-from korpus.settings import Settings
+from korpus.apps.cli import app
+from korpus.core.settings import Settings
 from tasks.index.sqlite import SqliteIndex
 from tasks.meta.publish import META_PREFIX
 

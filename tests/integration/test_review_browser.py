@@ -27,9 +27,9 @@ from selenium.webdriver.support import expected_conditions
 from selenium.webdriver.support.ui import Select, WebDriverWait
 from typer.testing import CliRunner
 
-from korpus.api import create_app
-from korpus.cli import app as cli
-from korpus.settings import Settings
+from korpus.apps.api import create_app
+from korpus.apps.cli import app as cli
+from korpus.core.settings import Settings
 from tasks.index.sqlite import SqliteIndex
 
 from .review_corpus import CORRECTED, copy_data

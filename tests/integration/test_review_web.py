@@ -11,9 +11,9 @@ import pytest
 from fastapi.testclient import TestClient
 from typer.testing import CliRunner
 
-from korpus.api import create_app
-from korpus.cli import app as cli
-from korpus.settings import Settings
+from korpus.apps.api import create_app
+from korpus.apps.cli import app as cli
+from korpus.core.settings import Settings
 from tasks.index.sqlite import SqliteIndex
 from tasks.meta.publish import META_PREFIX
 from tasks.review.queue import QueueQuery, queue_page

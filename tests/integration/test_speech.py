@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from corpora.sample_archive import speech_recording
-from korpus.datamodel import ReasonCode, Source, SourceKind
-from korpus.settings import Settings
+from korpus.core.datamodel import ReasonCode, Source, SourceKind
+from korpus.core.settings import Settings
 from tasks.audio.asr import join_words
 from tasks.audio.speech import (
     RecordingOutcome,

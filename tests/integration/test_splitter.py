@@ -10,7 +10,7 @@ import json
 
 import pytest
 
-from korpus.datamodel import PageResult, Source, SourceKind
+from korpus.core.datamodel import PageResult, Source, SourceKind
 from tasks.contract.chunking import build_chunks, chars_as_tokens
 from tasks.contract.splitter import LlmSplitter
 from tasks.runtime.retry import RetryPolicy, counting_retries

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from korpus.cli import app
+from korpus.apps.cli import app
 
 from .chat_stand_in import serving
 from .conftest import Refreshed
@@ -68,8 +68,8 @@ def test_status_and_health_say_degraded_with_every_reason(refreshed: Refreshed, 
     `korpus status` exits 3 and `/health` answers 503; the healthy copy answers ok and 200 first."""
     from fastapi.testclient import TestClient
 
-    from korpus.api import create_app
-    from korpus.settings import Settings
+    from korpus.apps.api import create_app
+    from korpus.core.settings import Settings
     from tasks.index.sqlite import SqliteIndex
 
     data = refreshed.copy_index(tmp_path / "data")

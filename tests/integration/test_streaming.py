@@ -16,7 +16,7 @@ import pytest
 import tasks.ocr.tesseract_engine
 from corpora.sample_archive import _scan_pdf
 from flows.corpus_refresh import run_refresh
-from korpus.settings import Settings
+from korpus.core.settings import Settings
 from tasks.index.sqlite import SqliteIndex
 
 pytestmark = pytest.mark.integration

@@ -14,8 +14,8 @@ import pymupdf
 import pytest
 
 from corpora.sample_archive import _scan_pdf
-from korpus.datamodel import ReasonCode
-from korpus.settings import Settings
+from korpus.core.datamodel import ReasonCode
+from korpus.core.settings import Settings
 from tasks.index.sqlite import SqliteIndex
 from tasks.parse import ocr_page
 from tasks.retrieval.retriever import retrieve

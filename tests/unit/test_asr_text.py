@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from korpus.settings import Settings
+from korpus.core.settings import Settings
 from tasks.audio.asr import (
     GAP_SECONDS,
     WhisperEngine,

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import tasks.index.sqlite_search as search
-from korpus.datamodel import PageResult, Source, SourceKind
+from korpus.core.datamodel import PageResult, Source, SourceKind
 from tasks.contract.chunking import page_chunks
 from tasks.index.sqlite import SqliteIndex
 

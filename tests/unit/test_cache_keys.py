@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 import tasks.runtime.versions
-from korpus.settings import Settings
+from korpus.core.settings import Settings
 from tasks.audio.asr import WhisperEngine
 from tasks.audio.speech import _vad_key
 

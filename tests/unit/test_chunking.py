@@ -1,6 +1,6 @@
 import pytest
 
-from korpus.datamodel import PageResult, ReasonCode, Source, SourceKind, timecode
+from korpus.core.datamodel import PageResult, ReasonCode, Source, SourceKind, timecode
 from tasks.audio.decode import SpeechSegment, group_speech, transcript_text
 from tasks.contract.chunking import page_chunks
 

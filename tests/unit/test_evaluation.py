@@ -70,7 +70,7 @@ class _AxisEmbedder:
 def test_calibration_puts_the_threshold_between_answerable_and_unanswerable(tmp_path: Path) -> None:
     import numpy as np
 
-    from korpus.datamodel import Chunk, Locator, Source, SourceKind
+    from korpus.core.datamodel import Chunk, Locator, Source, SourceKind
     from tasks.index.sqlite import SqliteIndex
     from tasks.retrieval.evaluation import Question, calibrate_no_answer
 
@@ -138,7 +138,7 @@ def test_the_no_answer_check_judges_what_the_retriever_returned(tmp_path: Path) 
     which has no such measure, passes only by returning nothing — it answered, so it failed."""
     import numpy as np
 
-    from korpus.datamodel import Chunk, Locator, Source, SourceKind
+    from korpus.core.datamodel import Chunk, Locator, Source, SourceKind
     from tasks.index.sqlite import SqliteIndex
     from tasks.retrieval.evaluation import Question, evaluate
 

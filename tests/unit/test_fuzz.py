@@ -12,8 +12,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pydantic import ValidationError
 
-from korpus.datamodel import ReasonCode, Source, SourceKind
-from korpus.settings import Settings
+from korpus.core.datamodel import ReasonCode, Source, SourceKind
+from korpus.core.settings import Settings
 from tasks.parse import read_source
 from tasks.readers.base import UnreadableSourceError
 from tasks.readers.text import decode_text

@@ -3,7 +3,7 @@
 import pytest
 from pydantic import ValidationError
 
-from korpus.datamodel import Chunk, Locator, ReasonCode
+from korpus.core.datamodel import Chunk, Locator, ReasonCode
 from tasks.contract.gate import gate_chunk, route_chunks
 
 pytestmark = pytest.mark.unit

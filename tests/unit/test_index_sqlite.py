@@ -5,7 +5,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from korpus.datamodel import PageResult, Source, SourceKind
+from korpus.core.datamodel import PageResult, Source, SourceKind
 from tasks.contract.chunking import page_chunks
 from tasks.index.backend import IndexMismatchError
 from tasks.index.sqlite import SqliteIndex
@@ -261,7 +261,7 @@ def test_an_empty_index_answers_with_empty_lists(tmp_path: Path) -> None:
 
 
 def test_publishing_a_version_refused_for_its_manifest_resolves_its_queue_item(index: SqliteIndex) -> None:
-    from korpus.datamodel import QuarantineItem, ReasonCode
+    from korpus.core.datamodel import QuarantineItem, ReasonCode
 
     def item(version: str, reason: ReasonCode, page: int | None = None) -> QuarantineItem:
         return QuarantineItem(source_id="a.txt", source_version=version, page=page, reasons=[reason])

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from korpus.settings import Settings
+from korpus.core.settings import Settings
 
 pytestmark = pytest.mark.unit
 REPO = Path(__file__).resolve().parents[2]

@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from korpus.datamodel import PageResult, Source, SourceKind
+from korpus.core.datamodel import PageResult, Source, SourceKind
 from tasks.contract.chunking import page_chunks
 from tasks.index.sqlite import SqliteIndex
 from tasks.retrieval.retriever import retrieve

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from korpus.datamodel import PageResult, Source, SourceKind
+from korpus.core.datamodel import PageResult, Source, SourceKind
 from tasks.contract.chunking import address_line
 from tasks.meta.dates import find_dates, spoken
 from tasks.meta.documents import PART_CHARS, _parts, chronology, document_type, organisations, persons

@@ -5,8 +5,8 @@ from pathlib import Path
 import pymupdf
 import pytest
 
-from korpus.datamodel import ReasonCode, Source, SourceKind
-from korpus.settings import Settings
+from korpus.core.datamodel import ReasonCode, Source, SourceKind
+from korpus.core.settings import Settings
 from tasks.parse import parse_pdf_text_layers, read_plain_text
 
 pytestmark = pytest.mark.unit

@@ -1,4 +1,4 @@
-"""The settings table in README.md says each setting's default as korpus/settings.py has it: every backticked
+"""The settings table in README.md says each setting's default as korpus/core/settings.py has it: every backticked
 default in the table is compared with the field's real default (rows with prose such as «rebuilt e5-small» or
 «see docs/ocr.md» are not values and are left alone)."""
 
@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from korpus.settings import Settings
+from korpus.core.settings import Settings
 
 pytestmark = pytest.mark.unit
 README = Path(__file__).resolve().parents[2] / "README.md"

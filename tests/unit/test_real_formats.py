@@ -8,12 +8,14 @@ from typing import ClassVar
 import pytest
 from PIL import Image
 
-from korpus.datamodel import PageResult, Source, SourceKind
-from korpus.settings import Settings
-from tasks.ocr.engine import ENGINES, OcrRead, TierCounts, cached_read, cascade, register_engine
+from korpus.core.datamodel import PageResult, Source, SourceKind
+from korpus.core.settings import Settings
+from tasks.ocr.engine import OcrRead, TierCounts, cached_read
+from tasks.ocr.registry import ENGINES, cascade, register_engine
 from tasks.parse import choose_text
-from tasks.readers.base import READERS, SUFFIXES, ParseOutcome, UnreadableSourceError, kind_of, register_reader
+from tasks.readers.base import ParseOutcome, UnreadableSourceError
 from tasks.readers.image import ImageReader, image_dpi
+from tasks.readers.registry import READERS, SUFFIXES, kind_of, register_reader
 from tasks.readers.text import decode_text
 from tasks.text.quality import text_language, text_layer_quality, word_f1
 
@@ -216,7 +218,7 @@ def test_a_reviewers_reocr_reads_the_page_afresh(tmp_path: Path) -> None:
 
 
 def test_latin_twins_of_cyrillic_initials_are_written_in_cyrillic() -> None:
-    from korpus.datamodel import PageWord
+    from korpus.core.datamodel import PageWord
     from tasks.ocr.tesseract import cyrillic_initials
 
     def word(text: str, line: int = 0) -> PageWord:

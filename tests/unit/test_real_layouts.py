@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from korpus.datamodel import PageResult, Source, SourceKind, UnitKind
+from korpus.core.datamodel import PageResult, Source, SourceKind, UnitKind
 from tasks.contract.chunking import build_chunks, chars_as_tokens, running_lines
 from tasks.contract.gate import route_chunks
 from tasks.text.structure import _continues, text_structure

@@ -2,7 +2,7 @@ from pathlib import Path
 
 import pytest
 
-from korpus.datamodel import ChangeKind, ReasonCode, Source, SourceKind
+from korpus.core.datamodel import ChangeKind, ReasonCode, Source, SourceKind
 from tasks.receive import Manifest, admission_problems, discover_sources, glob_regex, plan_refresh
 
 pytestmark = pytest.mark.unit

@@ -3,8 +3,8 @@
 import pytest
 
 from flows.refresh_stream import FIRST_GROUP, Indexer, Tally, embed_resources
-from flows.refresh_tasks import Sealed, opened
-from korpus.settings import Settings
+from flows.sealed import Sealed, opened
+from korpus.core.settings import Settings
 
 pytestmark = pytest.mark.unit
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import apsw
 import pytest
 
-from korpus.datamodel import QuarantineItem, ReasonCode
+from korpus.core.datamodel import QuarantineItem, ReasonCode
 from tasks.index.sqlite import SqliteIndex
 from tasks.review.queue import QueueQuery, next_item, queue_page
 
@@ -89,8 +89,8 @@ def test_an_older_index_gains_the_queue_columns(tmp_path: Path) -> None:
 
 
 def test_every_reason_has_russian_advice_on_the_review_page() -> None:
-    from korpus.datamodel import REASON_ADVICE
-    from korpus.review_web import ADVICE_RU
+    from korpus.apps.review_web import ADVICE_RU
+    from korpus.core.datamodel import REASON_ADVICE
 
     assert set(ADVICE_RU) == set(ReasonCode) == set(REASON_ADVICE)
     assert all(re.search("[а-яё]", text) for text in ADVICE_RU.values())

@@ -3,8 +3,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from korpus.model_store import ModelMissingError, _dequantise_q4, embed_model_path, whisper_model_path
-from korpus.settings import Settings
+from korpus.core.model_build import _dequantise_q4
+from korpus.core.model_store import ModelMissingError, embed_model_path, whisper_model_path
+from korpus.core.settings import Settings
 
 pytestmark = pytest.mark.unit
 

@@ -6,7 +6,7 @@ import random
 
 import pytest
 
-from korpus.datamodel import PageResult, Source, SourceKind, UnitKind
+from korpus.core.datamodel import PageResult, Source, SourceKind, UnitKind
 from tasks.contract.chunking import build_chunks, chars_as_tokens, is_exception_sentence
 from tasks.contract.policies import POLICIES
 from tasks.text.structure import text_structure

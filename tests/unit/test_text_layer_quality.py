@@ -2,7 +2,7 @@
 
 import pytest
 
-from korpus.settings import Settings
+from korpus.core.settings import Settings
 from tasks.text.quality import PageFacts, text_layer_quality
 
 pytestmark = pytest.mark.unit

@@ -7,7 +7,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from korpus.datamodel import Chunk, Locator, Source, SourceKind
+from korpus.core.datamodel import Chunk, Locator, Source, SourceKind
 from tasks.index.sqlite import SqliteIndex
 from tasks.retrieval.retriever import retrieve
 from tasks.text.analysis import analyse

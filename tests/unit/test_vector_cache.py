@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from korpus.datamodel import Chunk, Locator, Source, SourceKind, chunk_id_for
+from korpus.core.datamodel import Chunk, Locator, Source, SourceKind, chunk_id_for
 from tasks.index.sqlite import SqliteIndex
 
 pytestmark = pytest.mark.unit
@@ -119,7 +119,7 @@ def test_silent_fallbacks_are_logged(tmp_path: Path, caplog: pytest.LogCaptureFi
     import pymupdf
 
     import tasks.text.structure
-    from tasks.embedding import token_counter
+    from tasks.retrieval.embedding import token_counter
 
     with caplog.at_level("WARNING"):
         count = token_counter(str(tmp_path / "no-tokenizer"))

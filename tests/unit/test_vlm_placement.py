@@ -1,6 +1,6 @@
 import pytest
 
-from korpus.datamodel import PageWord
+from korpus.core.datamodel import PageWord
 from tasks.ocr.vlm import place_on_lines
 
 pytestmark = pytest.mark.unit

@@ -10,8 +10,8 @@ from typing import Annotated, Any
 
 import typer
 
-from korpus.cli_common import DataOption, _fail, _settings
-from korpus.model_store import ModelMissingError, set_offline_switches
+from korpus.apps.cli.common import DataOption, _fail, _settings
+from korpus.core.model_store import ModelMissingError, set_offline_switches
 
 review_app = typer.Typer(no_args_is_help=True, help="Manual quarantine review; every decision is recorded.")
 ReviewerOption = Annotated[

@@ -19,8 +19,8 @@ from urllib.parse import urlparse
 
 import httpx
 
-from korpus.model_store import ModelMissingError, embed_model_path, whisper_model_path
-from korpus.settings import Settings
+from korpus.core.model_store import ModelMissingError, embed_model_path, whisper_model_path
+from korpus.core.settings import Settings
 
 PROBE_SECONDS = 2.0
 

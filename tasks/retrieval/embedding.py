@@ -22,7 +22,7 @@ from pathlib import Path
 
 import numpy as np
 
-from korpus.model_store import ONNX_MANIFEST, set_offline_switches
+from korpus.core.model_store import ONNX_MANIFEST, set_offline_switches
 
 logger = logging.getLogger("korpus.embedding")
 
@@ -49,7 +49,7 @@ class _SentenceTransformerModel:
 
 
 class _OnnxModel:
-    """An exported encoder (korpus/model_store.py `export_onnx_int8`): the folder's fast tokenizer, one ONNX
+    """An exported encoder (korpus/core/model_store.py `export_onnx_int8`): the folder's fast tokenizer, one ONNX
     Runtime session, mean pooling and L2 normalisation.
 
     One text a run, never a padded batch: dynamic int8 quantisation scales the activations over the whole input,

@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from korpus.settings import Settings
+from korpus.core.settings import Settings
 
 DataOption = Annotated[
     Path | None, typer.Option("--data", help="Data directory (default: KORPUS_DATA or ./korpus-data).")

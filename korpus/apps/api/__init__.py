@@ -1,0 +1,44 @@
+"""HTTP API (`korpus serve`): search, exact search, mention counts, sources, health, and tool definitions.
+
+Access is decided here, on the server: an API key (header `X-API-Key` or `Authorization: Bearer …`) maps to the
+scopes configured for it in `KORPUS_API_KEYS`; a request may narrow its scopes with `scopes=` but never widen
+them (403). With no keys configured the API is anonymous and sees `KORPUS_DEFAULT_SCOPES` only.
+
+One router a concern, each a small module: `search` (/search, /exact, /count), `sources` (/sources, /meta),
+`health`, `tools`; `access` holds what they all declare (scopes, the index, the retriever); the review workbench
+is korpus/apps/review_web.py.
+"""
+
+from fastapi import FastAPI, Request
+from fastapi.responses import JSONResponse
+
+from korpus.apps.api.access import served
+from korpus.apps.api.health import health_router
+from korpus.apps.api.search import search_router
+from korpus.apps.api.sources import sources_router
+from korpus.apps.api.tools import TOOLS, tools_router
+from korpus.apps.review_web import install_review
+from korpus.core.model_store import set_offline_switches
+from korpus.core.settings import Settings
+from tasks.index.backend import IndexMismatchError
+
+__all__ = ["TOOLS", "create_app"]
+
+
+def create_app(settings: Settings) -> FastAPI:
+    """The API over one data directory. Opens a SQLite connection per request (apsw connections are cheap)."""
+    set_offline_switches()
+    app = FastAPI(title="korpus", version="0.1.0", description=__doc__)
+
+    @app.exception_handler(IndexMismatchError)
+    def model_mismatch(_request: Request, exc: IndexMismatchError) -> JSONResponse:
+        # The server's configured embedding model is not the one the index was built with: say so, plainly.
+        return JSONResponse(status_code=409, content={"detail": str(exc)})
+
+    deps = served(settings)
+    app.include_router(search_router(deps))
+    app.include_router(sources_router(deps))
+    app.include_router(health_router(deps))
+    install_review(app, settings)  # /review: the quarantine workbench (korpus/apps/review_web.py)
+    app.include_router(tools_router())
+    return app

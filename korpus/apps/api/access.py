@@ -1,0 +1,74 @@
+"""Who may ask what, decided on the server for every route: an API key (header `X-API-Key` or `Authorization:
+Bearer …`) maps to the scopes `KORPUS_API_KEYS` grants it; a request may narrow them with `scopes=` but never widen
+them (403); with no keys configured the API is anonymous and sees `KORPUS_DEFAULT_SCOPES` only. Also the index a
+request reads and the retriever that answers it (`backend_for`, tasks/index/registry.py, as everywhere)."""
+
+from dataclasses import dataclass
+from typing import Annotated, Any
+
+from fastapi import Depends, Header, HTTPException, Query
+
+from korpus.core.settings import Settings, parse_scopes
+from tasks.index.registry import backend_entry, backend_for
+from tasks.index.sqlite import SqliteIndex
+from tasks.retrieval.retriever import Retriever
+
+
+@dataclass(frozen=True)
+class Served:
+    """The dependencies every router declares its parameters with (`Annotated` types for FastAPI)."""
+
+    settings: Settings
+    Scopes: Any
+    Index: Any
+    Reader: Any
+    reader: Any
+    """The function behind `Reader`, for a route that opens its own index (/health)."""
+
+
+def served(settings: Settings) -> Served:
+    """The dependencies over one data directory's settings; a cluster backend, once made, is kept for the process."""
+
+    def granted(
+        x_api_key: Annotated[str | None, Header()] = None,
+        authorization: Annotated[str | None, Header()] = None,
+    ) -> list[str]:
+        if not settings.api_keys:
+            return list(settings.default_scopes)
+        key = x_api_key or (authorization.removeprefix("Bearer ").strip() if authorization else None)
+        if not key or key not in settings.api_keys:
+            raise HTTPException(status_code=401, detail="a valid API key is required (X-API-Key)")
+        return list(settings.api_keys[key])
+
+    def scopes(
+        allowed: Annotated[list[str], Depends(granted)],
+        requested: Annotated[str | None, Query(alias="scopes", description="Narrow to these, comma-separated")] = None,
+    ) -> list[str]:
+        if requested is None:
+            return allowed
+        wanted = parse_scopes(requested)
+        extra = sorted(set(wanted) - set(allowed))
+        if extra:
+            raise HTTPException(status_code=403, detail=f"scopes not granted to this caller: {', '.join(extra)}")
+        return wanted
+
+    def index() -> Any:
+        if not settings.index_path.is_file():
+            raise HTTPException(status_code=503, detail="no index yet: run `korpus refresh`")
+        with SqliteIndex(settings.index_path) as idx:
+            yield idx
+
+    kept: list[Any] = []  # a backend that outlives the index connection (a cluster client), made on first use
+
+    def reader(idx: Annotated[SqliteIndex, Depends(index)]) -> Retriever:
+        """Who answers /search, /exact and /count: `backend_for` (tasks/index/registry.py), as everywhere — the
+        embedded index, or the cluster mirroring it; the same routing, fusion, pins and rerank either way."""
+        if kept:
+            return Retriever.from_settings(kept[0], settings)
+        backend = backend_for(settings, idx)
+        if backend_entry(settings).outlives_index:
+            kept.append(backend)
+        return Retriever.from_settings(backend, settings)
+
+    return Served(settings, Annotated[list[str], Depends(scopes)], Annotated[SqliteIndex, Depends(index)],
+                  Annotated[Retriever, Depends(reader)], reader)  # fmt: skip

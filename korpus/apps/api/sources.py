@@ -1,0 +1,40 @@
+"""/sources/{id} and /meta/{kind}: one source's current version, and the documents about the collection, per
+scope — a source the caller may not see is a 404, whether or not it exists."""
+
+from typing import Any
+
+from fastapi import APIRouter, HTTPException
+
+from korpus.apps.api.access import Served
+
+
+def sources_router(served: Served) -> APIRouter:
+    Index, Scopes = served.Index, served.Scopes
+    app = APIRouter()
+
+    @app.get("/sources/{source_id:path}", summary="One source's current version")
+    def source(source_id: str, idx: Index, allowed: Scopes) -> dict:
+        found = idx.current_source(source_id)
+        if found is None or found[0].access not in allowed:
+            raise HTTPException(status_code=404, detail="no such source visible to this caller")
+        src, pages = found
+        return {
+            "source_id": src.source_id,
+            "version": src.version,
+            "kind": src.kind,
+            "owner": src.owner,
+            "access": src.access,
+            "pages": len(pages),
+            "chunks": len(idx.source_chunks(source_id)),
+        }
+
+    @app.get("/meta/{kind}", summary="A meta-document: toc, chronology, persons or organisations, per scope")
+    def meta(kind: str, idx: Index, allowed: Scopes) -> list[dict[str, Any]]:
+        from tasks.meta.publish import read_meta
+
+        try:
+            return read_meta(idx, kind, allowed)
+        except ValueError as exc:
+            raise HTTPException(status_code=404, detail=str(exc)) from exc
+
+    return app

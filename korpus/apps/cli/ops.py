@@ -1,0 +1,83 @@
+"""`korpus` commands for running korpus: health and status, retention (gc), the OpenSearch mirror."""
+
+from __future__ import annotations
+
+import json
+from typing import Annotated
+
+import typer
+
+from korpus.apps.cli.common import DataOption, _fail, _indexed, _settings
+
+
+def status(
+    data: DataOption = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the status as JSON.")] = False,
+) -> None:
+    """Health (ok, or degraded with its reasons: exit 3), the last refresh, open quarantine by reason, the index,
+    models, and whether Prefect and Dask answer."""
+    from korpus.apps.status import collect_status
+
+    report = collect_status(_settings(data))
+    if as_json:
+        typer.echo(json.dumps(report, ensure_ascii=False, indent=2))
+    else:
+        for key, value in report.items():
+            if isinstance(value, dict):
+                typer.echo(f"{key}:")
+                for inner, item in value.items():
+                    typer.echo(f"  {inner:>18}: {item}")
+            elif isinstance(value, list):
+                typer.echo(f"{key}:")
+                for item in value:
+                    typer.echo(f"  - {item}")
+            else:
+                typer.echo(f"{key}: {value}")
+    if report["health"] != "ok":
+        raise typer.Exit(3)  # degraded: a cron job or a monitor sees it without parsing the text
+
+
+def gc(
+    older_than: Annotated[
+        float | None, typer.Option("--older-than", help="Days (default KORPUS_RETENTION_DAYS).")
+    ] = None,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="Say what would be removed; remove nothing.")] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the report as JSON.")] = False,
+    data: DataOption = None,
+) -> None:
+    """Remove versions superseded or removed longer ago than the retention period: chunks, terms, vectors, pages,
+    page-cache entries, converted PDFs, decoded audio, searchable copies, transcripts and evidence nobody needs."""
+    from tasks.index.retention import collect_garbage
+    from tasks.runtime.refresh_lock import RefreshLocked
+
+    try:
+        report = collect_garbage(_settings(data), older_than, dry_run)
+    except RefreshLocked as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(4) from None
+    if as_json:
+        typer.echo(json.dumps(report, ensure_ascii=False, indent=2))
+        return
+    verb = "would remove" if dry_run else "removed"
+    typer.echo(f"{verb} {report['versions']} versions ({report['chunks']} chunks) older than "
+               f"{report['retention_days']:g} days and {report.get('files', 0)} files "
+               f"({report.get('file_bytes', 0) / 1e6:.1f} MB); data directory {report['bytes_before'] / 1e6:.1f} MB "
+               f"→ {report['bytes_after'] / 1e6:.1f} MB")  # fmt: skip
+
+
+def sync_opensearch_cmd(data: DataOption = None) -> None:
+    """Mirror the catalog to KORPUS_OPENSEARCH_URL now (a refresh and every review decision do it themselves when
+    KORPUS_BACKEND=opensearch): missing chunks indexed from stored text and vectors, lifecycles and labels switched."""
+    from tasks.index.opensearch import opensearch_index
+    from tasks.index.sqlite import SqliteIndex
+    from tasks.runtime.retry import TransientError
+
+    settings = _indexed(data)
+    try:
+        cluster = opensearch_index(settings)
+        with SqliteIndex(settings.index_path) as index:
+            report = cluster.sync_from(index)
+    except (ValueError, TransientError) as exc:
+        _fail(str(exc))
+    typer.echo(f"{cluster.alias}: {report['indexed']} indexed, {report['updated']} updated, "
+               f"{report['superseded']} superseded")  # fmt: skip

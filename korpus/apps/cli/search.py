@@ -1,0 +1,206 @@
+"""`korpus` commands that ask the index: hybrid and exact search, the evaluation of a retriever on a question set,
+BEIR import."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from korpus.apps.cli.common import DataOption, _fail, _indexed, _settings
+from korpus.core.model_store import (
+    ModelMissingError,
+    embed_model_path,
+    set_offline_switches,
+)
+from korpus.core.settings import parse_scopes
+
+
+def search(
+    query: Annotated[str, typer.Argument(help="What to look for, in Russian.")],
+    scopes: Annotated[
+        str | None, typer.Option("--scopes", help="Access scopes, comma-separated (default: settings).")
+    ] = None,
+    k: Annotated[int, typer.Option("-k", min=1, max=200, help="How many hits.")] = 5,
+    mode: Annotated[
+        str, typer.Option("--mode", help="hybrid | hybrid+rerank | hybrid-rrf | bm25 | bm25-nostem | dense")
+    ] = "hybrid",
+    data: DataOption = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print hits as a JSON list.")] = False,
+    explain: Annotated[
+        bool, typer.Option("--explain", help="Say how the ranking was decided: questions, typos, routing, ranks.")
+    ] = False,
+) -> None:
+    """Hybrid search (BM25 + kNN, RRF) over current chunks the scopes may see."""
+    from tasks.index.backend import SEARCH_MODES, IndexMismatchError
+    from tasks.index.sqlite import SqliteIndex
+    from tasks.retrieval.embedding import Embedder
+    from tasks.retrieval.query import search_message
+
+    settings = _settings(data)
+    if mode not in SEARCH_MODES:
+        _fail(f"unknown mode {mode!r}: one of {', '.join(SEARCH_MODES)}")
+    if mode == "hybrid+rerank" and settings.rerank_model is None:
+        _fail("hybrid+rerank needs a rerank model: set KORPUS_RERANK_MODEL to a CrossEncoder folder")
+    _indexed(settings)
+    scope_list = parse_scopes(scopes) if scopes else settings.default_scopes
+    set_offline_switches()
+    index = SqliteIndex(settings.index_path)
+    explained: list[tuple[str, dict[str, Any]]] = []
+    try:
+        embed = None
+        if mode not in ("bm25", "bm25-nostem"):
+            embedder = Embedder(embed_model_path(settings))
+            index.bind_embedding(embedder.name, embedder.dims)
+            embed = embedder.embed_queries
+        from tasks.index.registry import backend_for
+        from tasks.retrieval.retriever import Retriever
+
+        retriever = Retriever.from_settings(backend_for(settings, index), settings)
+
+        def search(part: str, vector: Any) -> list[dict]:
+            decided: dict[str, Any] | None = {} if explain else None
+            hits = retriever.search(part, vector, scope_list, k=k, mode=mode, explain=decided)
+            if decided is not None:
+                explained.append((part, decided))
+            return hits
+
+        # greetings, links, invisible characters and quoted replies do not steer ranking; each question of a
+        # message is searched on its own and the hits interleaved
+        hits = search_message(query, search, embed, k)
+    except (ModelMissingError, IndexMismatchError, ValueError) as exc:
+        _fail(str(exc))
+    finally:
+        index.close()
+    if as_json:
+        typer.echo(json.dumps(hits, ensure_ascii=False, indent=2))
+        return
+    for part, decided in explained:
+        typer.echo(_explanation(part, decided, mode))
+    if not hits:
+        typer.echo("no hits")
+    for rank, hit in enumerate(hits, start=1):
+        first, _, rest = hit["text"].partition("\n")
+        snippet = " ".join(rest.split())[:160]
+        typer.echo(f"{rank}. {first}  score={hit['score']:.4f}  access={hit['access']}\n   {snippet}")
+        if "explain" in hit:
+            sides = hit["explain"]
+            question = f"question {hit['question'] + 1}, " if "question" in hit else ""
+            typer.echo(f"   ({question}BM25 rank {sides['bm25_rank'] or '—'}, dense rank {sides['dense_rank'] or '—'})")
+
+
+def _explanation(part: str, decided: dict[str, Any], mode: str) -> str:
+    """How one question's ranking was decided, for a person (`korpus search --explain`)."""
+    lines = [f"question: {part}", f"  mode: {mode}; terms: {' '.join(decided.get('terms', [])) or '—'}"]
+    for term, variants in decided.get("typo_variants", {}).items():
+        lines.append(f"  typo? '{term}' not in the index; also searched: {', '.join(variants)}")
+    if decided.get("coverage") is not None:
+        verdict = "joins the fusion" if decided["bm25_joined"] else "left out: dense ranks alone (a paraphrase)"
+        lines.append(f"  BM25's best hit holds {decided['coverage']:.2f} of the query (threshold "
+                     f"{decided['min_coverage']:.2f}): BM25 {verdict}")  # fmt: skip
+    if decided.get("identifier_pins"):
+        lines.append(f"  {decided['identifier_pins']} exact identifier match(es) pinned first")
+    return "\n".join(lines)
+
+
+def exact(
+    text: Annotated[str, typer.Argument(help="The exact phrase.")],
+    scopes: Annotated[str | None, typer.Option("--scopes", help="Access scopes, comma-separated.")] = None,
+    count_only: Annotated[bool, typer.Option("--count", help="Only counts per source (count_mentions).")] = False,
+    data: DataOption = None,
+    as_json: Annotated[bool, typer.Option("--json")] = False,
+) -> None:
+    """search_exact: every occurrence of a phrase with file, page or timecode, line and context."""
+    from tasks.index.registry import backend_for
+    from tasks.index.sqlite import SqliteIndex
+    from tasks.retrieval.retriever import Retriever
+
+    settings = _indexed(data)
+    scope_list = parse_scopes(scopes) if scopes else settings.default_scopes
+    with SqliteIndex(settings.index_path) as index:
+        reader = Retriever(backend_for(settings, index))
+        found = reader.count_mentions(text, scope_list) if count_only else reader.exact_occurrences(text, scope_list)
+    if as_json:
+        typer.echo(json.dumps(found, ensure_ascii=False, indent=2))
+        return
+    typer.echo(f"{found['total']} occurrence(s): " + ", ".join(f"{k} ×{v}" for k, v in found["by_source"].items()))
+    for o in found.get("occurrences", []):
+        where = f"лист {o['page']}" if o["page"] is not None else o["timecode"]
+        typer.echo(f"  [{o['source_id']} · {where}] {o['line']}")
+
+
+def evaluate_cmd(
+    questions: Annotated[Path, typer.Argument(help="Eval file (JSONL), see docs/retrieval.md.")],
+    retriever: Annotated[
+        str, typer.Option("--retriever", help="bm25-nostem | bm25 | dense | hybrid-rrf | hybrid | hybrid+rerank")
+    ] = "hybrid",
+    data: DataOption = None,
+    as_json: Annotated[bool, typer.Option("--json")] = False,
+    calibrate: Annotated[
+        bool, typer.Option("--calibrate", help="Find the no-answer threshold that best separates the questions.")
+    ] = False,
+) -> None:
+    """Recall@1/5/10, MRR@10, nDCG@10 over answerable questions and per type; no-answer and denied-access
+    checks apart (share passed); leak counts (must be 0)."""
+    from tasks.index.registry import backend_for
+    from tasks.index.sqlite import SqliteIndex
+    from tasks.retrieval.embedding import Embedder
+    from tasks.retrieval.evaluation import RETRIEVERS, calibrate_no_answer, evaluate, load_questions
+    from tasks.retrieval.retriever import Retriever
+
+    settings = _settings(data)
+    if retriever not in RETRIEVERS:
+        _fail(f"unknown retriever {retriever!r}: {', '.join(RETRIEVERS)}")
+    if retriever == "hybrid+rerank" and settings.rerank_model is None:
+        _fail("hybrid+rerank needs a rerank model: set KORPUS_RERANK_MODEL to a CrossEncoder folder")
+    if not questions.is_file() or not settings.index_path.is_file():
+        _fail(f"need an eval file ({questions}) and an index ({settings.index_path})")
+    set_offline_switches()
+    with SqliteIndex(settings.index_path) as index:
+        embedder = Embedder(embed_model_path(settings))
+        backend = backend_for(settings, index)  # eval runs on either backend, like search
+        if calibrate:
+            try:
+                found = calibrate_no_answer(load_questions(questions), backend, embedder, settings.default_scopes)
+            except ValueError as exc:
+                _fail(str(exc))
+            typer.echo(json.dumps(found) if as_json else
+                       f"KORPUS_NO_ANSWER_THRESHOLD={found['threshold']}  (balanced accuracy "
+                       f"{found['balanced_accuracy']}: answerable ≥ {found['answerable_min']} × {found['answerable']}, "
+                       f"no-answer ≤ {found['no_answer_max']} × {found['no_answer']})")  # fmt: skip
+            return
+        ranker = Retriever.from_settings(backend, settings)
+        report = evaluate(load_questions(questions), backend, embedder, retriever, settings.default_scopes,
+                          settings.no_answer_threshold, ranker.rrf_k, ranker.depth, ranker.min_coverage,
+                          ranker.reranker)  # fmt: skip
+    if as_json:
+        typer.echo(json.dumps(report, ensure_ascii=False, indent=2))
+        return
+    typer.echo(f"{retriever}: n={report['n']}  R@1={report['recall@1']}  R@5={report['recall@5']}  "
+               f"R@10={report['recall@10']}  MRR@10={report['mrr@10']}  nDCG@10={report['ndcg@10']}  "
+               f"leaks={report['leaks']}")  # fmt: skip
+    for kind, row in report["by_type"].items():
+        typer.echo(
+            f"  {kind:<15} n={row['n']:<4} R@1={row['recall@1']}  R@10={row['recall@10']}  nDCG@10={row['ndcg@10']}"
+        )
+    for kind, row in report["checks"].items():
+        typer.echo(f"  {kind:<15} n={row['n']:<4} passed={row['passed']}")
+    if report["routing"]["routed"]:
+        routing = report["routing"]
+        typer.echo(f"  routing: BM25 joined the fusion for {routing['bm25_joined']} of {routing['routed']} questions, "
+                   f"dense ranked alone for {routing['dense_only']}")  # fmt: skip
+
+
+def import_beir_cmd(
+    folder: Annotated[Path, typer.Argument(help="BEIR folder: corpus.jsonl, queries*.jsonl, qrels*.tsv.")],
+    out: Annotated[Path, typer.Option("--out", help="Corpus folder to write (one <_id>.txt per passage).")],
+    eval_out: Annotated[Path | None, typer.Option("--eval", help="Also write an eval file here.")] = None,
+) -> None:
+    """Turn a BEIR data set into a korpus source folder (+ manifest) and an eval file."""
+    from tasks.retrieval.evaluation import import_beir
+
+    if not (folder / "corpus.jsonl").is_file():
+        _fail(f"{folder} has no corpus.jsonl")
+    typer.echo(json.dumps(import_beir(folder, out, eval_out)))

@@ -1,0 +1,80 @@
+"""What the embedded catalog remembers about its own runs: the last refresh's figures and the open quarantine's size
+after each refresh (for `korpus status` and `/health`), the meta-documents' fingerprints per scope, and the counts a
+health check reads. A part of `SqliteIndex` (tasks/index/sqlite.py), apart so each file reads in one sitting."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import apsw
+
+QUARANTINE_HISTORY = 4
+"""Refreshes whose open-quarantine size is kept: three rises in a row make `korpus status` say it is growing."""
+
+
+class RefreshRecords:
+    """Rows of `index_meta` and the counts over the catalog; every method runs on the index's connection."""
+
+    conn: apsw.Connection
+    _retire: Any  # provided by SqliteIndex: take a source's versions out of service
+
+    def withdraw_meta_documents(self) -> int:
+        """Retire every meta-document (a build failed: the old registers may name what is no longer there or no
+        longer in their scope) and forget their fingerprints, so the next refresh builds them all. Returns how
+        many were withdrawn."""
+        with self.conn:
+            meta = [row[0] for row in self.conn.execute(
+                "SELECT source_id FROM sources WHERE kind = 'meta' AND lifecycle = 'current'")]  # fmt: skip
+            for source_id in meta:
+                self._retire(source_id)
+            self.conn.execute("DELETE FROM index_meta WHERE key LIKE 'meta:%'")
+        return len(meta)
+
+    def record_refresh(self, summary: dict[str, Any]) -> None:
+        """Keep a finished (or failed) refresh's headline figures for `korpus status`, and the open quarantine's size
+        after each of the last few refreshes (`quarantine_history`: a queue that only grows is reported)."""
+        with self.conn:
+            self.conn.execute("INSERT OR REPLACE INTO index_meta VALUES ('last_refresh', ?)",
+                              (json.dumps(summary, ensure_ascii=False, default=str),))  # fmt: skip
+            history = [*self.quarantine_history(), self.stats()["quarantine_open"]][-QUARANTINE_HISTORY:]
+            self.conn.execute("INSERT OR REPLACE INTO index_meta VALUES ('quarantine_history', ?)",
+                              (json.dumps(history),))  # fmt: skip
+
+    def quarantine_history(self) -> list[int]:
+        rows = self.conn.execute("SELECT value FROM index_meta WHERE key = 'quarantine_history'").fetchall()
+        return json.loads(rows[0][0]) if rows else []
+
+    def last_refresh(self) -> dict[str, Any] | None:
+        rows = self.conn.execute("SELECT value FROM index_meta WHERE key = 'last_refresh'").fetchall()
+        return json.loads(rows[0][0]) if rows else None
+
+    def meta_fingerprints(self) -> dict[str, str]:
+        """Scope (`tenant/access`) → the fingerprint of the sources its meta-documents were last built from."""
+        rows = self.conn.execute("SELECT key, value FROM index_meta WHERE key LIKE 'meta:%'")
+        return {key.removeprefix("meta:"): value for key, value in rows}
+
+    def set_meta_fingerprint(self, scope: str, fingerprint: str | None) -> None:
+        with self.conn:
+            if fingerprint is None:
+                self.conn.execute("DELETE FROM index_meta WHERE key = ?", (f"meta:{scope}",))
+            else:
+                self.conn.execute("INSERT OR REPLACE INTO index_meta VALUES (?, ?)", (f"meta:{scope}", fingerprint))
+
+    def stats(self) -> dict[str, Any]:
+        """Counts for a health check: current chunks and sources, open quarantine items, the embedding model."""
+        one = lambda sql: self.conn.execute(sql).fetchall()[0][0]  # noqa: E731
+        meta = dict(self.conn.execute("SELECT key, value FROM index_meta"))
+        return {
+            "chunks_current": one("SELECT count(*) FROM chunks WHERE lifecycle = 'current'"),
+            "sources_current": one("SELECT count(*) FROM sources WHERE lifecycle = 'current'"),
+            "quarantine_open": one("SELECT count(*) FROM quarantine WHERE status = 'open'"),
+            "last_switch": one("SELECT max(switched_at) FROM sources"),
+            "embed_model": meta.get("embed_model"),
+            "embed_dims": int(meta["embed_dims"]) if "embed_dims" in meta else None,
+        }
+
+    def chunk_count(self, lifecycle: str | None = "current") -> int:
+        if lifecycle is None:
+            return self.conn.execute("SELECT count(*) FROM chunks").fetchall()[0][0]
+        return self.conn.execute("SELECT count(*) FROM chunks WHERE lifecycle = ?", (lifecycle,)).fetchall()[0][0]

@@ -1,0 +1,53 @@
+"""Which search backend answers: the table of backends by `KORPUS_BACKEND`, and `backend_for`, the one function the
+CLI, the API, `korpus eval` and anything else that searches call to get it.
+
+An entry names its factory (`module:function`, imported when first used) and whether the backend lives apart from
+the embedded index file — a cluster is made once per process that serves (the API keeps it), the embedded search
+side is the index's own (`index.searcher`) and follows each connection.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from importlib import import_module
+from typing import Any
+
+from korpus.core.settings import Settings
+from tasks.index.backend import SearchBackend
+
+
+@dataclass(frozen=True)
+class BackendEntry:
+    factory: str
+    """`module:function` taking (settings, index) → SearchBackend."""
+    outlives_index: bool
+    """True: made once and reused (a cluster client); False: the index's own, made per connection."""
+
+
+BACKENDS = {
+    "sqlite": BackendEntry("tasks.index.registry:embedded_search", outlives_index=False),
+    "opensearch": BackendEntry("tasks.index.registry:cluster_search", outlives_index=True),
+}
+
+
+def embedded_search(_settings: Settings, index: Any) -> SearchBackend:
+    return index.searcher
+
+
+def cluster_search(settings: Settings, _index: Any) -> SearchBackend:
+    from tasks.index.opensearch import opensearch_index
+
+    return opensearch_index(settings)
+
+
+def backend_entry(settings: Settings) -> BackendEntry:
+    try:
+        return BACKENDS[settings.backend]
+    except KeyError:
+        raise ValueError(f"KORPUS_BACKEND={settings.backend!r} is not one of {sorted(BACKENDS)}") from None
+
+
+def backend_for(settings: Settings, index: Any) -> SearchBackend:
+    """Who answers searches: the embedded index, or (KORPUS_BACKEND=opensearch) the cluster mirroring it."""
+    module, _, name = backend_entry(settings).factory.partition(":")
+    return getattr(import_module(module), name)(settings, index)
