@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from korpus.core.settings import Settings
+from tasks.index.records import PRESENT
 from tasks.index.sqlite import SqliteIndex
 from tasks.runtime.crash_points import crash_point
 from tasks.runtime.refresh_lock import refresh_lock
@@ -75,10 +76,32 @@ def drop_version(index: SqliteIndex, source_id: str, version: str) -> int:
             conn.execute(f"DELETE FROM chunk_terms WHERE rowid IN ({marks})", rowids)  # none unless served
             crash_point("gc-mid-version")
             conn.execute(f"DELETE FROM chunks WHERE rowid IN ({marks})", rowids)  # chunk_tokens by trigger
+        for (item_id,) in conn.execute(
+            "SELECT item_id FROM quarantine WHERE source_id = ? AND source_version = ? AND status = 'open'",
+            (source_id, version),
+        ).fetchall():  # the audit trail stays; the question the item asked is moot
+            index.record_decision(item_id, "korpus", "expired", "", "its version expired (korpus gc): a newer one "
+                                  "is served or the file was removed", "resolved")  # fmt: skip
         conn.execute("DELETE FROM pages WHERE source_id = ? AND version = ?", (source_id, version))
         conn.execute("DELETE FROM pending_pages WHERE source_id = ? AND version = ?", (source_id, version))
         conn.execute("DELETE FROM sources WHERE source_id = ? AND version = ?", (source_id, version))
     return len(rowids)
+
+
+def expire_stale_refusals(index: SqliteIndex, cutoff: str) -> int:
+    """Open items about versions that were never indexed (a refused file), last seen before `cutoff`, of a file
+    whose refusal a later refresh recorded again for a newer version: resolved with an audit row. (The refusals of a
+    never-indexed file that is gone stay open: nothing in the catalog says it is gone.) Returns how many."""
+    rows = index.conn.execute(
+        "SELECT q.item_id FROM quarantine q WHERE q.status = 'open' AND q.last_seen < ? AND NOT EXISTS (SELECT 1 "
+        f"FROM sources s WHERE s.source_id = q.source_id AND s.version = q.source_version) AND NOT ({PRESENT})",
+        (cutoff,),
+    ).fetchall()
+    with index.write_transaction():
+        for (item_id,) in rows:
+            index.record_decision(item_id, "korpus", "expired", "", "a refusal of an older version (korpus gc): the "
+                                  "file changed or was removed since", "resolved")  # fmt: skip
+    return len(rows)
 
 
 def _still_needed(index: SqliteIndex, leaving: set[tuple[str, str]]) -> tuple[set[str], set[str]]:
@@ -143,11 +166,16 @@ def _unneeded_files(settings: Settings, versions: set[str], sources: set[str]) -
 
 
 def collect_garbage(
-    settings: Settings, retention_days: float | None = None, dry_run: bool = False, take_lock: bool = True
+    settings: Settings,
+    retention_days: float | None = None,
+    dry_run: bool = False,
+    take_lock: bool = True,
+    vacuum: bool = False,
 ) -> dict[str, Any]:
     """Remove what expired (see the module docstring); returns what was removed and the disk use before and after.
     `dry_run` reports what would go and removes nothing. `take_lock=False` is for the refresh, which holds the
-    lock already."""
+    lock already. The index file keeps the pages it freed for its next writes; `vacuum` rewrites it to its size
+    (SQLite's VACUUM: needs free disk space of about the file's size, and a while on a large index)."""
     days = settings.retention_days if retention_days is None else retention_days
     cutoff = (datetime.now(UTC) - timedelta(days=days)).isoformat(timespec="seconds")
     before = disk_use(settings.data)
@@ -163,11 +191,14 @@ def collect_garbage(
             versions, sources = _still_needed(index, set(expired))
         else:
             chunks = sum(drop_version(index, source_id, version) for source_id, version in expired)
+            report["refusals_expired"] = expire_stale_refusals(index, cutoff)
             versions, sources = _still_needed(index, set())
         crash_point("gc-before-files")
         files = _unneeded_files(settings, versions, sources)
         freed = sum(_remove(path, dry_run) for path in files)
         index_pages_free = index.conn.execute("PRAGMA freelist_count").fetchall()[0][0]
+        if vacuum and not dry_run:
+            index.conn.execute("VACUUM")
     return report | {
         "versions": len(expired),
         "chunks": chunks,

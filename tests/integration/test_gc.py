@@ -37,6 +37,9 @@ def _write(root: Path, round_: int) -> None:
     font = ImageFont.truetype("/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf", 40)
     ImageDraw.Draw(page).text((80, 200), f"Акт приёмки насосов номер {round_}", fill=0, font=font)
     page.save(root / "акт.png", dpi=(300, 300))
+    garbage = "M]heh\\guc dh^_dk Cl>opMa no KHA " * 6
+    (root / "мусор.txt").write_text(f"{garbage}редакция {round_}.", encoding="utf-8")  # its chunk is refused
+    (root / "программа.exe").write_bytes(b"MZ" + bytes([round_]) * 64)  # refused whole: no reader
     shutil.copyfile(DOCX, root / "тз.docx")
     with zipfile.ZipFile(root / "тз.docx", "a") as docx:
         docx.comment = f"редакция {round_}".encode()
@@ -107,10 +110,17 @@ def test_gc_removes_expired_versions_and_what_only_they_needed(models: dict[str,
     assert {p.stem for p in (data / "converted").glob("*/*.pdf")} <= current
     assert not [p for p in (data / "transcripts").rglob("*") if p.is_file()]  # the removed recording's transcript
     assert len(list((data / "converted").glob("*/*.pdf"))) == 1
+    with SqliteIndex(settings.index_path) as index:  # the items of expired versions are resolved, with an audit row
+        still_open = {(i["source_id"], i["source_version"]) for i in index.quarantine_items("open")}
+        assert {s for s, _ in still_open} >= {"мусор.txt", "программа.exe"}
+        assert len([1 for s, _ in still_open if s in ("мусор.txt", "программа.exe")]) == 2, still_open
+        expired = [i for i in index.quarantine_items("resolved") if i["source_id"] in ("мусор.txt", "программа.exe")]
+        assert len(expired) == 6 and all(index.quarantine_item(i["item_id"])["decisions"][-1]["action"] == "expired"
+                                         for i in expired)  # fmt: skip
     again = runner.invoke(app, ["gc", "--older-than", "0", "--json", "--data", str(data)])
     assert json.loads(again.stdout)["versions"] == 0 and json.loads(again.stdout)["files"] == 0
     summary = run_refresh(root, settings)  # nothing changed: nothing read again, nothing lost
-    assert summary["changes"] == {"unchanged": 3} and summary["chunks_embedded"] == 0
+    assert summary["changes"] == {"unchanged": 5} and summary["chunks_embedded"] == 0
 
 
 GC_SCRIPT = """

@@ -42,6 +42,7 @@ def gc(
         float | None, typer.Option("--older-than", help="Days (default KORPUS_RETENTION_DAYS).")
     ] = None,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Say what would be removed; remove nothing.")] = False,
+    vacuum: Annotated[bool, typer.Option("--vacuum", help="Then rewrite the index file to its size.")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print the report as JSON.")] = False,
     data: DataOption = None,
 ) -> None:
@@ -51,7 +52,7 @@ def gc(
     from tasks.runtime.refresh_lock import RefreshLocked
 
     try:
-        report = collect_garbage(_settings(data), older_than, dry_run)
+        report = collect_garbage(_settings(data), older_than, dry_run, vacuum=vacuum)
     except RefreshLocked as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(4) from None
