@@ -174,10 +174,17 @@ def collect_garbage(
 ) -> dict[str, Any]:
     """Remove what expired (see the module docstring); returns what was removed and the disk use before and after.
     `dry_run` reports what would go and removes nothing. `take_lock=False` is for the refresh, which holds the
-    lock already. The index file keeps the pages it freed for its next writes; `vacuum` rewrites it to its size
-    (SQLite's VACUUM: needs free disk space of about the file's size, and a while on a large index)."""
+    lock already: it returns at once when no version has expired, without walking the data directory (files left by
+    an interrupted run are then collected by the next `korpus gc` or the next refresh that expires a version). The
+    index file keeps the pages it freed for its next writes; `vacuum` rewrites it to its size (SQLite's VACUUM: it
+    needs free disk space of about the file's size, and a while on a large index)."""
     days = settings.retention_days if retention_days is None else retention_days
     cutoff = (datetime.now(UTC) - timedelta(days=days)).isoformat(timespec="seconds")
+    if not take_lock and settings.index_path.is_file():  # inside a refresh: nothing to walk the disk for?
+        with SqliteIndex(settings.index_path) as index:
+            if not expired_versions(index, cutoff):
+                return {"retention_days": days, "cutoff": cutoff, "dry_run": dry_run, "versions": 0, "chunks": 0,
+                        "files": 0, "file_bytes": 0}  # fmt: skip
     before = disk_use(settings.data)
     report: dict[str, Any] = {"retention_days": days, "cutoff": cutoff, "dry_run": dry_run, "bytes_before": before}
     if not settings.index_path.is_file():
