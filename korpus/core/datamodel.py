@@ -15,8 +15,8 @@ from pydantic import BaseModel, Field, model_validator
 
 class SourceKind(StrEnum):
     """What reads a file (tasks/readers): its pages come from a PDF, an image, a DjVu, an office document
-    (through a PDF LibreOffice makes of it), a text file, or a recording. `meta`: a document korpus writes about
-    the collection (tasks/meta), not a file."""
+    (through a PDF LibreOffice makes of it), a text file, a web page or e-book (`markup`), or a recording.
+    `meta`: a document korpus writes about the collection (tasks/meta), not a file."""
 
     pdf = "pdf"
     audio = "audio"
@@ -24,6 +24,7 @@ class SourceKind(StrEnum):
     image = "image"
     djvu = "djvu"
     office = "office"
+    markup = "markup"
     meta = "meta"
 
     @property

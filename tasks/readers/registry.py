@@ -24,6 +24,7 @@ BUILTIN_READERS = (
     "tasks.readers.djvu:DjvuReader",
     "tasks.readers.office:OfficeReader",
     "tasks.readers.text:TextReader",
+    "tasks.readers.markup:MarkupReader",
     "tasks.readers.audio:AudioReader",
 )
 ENTRY_POINTS = "korpus.readers"

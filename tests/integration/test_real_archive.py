@@ -171,3 +171,28 @@ def test_damaged_files_of_each_new_kind_are_refused_with_a_reason(tmp_path: Path
         assert [p.reasons[0].value for p in outcome.problems] == ["unreadable-file"], path.name
         assert outcome.problems[0].detail and not outcome.pages, path.name
     assert not (tmp_path / "data" / "converted").exists() or not list((tmp_path / "data" / "converted").rglob("*.pdf"))
+
+
+def test_web_pages_an_ebook_and_a_macro_word_file_are_refreshed_and_found(models: dict, tmp_path: Path) -> None:
+    """tests/fixtures/real-archive-2: two real HTML pages, a FictionBook and a .docm (LibreOffice reads it like any
+    .docx) — each indexed, found by its own words, cited by its file."""
+    from tasks.retrieval.retriever import retrieve
+
+    root = tmp_path / "archive"
+    shutil.copytree(Path(__file__).resolve().parents[1] / "fixtures" / "real-archive-2" / "office", root)
+    (root / "korpus.yaml").write_text("defaults:\n  owner: Архив\n  access: public\n", encoding="utf-8")
+    settings = Settings(data=tmp_path / "data", meta_documents=False)
+    summary = run_refresh(root, settings)
+    assert summary["quarantined"] == 0, summary["quarantine_reasons"]
+    with SqliteIndex(settings.index_path) as index:
+        chunks = {s["source_id"]: s["chunks"] for s in index.sources() if s["lifecycle"] == "current"}
+        assert set(chunks) == {"tika_resume.html", "dedoc_example.html", "tika_test.fb2", "poi_45690_wikipedia.docm"}
+        assert all(chunks.values()), chunks
+        for query, source_id in (("зарегистрированных компаний просмотрели резюме", "tika_resume.html"),
+                                 ("Поясним за непонятное", "dedoc_example.html"),
+                                 ("тестовый файл FictionBook", "tika_test.fb2")):  # fmt: skip
+            hits = retrieve(index.searcher, query, None, ["public"], k=1, mode="bm25")
+            assert hits and hits[0]["source_id"] == source_id, (query, hits[:1])
+            assert hits[0]["text"].startswith(f"[{source_id}"), hits[0]["text"][:80]
+        (page,) = index.current_source("poi_45690_wikipedia.docm")[1][:1]
+        assert page.engine == "libreoffice+pymupdf" and sum("а" <= ch <= "я" for ch in page.text.lower()) > 200

@@ -1,0 +1,218 @@
+"""Web pages and e-books: HTML (.html, .htm, .xhtml) and FictionBook (.fb2), read as text with their structure.
+
+The page becomes Markdown-like text — `#` headings from `<h1>`…`<h6>` (or FictionBook's book and section titles),
+paragraphs apart, list items as `- `, table rows with cells joined by ` | ` — so the chunker keeps headings with
+their text (tasks/text/structure.py, `markdown=True`). Scripts, styles and the rest of `<head>` are never text; the
+title is. The encoding is the one the file declares (`<meta charset>`, `http-equiv`, the XML prolog), else the
+same detection as a text file (tasks/readers/text.py). One page per file, like a text file.
+"""
+
+from __future__ import annotations
+
+import re
+from html.parser import HTMLParser
+from pathlib import Path
+from typing import Any
+from xml.etree import ElementTree
+
+from korpus.core.datamodel import PageResult, ReasonCode, Source, SourceKind
+from korpus.core.settings import Settings
+from tasks.ocr.engine import PageImageSource
+from tasks.readers.base import ParseOutcome, UnreadableSourceError, problem
+from tasks.readers.text import decode_text
+from tasks.text.structure import text_structure
+
+_SKIPPED = {"script", "style", "noscript", "template", "svg", "head", "iframe", "object", "canvas"}
+_BLOCKS = {"p", "div", "section", "article", "main", "header", "footer", "aside", "nav", "blockquote", "pre",
+           "ul", "ol", "dl", "dt", "dd", "table", "form", "fieldset", "address", "figure", "figcaption", "center",
+           "body", "html"}  # fmt: skip
+_DECLARED = re.compile(rb"""<meta[^>]+charset\s*=\s*["']?\s*([A-Za-z0-9_\-]+)""", re.I)
+
+
+def _collapse(text: str) -> str:
+    return " ".join(text.split())
+
+
+class _HtmlText(HTMLParser):
+    """The visible text of a page, as Markdown-like lines."""
+
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.lines: list[str] = []
+        self.current: list[str] = []
+        self.skipping = 0
+        self.title: list[str] = []
+        self.in_title = False
+        self.prefix = ""
+        self.cells: list[str] | None = None
+
+    def _flush(self, blank: bool = True) -> None:
+        text = _collapse("".join(self.current))
+        self.current = []
+        if text:
+            self.lines.append(self.prefix + text)
+        self.prefix = ""
+        if blank and self.lines and self.lines[-1] != "":
+            self.lines.append("")
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        if tag == "title":
+            self.in_title = True
+        if tag in _SKIPPED:
+            self.skipping += 1
+            return
+        if self.skipping:
+            return
+        if tag == "br":
+            self.current.append("\n")
+        elif re.fullmatch(r"h[1-6]", tag):
+            self._flush()
+            self.prefix = "#" * int(tag[1]) + " "
+        elif tag == "li":
+            self._flush(blank=False)
+            self.prefix = "- "
+        elif tag == "tr":
+            self._flush(blank=False)
+            self.cells = []
+        elif tag in ("td", "th") and self.cells is not None:
+            self.cells.append(_collapse("".join(self.current)))
+            self.current = []
+        elif tag in _BLOCKS:
+            self._flush()
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag == "title":
+            self.in_title = False
+        if tag in _SKIPPED:
+            self.skipping = max(0, self.skipping - 1)
+            return
+        if self.skipping:
+            return
+        if re.fullmatch(r"h[1-6]", tag) or tag in _BLOCKS:
+            self._flush()
+        elif tag == "li":
+            self._flush(blank=False)
+        elif tag == "tr" and self.cells is not None:
+            self.cells.append(_collapse("".join(self.current)))
+            self.current = []
+            row = " | ".join(cell for cell in self.cells if cell)
+            if row:
+                self.lines.append(row)
+            self.cells = None
+
+    def handle_data(self, data: str) -> None:
+        if self.in_title:
+            self.title.append(data)
+        if not self.skipping:
+            self.current.append(data)
+
+    def text(self) -> str:
+        self._flush()
+        title = _collapse("".join(self.title))
+        body = "\n".join(self.lines).strip()
+        body = re.sub(r"\n{3,}", "\n\n", body)
+        if title and not body.startswith(("# " + title, title)):
+            body = f"# {title}\n\n{body}" if body else f"# {title}"
+        return body
+
+
+def html_text(raw: bytes) -> tuple[str, str]:
+    """(text, encoding) of an HTML page."""
+    declared = _DECLARED.search(raw[:4096])
+    text = None
+    if declared:
+        try:
+            name = declared[1].decode("ascii").lower()
+            text, encoding = raw.decode(name), name
+        except (LookupError, UnicodeDecodeError):
+            text = None
+    if text is None:
+        text, encoding = decode_text(raw)
+    parser = _HtmlText()
+    parser.feed(text)
+    parser.close()
+    return parser.text(), encoding
+
+
+def _local(tag: str) -> str:
+    return tag.rsplit("}", 1)[-1]
+
+
+def _inline(element: ElementTree.Element) -> str:
+    return _collapse("".join(element.itertext()))
+
+
+def fb2_text(raw: bytes) -> tuple[str, str]:
+    """(text, encoding) of a FictionBook 2 file: the book title, the annotation, then every section with its title
+    as a heading (nested sections one level deeper), paragraphs, poems and epigraphs; images are skipped."""
+    try:
+        root = ElementTree.fromstring(raw)
+    except ElementTree.ParseError as exc:
+        raise UnreadableSourceError(f"not a readable FictionBook (XML) file: {exc}") from exc
+    encoding = (re.match(rb"<\?xml[^>]*encoding=[\"']([^\"']+)", raw) or [None, b"utf-8"])[1].decode("ascii", "replace")
+    lines: list[str] = []
+
+    def walk(element: ElementTree.Element, depth: int) -> None:
+        for child in element:
+            name = _local(child.tag)
+            if name == "title":
+                heading = " ".join(_inline(p) for p in child if _inline(p))
+                if heading:
+                    lines.extend(["#" * min(depth, 6) + " " + heading, ""])
+            elif name == "section":
+                walk(child, depth + 1)
+            elif name in ("p", "v", "subtitle", "text-author"):
+                if text := _inline(child):
+                    lines.extend([text, ""])
+            elif name in ("poem", "stanza", "epigraph", "cite", "annotation"):
+                walk(child, depth)
+            elif name == "empty-line":
+                continue
+
+    for element in root.iter():
+        if _local(element.tag) == "book-title" and _inline(element):
+            lines.extend([f"# {_inline(element)}", ""])
+            break
+    for element in root.iter():
+        if _local(element.tag) == "annotation":
+            walk(element, 2)
+            break
+    for body in (e for e in root if _local(e.tag) == "body"):
+        walk(body, 2)
+    text = re.sub(r"\n{3,}", "\n\n", "\n".join(lines)).strip()
+    return text, encoding
+
+
+class MarkupReader:
+    kind = SourceKind.markup
+    suffixes = (".html", ".htm", ".xhtml", ".fb2")
+
+    def read(self, source: Source, settings: Settings) -> ParseOutcome:
+        outcome = ParseOutcome(page_count=1)
+        raw = Path(source.path).read_bytes()
+        try:
+            text, encoding = fb2_text(raw) if source.path.lower().endswith(".fb2") else html_text(raw)
+        except UnreadableSourceError as exc:
+            outcome.problems.append(problem(source, ReasonCode.unreadable_file, str(exc)))
+            return outcome
+        if not text.strip():
+            outcome.problems.append(problem(source, ReasonCode.empty_text, "the page holds no visible text", 1))
+            return outcome
+        outcome.pages.append(
+            PageResult(
+                source_id=source.source_id,
+                source_version=source.version,
+                page=1,
+                text=text,
+                method="markup",
+                engine=f"{'fb2' if source.path.lower().endswith('.fb2') else 'html'} ({encoding})",
+                units=text_structure(text, markdown=True),
+            )
+        )
+        return outcome
+
+    def page_image(self, source: Source, page: int, settings: Settings) -> PageImageSource:
+        raise UnreadableSourceError("a web page or e-book has no page images")
+
+    def searchable_copy(self, source: Source, pages: list[PageResult], settings: Settings) -> dict[str, Any] | None:
+        return None
