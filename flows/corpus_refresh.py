@@ -105,10 +105,10 @@ def _refresh(root: str, settings: Settings) -> dict[str, Any]:
             f"sources processed: {len(plan.to_process) - len(waiting) - len(moved)} of {len(plan.to_process)} indexed"
             + (f", {len(waiting)} waiting for unread pages" if waiting else "")
             + (f", {len(moved)} changed during the run" if moved else "")))  # fmt: skip
+    unrecorded = [p for p in problems if p.item_id not in indexer.recorded]  # no publish wrote them
     if broken is not None:
-        _fail_refresh(broken, root, settings, lambda: apply_catalog_changes(
-            plan, [p for p in problems if p.item_id not in indexer.recorded], settings))  # fmt: skip
-    apply_catalog_changes(plan, [p for p in problems if p.item_id not in indexer.recorded], settings)
+        _fail_refresh(broken, root, settings, lambda: apply_catalog_changes(plan, unrecorded, settings))
+    apply_catalog_changes(plan, unrecorded, settings)
     events.sources_quarantined(problems)
     meta = None
     if settings.meta_documents:

@@ -10,7 +10,6 @@ sees an item — its row, text, page image or recording — only when their key 
 
 from __future__ import annotations
 
-import hmac
 from pathlib import Path
 from typing import Annotated, Any
 from urllib.parse import parse_qsl, urlencode
@@ -109,19 +108,11 @@ def install_review(app: FastAPI, settings: Settings) -> None:
         bearer = auth.removeprefix("Bearer ").strip() if auth and auth.startswith("Bearer ") else None
         return request.headers.get("x-api-key") or bearer or request.cookies.get(COOKIE)
 
-    def lookup(key: str | None) -> Reviewer | None:
-        if not key:
-            return None
-        for known, reviewer in settings.review_keys.items():
-            if hmac.compare_digest(known.encode(), key.encode()):
-                return reviewer
-        return None
-
     def who(request: Request, page: bool = False) -> Reviewer:
         if not settings.review_keys:
             raise HTTPException(status_code=404, detail="review is off: set KORPUS_REVIEW_KEYS")
         key = key_of(request)
-        reviewer = lookup(key)
+        reviewer = settings.reviewer(key)
         if reviewer is not None:
             return reviewer
         if key and key in settings.api_keys:
@@ -177,7 +168,7 @@ def install_review(app: FastAPI, settings: Settings) -> None:
     def login(key: Annotated[str, Form()]) -> Response:
         if not settings.review_keys:
             raise HTTPException(status_code=404, detail="review is off: set KORPUS_REVIEW_KEYS")
-        if lookup(key) is None:
+        if settings.reviewer(key) is None:
             search_key = key in settings.api_keys
             text = "Это ключ для поиска, а не для проверки." if search_key else "Ключ не подошёл."
             return render("login.html", status_code=403 if search_key else 401, reviewer=None, message=text)

@@ -7,6 +7,7 @@ Precedence, highest first: arguments given in code, `KORPUS_*` environment varia
 
 from __future__ import annotations
 
+import hmac
 import os
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -277,6 +278,15 @@ class Settings(BaseSettings):
     @property
     def models_dir(self) -> Path:
         return self.home / "models"
+
+    def reviewer(self, key: str | None) -> Reviewer | None:
+        """Who holds this reviewer key (`review_keys`), compared in constant time; None for any other key."""
+        if not key:
+            return None
+        for known, reviewer in self.review_keys.items():
+            if hmac.compare_digest(known.encode(), key.encode()):
+                return reviewer
+        return None
 
     @property
     def index_path(self) -> Path:

@@ -24,6 +24,7 @@ from korpus.core.datamodel import PageResult, QuarantineItem, ReasonCode, Source
 from korpus.core.settings import Settings
 from tasks.ocr.engine import PageImageSource
 from tasks.text.quality import TextLayerQuality
+from tasks.text.structure import text_structure
 
 
 class UnreadableSourceError(RuntimeError):
@@ -63,6 +64,12 @@ def failure(exc: BaseException) -> str:
     """What an unexpected exception says, for a quarantine item's detail: its type and message, one line."""
     message = " ".join(str(exc).split()) or "(no message)"
     return f"{type(exc).__name__}: {message}"[:500]
+
+
+def whole_file_page(source: Source, text: str, method: str, engine: str, markdown: bool = False) -> PageResult:
+    """A file read whole as page 1 of text (a text file, a web page, an e-book), with its structure units."""
+    return PageResult(source_id=source.source_id, source_version=source.version, page=1, text=text, method=method,
+                      engine=engine, units=text_structure(text, markdown=markdown))  # fmt: skip
 
 
 def problem(source: Source, reason: ReasonCode, detail: str, page: int | None = None) -> QuarantineItem:

@@ -18,9 +18,8 @@ from xml.etree import ElementTree
 from korpus.core.datamodel import PageResult, ReasonCode, Source, SourceKind
 from korpus.core.settings import Settings
 from tasks.ocr.engine import PageImageSource
-from tasks.readers.base import ParseOutcome, UnreadableSourceError, problem
+from tasks.readers.base import ParseOutcome, UnreadableSourceError, problem, whole_file_page
 from tasks.readers.text import decode_text
-from tasks.text.structure import text_structure
 
 _SKIPPED = {"script", "style", "noscript", "template", "svg", "head", "iframe", "object", "canvas"}
 _BLOCKS = {"p", "div", "section", "article", "main", "header", "footer", "aside", "nav", "blockquote", "pre",
@@ -190,25 +189,16 @@ class MarkupReader:
     def read(self, source: Source, settings: Settings) -> ParseOutcome:
         outcome = ParseOutcome(page_count=1)
         raw = Path(source.path).read_bytes()
+        form = "fb2" if source.path.lower().endswith(".fb2") else "html"
         try:
-            text, encoding = fb2_text(raw) if source.path.lower().endswith(".fb2") else html_text(raw)
+            text, encoding = fb2_text(raw) if form == "fb2" else html_text(raw)
         except UnreadableSourceError as exc:
             outcome.problems.append(problem(source, ReasonCode.unreadable_file, str(exc)))
             return outcome
         if not text.strip():
             outcome.problems.append(problem(source, ReasonCode.empty_text, "the page holds no visible text", 1))
             return outcome
-        outcome.pages.append(
-            PageResult(
-                source_id=source.source_id,
-                source_version=source.version,
-                page=1,
-                text=text,
-                method="markup",
-                engine=f"{'fb2' if source.path.lower().endswith('.fb2') else 'html'} ({encoding})",
-                units=text_structure(text, markdown=True),
-            )
-        )
+        outcome.pages.append(whole_file_page(source, text, "markup", f"{form} ({encoding})", markdown=True))
         return outcome
 
     def page_image(self, source: Source, page: int, settings: Settings) -> PageImageSource:

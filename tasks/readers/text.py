@@ -16,9 +16,8 @@ from typing import Any
 from korpus.core.datamodel import PageResult, ReasonCode, Source, SourceKind
 from korpus.core.settings import Settings
 from tasks.ocr.engine import PageImageSource
-from tasks.readers.base import ParseOutcome, UnreadableSourceError, problem
+from tasks.readers.base import ParseOutcome, UnreadableSourceError, problem, whole_file_page
 from tasks.text.quality import text_layer_quality
-from tasks.text.structure import text_structure
 
 SINGLE_BYTE = ("cp1251", "koi8_r", "cp866", "mac_cyrillic", "iso8859_5")
 _COMMON = set("оеаинтсрвл")
@@ -82,15 +81,7 @@ class TextReader:
             return outcome
         text = text.replace("\r\n", "\n").replace("\r", "\n")
         outcome.pages.append(
-            PageResult(
-                source_id=source.source_id,
-                source_version=source.version,
-                page=1,
-                text=text,
-                method="plain-text",
-                engine=encoding,
-                units=text_structure(text, markdown=source.path.lower().endswith(".md")),
-            )
+            whole_file_page(source, text, "plain-text", encoding, markdown=source.path.lower().endswith(".md"))
         )
         return outcome
 
