@@ -17,7 +17,12 @@ manifest (owner and access for everything), refreshed once by the real flow, and
 - `--part rotation`: real upright scans turned 90/180/270°, read with orientation detection: word F1 to the
   upright reading (target ≥ 0.9);
 - `--part broken-layers`: `korpus ocr` on each broken-layer PDF — old words left in pdftotext of the output
-  (target 0), Cyrillic share of its letters (≥ 0.9), size growth (≤ 2 %).
+  (target 0), Cyrillic share of its letters (≥ 0.9), size growth (≤ 2 %);
+- `--part office` (ROOT defaults to ../shared/data/real-archive-2: letters, spreadsheets, web pages, e-books, Word
+  97): the refresh in the default configuration, then for every source — files on disk and the child sources
+  letters and archives gave — kind, pages, chunks and reasons, and a **probe**: a phrase taken from the source's own
+  text (the first eight words of its longest line of at least six words), searched as a user does (hybrid, the
+  default scopes); found when a hit of that source is at rank ≤ 3 and its citation starts with the source's name.
 """
 
 from __future__ import annotations
@@ -152,6 +157,77 @@ def run(root: Path) -> dict:
     }
 
 
+OFFICE_ROOT = Path(__file__).resolve().parents[2] / "shared" / "data" / "real-archive-2"
+_WORDS = re.compile(r"[^\W\d_][\w.,%№-]*", re.UNICODE)
+
+
+def probe_phrase(pages: list[PageResult]) -> str | None:
+    """Eight words from the source's longest line of six words or more (header lines of a letter skipped)."""
+    lines = [line for p in pages for line in p.text.splitlines()
+             if not line.startswith(("От:", "Кому:", "Копия:", "Дата:", "Тема:", "Вложения:"))]  # fmt: skip
+    lines = [line for line in lines if len(_WORDS.findall(line)) >= 6]
+    if not lines:
+        return None
+    return " ".join(max(lines, key=len).replace("|", " ").split()[:8])
+
+
+def office(root: Path) -> dict:
+    """Letters, spreadsheets and the rest through the default refresh, with a phrase probe per source."""
+    from korpus.core.datamodel import Source
+    from korpus.core.model_build import set_offline_switches
+    from korpus.core.model_store import embed_model_path
+    from tasks.index.registry import backend_for
+    from tasks.index.sqlite import SqliteIndex
+    from tasks.retrieval.embedding import Embedder
+    from tasks.retrieval.retriever import Retriever
+
+    work = Path(tempfile.mkdtemp(prefix="korpus-office-"))
+    archive = work / "archive"
+    shutil.copytree(root, archive, ignore=shutil.ignore_patterns("LICENSE*", "README.md", "*.json"))
+    (archive / "korpus.yaml").write_text(MANIFEST, encoding="utf-8")
+    settings = Settings(data=work / "data")
+    started = time.perf_counter()
+    summary = run_refresh(archive, settings)
+    seconds = time.perf_counter() - started
+    pages, chunks, reasons = read_catalog(settings.index_path)
+    set_offline_switches()
+    embedder = Embedder(embed_model_path(settings))
+    rows, probes = [], []
+    with SqliteIndex(settings.index_path) as index:
+        index.bind_embedding(embedder.name, embedder.dims)
+        retriever = Retriever.from_settings(backend_for(settings, index), settings)
+        catalog = [r for r in index.sources() if r["lifecycle"] == "current" and r["kind"] != "meta"]
+        refused_only = sorted(set(reasons) - {r["source_id"] for r in catalog})
+        for row in catalog:
+            source_id = row["source_id"]
+            rows.append({"source": source_id, "kind": row["kind"], "pages": row["pages"],
+                         "chunks": chunks.get(source_id, 0),
+                         "quarantine": dict(Counter(reasons.get(source_id, [])))})  # fmt: skip
+            phrase = probe_phrase(pages.get(source_id, []))
+            if phrase is None or not chunks.get(source_id):
+                continue
+            name = Source(source_id=source_id, version="-", path="-").file_name
+            hits = retriever.search(phrase, embedder.embed_queries([phrase])[0], settings.default_scopes, k=3)
+            rank = next((n for n, h in enumerate(hits, 1) if h["source_id"] == source_id
+                         and h["text"].startswith(f"[{name}")), None)  # fmt: skip
+            probes.append({"source": source_id, "phrase": phrase, "rank": rank})
+    files = [p for p in archive.rglob("*") if p.is_file() and p.name != "korpus.yaml"]
+    return {
+        "files_on_disk": len(files),
+        "sources": len(rows) + len(refused_only),
+        "child_sources": sum(" › " in r["source"] for r in rows) + sum(" › " in s for s in refused_only),
+        "indexed": sum(1 for r in rows if r["chunks"]),
+        "refused": {s: dict(Counter(reasons[s])) for s in refused_only},
+        "unsupported_type": sorted(s for s, codes in reasons.items() if "unsupported-type" in codes),
+        "chunks": sum(r["chunks"] for r in rows),
+        "probes_found_rank_le_3": f"{sum(1 for p in probes if p['rank'])}/{len(probes)}",
+        "probes_missed": [p for p in probes if not p["rank"]],
+        "refresh_seconds": round(seconds, 1),
+        "summary": {k: summary[k] for k in ("chunks_indexed", "quarantine_reasons", "meta_documents")},
+        "rows": rows,
+    }
+
+
 def broken_layers(root: Path) -> list[dict]:
     """`korpus ocr` on each broken-layer PDF: old words left in pdftotext of the output (target 0), Cyrillic
     share of its letters (≥ 0.9), size growth (≤ 2 %)."""
@@ -210,10 +286,21 @@ def rotations(root: Path) -> list[dict]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("root", nargs="?", type=Path, default=DEFAULT_ROOT)
+    parser.add_argument("root", nargs="?", type=Path, default=None)
     parser.add_argument("--json", action="store_true")
-    parser.add_argument("--part", choices=["refresh", "broken-layers", "rotation", "all"], default="all")
+    parser.add_argument("--part", choices=["refresh", "broken-layers", "rotation", "office", "all"], default="all")
     args = parser.parse_args()
+    if args.part == "office":
+        result = office(args.root or OFFICE_ROOT)
+        if not args.json:
+            print("| source | kind | pages | chunks | quarantine |\n|---|---|---|---|---|")
+            for r in result["rows"]:
+                quarantine = ", ".join(f"{k} {v}" for k, v in r["quarantine"].items())
+                print(f"| {r['source']} | {r['kind']} | {r['pages']} | {r['chunks']} | {quarantine} |")
+            result = {k: v for k, v in result.items() if k != "rows"}
+        print(json.dumps(result, ensure_ascii=False, indent=1))
+        return
+    args.root = args.root or DEFAULT_ROOT
     if args.part in ("broken-layers", "all"):
         for row in broken_layers(args.root):
             print(json.dumps(row, ensure_ascii=False))

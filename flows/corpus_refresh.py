@@ -62,7 +62,7 @@ def _refresh(root: str, settings: Settings) -> dict[str, Any]:
     started = time.perf_counter()
     logger = get_run_logger()
     indexed, refused = read_catalog(settings)
-    plan = plan_refresh(discover(root), indexed, refused)
+    plan = plan_refresh(discover(root, settings), indexed, refused)
     crash_point("after-discover")
     logger.info(
         "%d to process, %d unchanged, %d removed, %d refused",

@@ -83,8 +83,8 @@ def read_catalog(settings: Settings) -> tuple[dict[str, dict[str, tuple]], dict[
 
 
 @task(name="discover", cache_policy=NO_CACHE)
-def discover(root: str) -> list[Source]:
-    return discover_sources(Path(root))
+def discover(root: str, settings: Settings) -> list[Source]:
+    return discover_sources(Path(root), settings)
 
 
 @task(name="read-source", cache_policy=NO_CACHE)

@@ -16,8 +16,18 @@ from pathlib import Path
 import yaml
 from pydantic import BaseModel, Field
 
-from korpus.core.datamodel import ADMISSION_REASONS, ChangeKind, QuarantineItem, ReasonCode, Source, SourceKind
+from korpus.core.datamodel import (
+    ADMISSION_REASONS,
+    CHILD_SEPARATOR,
+    ChangeKind,
+    QuarantineItem,
+    ReasonCode,
+    Source,
+    SourceKind,
+)
+from korpus.core.settings import Settings
 from tasks.readers.registry import kind_of
+from tasks.unpack import child_sources
 
 MANIFEST_NAME = "korpus.yaml"
 METADATA_KEYS = ("owner", "access", "tenant")
@@ -28,6 +38,15 @@ class ManifestRule(BaseModel):
     owner: str | None = None
     access: str | None = None
     tenant: str | None = None
+
+    def matches(self, source_id: str) -> bool:
+        return glob_regex(self.match).fullmatch(source_id) is not None
+
+    @property
+    def for_children(self) -> bool:
+        """A rule naming members of containers (`почта/*.eml › *.pdf`): the only kind that overrides what a child
+        inherits from the file it came out of (tasks/unpack.py)."""
+        return CHILD_SEPARATOR.strip() in self.match
 
 
 class ManifestDefaults(BaseModel):
@@ -55,7 +74,7 @@ class Manifest(BaseModel):
     def metadata_for(self, source_id: str) -> dict[str, str | None]:
         meta = self.defaults.model_dump()
         for rule in self.rules:
-            if glob_regex(rule.match).fullmatch(source_id):
+            if rule.matches(source_id):
                 meta.update({k: v for k in METADATA_KEYS if (v := getattr(rule, k)) is not None})
         return meta
 
@@ -96,8 +115,9 @@ def file_sha256(path: Path) -> str:
     return digest.hexdigest()
 
 
-def discover_sources(root: Path) -> list[Source]:
-    """Every regular file under root except the manifest and hidden files, sorted by id."""
+def discover_sources(root: Path, settings: Settings | None = None) -> list[Source]:
+    """Every regular file under root except the manifest and hidden files, sorted by id — and, given the settings
+    (the data directory to unpack into and the limits), each container's members after it (tasks/unpack.py)."""
     root = root.resolve()
     if not root.is_dir():
         raise FileNotFoundError(f"source root {root} is not a folder")
@@ -110,6 +130,8 @@ def discover_sources(root: Path) -> list[Source]:
         found = _badly_named(path, rel, manifest) or _discovered(path, rel.as_posix(), root, manifest)
         if found is not None:
             sources.append(found)
+            if settings is not None:
+                sources.extend(child_sources(found, settings, [r for r in manifest.rules if r.for_children]))
     return sources
 
 

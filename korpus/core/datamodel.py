@@ -15,8 +15,10 @@ from pydantic import BaseModel, Field, model_validator
 
 class SourceKind(StrEnum):
     """What reads a file (tasks/readers): its pages come from a PDF, an image, a DjVu, an office document
-    (through a PDF LibreOffice makes of it), a text file, a web page or e-book (`markup`), or a recording.
-    `meta`: a document korpus writes about the collection (tasks/meta), not a file."""
+    (through a PDF LibreOffice makes of it), a text file, a web page or e-book (`markup`), a spreadsheet (`sheet`:
+    blocks of rows), a letter or mailbox (`mail`), an archive, or a recording. Letters, mailboxes and archives are
+    containers: what they hold becomes child sources (tasks/unpack.py). `meta`: a document korpus writes about the
+    collection (tasks/meta), not a file."""
 
     pdf = "pdf"
     audio = "audio"
@@ -25,6 +27,9 @@ class SourceKind(StrEnum):
     djvu = "djvu"
     office = "office"
     markup = "markup"
+    sheet = "sheet"
+    mail = "mail"
+    archive = "archive"
     meta = "meta"
 
     @property
@@ -95,6 +100,10 @@ class ChangeKind(StrEnum):
     removed = "removed"
 
 
+CHILD_SEPARATOR = " › "
+"""Between a container's source id and a member's name in a child source's id: `почта/письмо.eml › акт.pdf`."""
+
+
 class Source(BaseModel):
     """One file under the source root, identified by its root-relative path and versioned by sha256."""
 
@@ -118,7 +127,16 @@ class Source(BaseModel):
 
     @property
     def file_name(self) -> str:
-        return self.source_id.rsplit("/", 1)[-1]
+        """The name a citation shows: the file's name, and for a child source its path inside its containers
+        (`письмо_2003.eml › акт.pdf`)."""
+        top, sep, inner = self.source_id.partition(CHILD_SEPARATOR)
+        return top.rsplit("/", 1)[-1] + sep + inner
+
+    @property
+    def parent_id(self) -> str | None:
+        """The container a child source came out of (a letter, a mailbox, an archive); None for a file on disk."""
+        parent, sep, _ = self.source_id.rpartition(CHILD_SEPARATOR)
+        return parent if sep else None
 
 
 class UnitKind(StrEnum):
@@ -182,6 +200,9 @@ class PageResult(BaseModel):
     words: list[PageWord] = Field(default_factory=list, description="OCR words with boxes, for searchable PDFs.")
     rotation: int = Field(default=0, description="Degrees the page image was turned (clockwise) to read it upright.")
     layer_check: LayerCheck | None = Field(default=None, description="Set when a flagged layer met its OCR.")
+    label: str | None = Field(
+        default=None, description="The locator a citation shows instead of «лист N» (a sheet's rows, a letter)."
+    )
 
 
 def timecode(seconds: float) -> str:

@@ -215,6 +215,22 @@ class Settings(BaseSettings):
         description="Days a superseded or removed version stays stored after it stopped being served; then `korpus "
         "gc` (or a refresh, with gc_after_refresh) removes its chunks, vectors, pages and files.",
     )
+    unpack_max_members: int = Field(
+        default=10_000, ge=1, description="Members one letter, mailbox or archive may give; the rest are refused."
+    )
+    unpack_max_member_bytes: int = Field(
+        default=1 << 30, ge=1, description="Bytes one member may unpack to (1 GiB); a bigger one is refused."
+    )
+    unpack_max_total_bytes: int = Field(
+        default=4 << 30, ge=1, description="Bytes a file on disk may unpack to, nested containers included (4 GiB)."
+    )
+    unpack_max_ratio: float = Field(
+        default=200.0, gt=1, description="A container unpacking to more than this many times its own size (and over "
+        "64 MiB) is a zip bomb: what would pass it is refused.",
+    )  # fmt: skip
+    unpack_max_depth: int = Field(
+        default=5, ge=1, description="Containers inside containers (a letter in a letter in an archive) followed."
+    )
     gc_after_refresh: bool = Field(
         default=True,
         description="Each refresh ends with `korpus gc`: versions past retention_days removed (a no-op until then).",

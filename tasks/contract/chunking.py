@@ -92,6 +92,8 @@ def address_line(source: Source, page: PageResult, part: int | None) -> str:
         return f"[{source.file_name} · часть {page.page}]"
     if page.page is None:
         return f"[{source.file_name} · {timecode(page.t_start or 0.0)}]"
+    if page.label:  # a spreadsheet's «лист «Расходы» · строки 40–75», a letter's date, sender and subject
+        return f"[{source.file_name} · {page.label}" + ("]" if part is None else f" · часть {part}]")
     if source.kind is SourceKind.text and page.page == 1:
         return f"[{source.file_name}]" if part is None else f"[{source.file_name} · часть {part}]"
     suffix = "" if part is None else f" · часть {part}"

@@ -8,7 +8,8 @@ served, so a mistaken change can still be traced. After that `collect_garbage` r
   chunks with their analysed terms, vectors and identifiers, its stored pages, its catalog row. The quarantine items
   and reviewers' decisions stay: they are the audit trail;
 - on disk, whatever no version still in the catalog (or an open quarantine item) needs: page-cache entries
-  (OCR pages, transcript windows, VAD results) by sha256, converted office PDFs, decoded audio left by a killed
+  (OCR pages, transcript windows, VAD results) by sha256, converted office PDFs, the members unpacked from a letter
+  or archive version (`<data>/unpacked/`), decoded audio left by a killed
   refresh, and — for a file gone from the catalog altogether — its searchable PDF, transcript and evidence images.
 
 The disk side is computed from what the catalog still holds, not from what this run removed, so a run killed
@@ -143,6 +144,10 @@ def _unneeded_files(settings: Settings, versions: set[str], sources: set[str]) -
     if settings.converted_dir.is_dir():
         found += [pdf for pdf in settings.converted_dir.glob("*/*.pdf") if pdf.stem not in versions]
         found += list(settings.converted_dir.glob("*/*.part"))
+    unpacked = settings.data / "unpacked"
+    if unpacked.is_dir():  # a container version's members: needed while it (and so its children) is in the catalog
+        found += [entry for shard in unpacked.iterdir() if shard.is_dir() for entry in shard.iterdir()
+                  if entry.name.split(".")[0] not in versions or entry.name.endswith(".part")]  # fmt: skip
     audio = settings.data / "cache" / "audio"
     if audio.is_dir():  # decoded audio lives only while its recording is transcribed: no refresh runs now
         found += [entry for entry in audio.iterdir() if entry.is_file()]

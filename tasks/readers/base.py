@@ -13,10 +13,14 @@ suffixes. A new format is one class, and one line in the registry's table (or an
         def searchable_copy(self, source, pages, settings): return None
 
     register_reader(Markdownish())   # tasks.readers.registry — or a `korpus.readers` entry point
+
+A reader may also take files by their whole name (`names = ("winmail.dat",)`), and a container reader (a letter, a
+mailbox, an archive) has `members()` too (`Container` below).
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -76,6 +80,29 @@ def problem(source: Source, reason: ReasonCode, detail: str, page: int | None = 
     return QuarantineItem(
         source_id=source.source_id, source_version=source.version, page=page, reasons=[reason], detail=detail
     )
+
+
+@dataclass
+class Member:
+    """One thing a container holds (an attachment, a message inside a message, an archive's file): it becomes a
+    child source of its own (tasks/unpack.py), read by the reader its name — or `kind` — says."""
+
+    name: str
+    """Its name inside the container, as the container gives it (an archive's member may hold folders: `a/b.pdf`)."""
+    blocks: Iterable[bytes] = ()
+    """Its bytes, in blocks: the unpacker counts them against the limits as it writes them."""
+    kind: SourceKind | None = None
+    """When the content says better than the name what reads it (`winmail.dat`, a `message/rfc822` part)."""
+    refused: str | None = None
+    """Why it was not taken out (a path out of the archive, a link, encrypted): the child is quarantined with it."""
+
+
+class Container(Protocol):
+    """A reader whose files hold other files (a letter, a mailbox, an archive): besides `read` — its own text, the
+    letter or the list of what it holds — it lists the members. A member's name that is not a plain relative path
+    is refused by the unpacker, not by the container."""
+
+    def members(self, source: Source, settings: Settings) -> Iterator[Member]: ...
 
 
 class Reader(Protocol):

@@ -127,10 +127,15 @@ def html_text(raw: bytes) -> tuple[str, str]:
             text = None
     if text is None:
         text, encoding = decode_text(raw)
+    return html_to_text(text), encoding
+
+
+def html_to_text(markup: str) -> str:
+    """The visible text of decoded HTML (a web page, a letter's text/html part), headings as `#`."""
     parser = _HtmlText()
-    parser.feed(text)
+    parser.feed(markup)
     parser.close()
-    return parser.text(), encoding
+    return parser.text()
 
 
 def _local(tag: str) -> str:

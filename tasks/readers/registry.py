@@ -25,12 +25,16 @@ BUILTIN_READERS = (
     "tasks.readers.office:OfficeReader",
     "tasks.readers.text:TextReader",
     "tasks.readers.markup:MarkupReader",
+    "tasks.readers.sheet:SheetReader",
+    "tasks.readers.mail:MailReader",
+    "tasks.readers.archive:ArchiveReader",
     "tasks.readers.audio:AudioReader",
 )
 ENTRY_POINTS = "korpus.readers"
 
 READERS: dict[SourceKind, Reader] = {}
 SUFFIXES: dict[str, SourceKind] = {}
+NAMES: dict[str, SourceKind] = {}
 
 
 def resolve(target: str) -> type:
@@ -42,6 +46,7 @@ def resolve(target: str) -> type:
 def register_reader(reader: Reader) -> Reader:
     READERS[reader.kind] = reader
     SUFFIXES.update({suffix: reader.kind for suffix in reader.suffixes})
+    NAMES.update({name: reader.kind for name in getattr(reader, "names", ())})
     return reader
 
 
@@ -57,7 +62,14 @@ def _loaded() -> None:
 
 def kind_of(path: Path | str) -> SourceKind | None:
     _loaded()
-    return SUFFIXES.get(Path(path).suffix.lower())
+    name = Path(path).name.lower()
+    return NAMES.get(name) or SUFFIXES.get(Path(name).suffix)
+
+
+def is_container(kind: SourceKind | None) -> bool:
+    """The kind's reader lists members (tasks/readers/base.py Container): letters, mailboxes, archives."""
+    _loaded()
+    return kind is not None and hasattr(READERS.get(kind), "members")
 
 
 def reader_for(kind: SourceKind) -> Reader:

@@ -10,6 +10,7 @@ is `unreadable-file`, with the encodings tried.
 from __future__ import annotations
 
 import codecs
+import re
 from pathlib import Path
 from typing import Any
 
@@ -39,6 +40,25 @@ def russian_score(text: str) -> float:
     return plain + sum(1 for ch in cyrillic if ch in _COMMON) / len(cyrillic)
 
 
+_GLUED_DASH = re.compile(r"[—–]\w")
+
+
+def best_code_page(raw: bytes, order: tuple[str, ...] = SINGLE_BYTE) -> tuple[str, float]:
+    """(code page, score) of the single-byte Russian code page that reads a short text (a header, a file name)
+    best: fewest characters that are neither Russian letters, ASCII nor ordinary punctuation, then russian_score,
+    then the order given. A dash glued to the letter after it counts as odd: on a short text russian_score alone
+    can prefer mac-cyrillic, which turns cp1251's «С» into «—» («—мета»)."""
+
+    def key(name: str) -> tuple[int, float]:
+        text = raw.decode(name, "replace")
+        odd = sum(1 for ch in text if not (ch in _PLAIN or ch.isascii() or ch.isspace()))
+        odd += len(_GLUED_DASH.findall(text))
+        return odd, -russian_score(text)
+
+    best = min(order, key=key)
+    return best, -key(best)[1]
+
+
 def decode_text(raw: bytes) -> tuple[str, str]:
     """(text, encoding) — or UnreadableSourceError naming every encoding tried."""
     for bom, name in ((codecs.BOM_UTF8, "utf-8-sig"), (codecs.BOM_UTF16_LE, "utf-16"), (codecs.BOM_UTF16_BE, "utf-16")):
@@ -53,19 +73,19 @@ def decode_text(raw: bytes) -> tuple[str, str]:
         return raw.decode("utf-8"), "utf-8"
     except UnicodeDecodeError:
         pass
-    best: tuple[float, str, str] | None = None
+    readable = []
     for name in SINGLE_BYTE:
         try:
             text = raw.decode(name)
         except UnicodeDecodeError:
             continue
-        score = russian_score(text)
-        if text_layer_quality(text, Settings.model_construct()).readable and (best is None or score > best[0]):
-            best = (score, text, name)
-    if best is None or best[0] < MIN_RUSSIAN_SCORE:
+        if text_layer_quality(text, Settings.model_construct()).readable:
+            readable.append(name)
+    best, score = best_code_page(raw, tuple(readable)) if readable else ("", 0.0)
+    if score < MIN_RUSSIAN_SCORE:
         tried = ", ".join(("utf-8", "utf-16 (BOM)", *SINGLE_BYTE))
         raise UnreadableSourceError(f"no encoding reads it as text (tried {tried})")
-    return best[1], best[2]
+    return raw.decode(best), best
 
 
 class TextReader:

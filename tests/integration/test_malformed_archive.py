@@ -197,8 +197,17 @@ def wav_that_lies_about_its_length(folder: Path) -> bytes:
 def zip_bomb() -> bytes:
     out = io.BytesIO()
     with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as archive:
+        archive.writestr("опись.txt", "Опись документов архива отдела кадров.".encode())
         for n in range(4):
             archive.writestr(f"нули_{n}.txt", b"\0" * 50_000_000)
+    return out.getvalue()
+
+
+def zipped(members: dict[str, bytes]) -> bytes:
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w") as archive:
+        for name, data in members.items():
+            archive.writestr(name, data)
     return out.getvalue()
 
 
@@ -254,7 +263,10 @@ def build(root: Path, outside: Path) -> tuple[dict[str, set[ReasonCode]], set[st
         "pdf/рендер_падает.pdf": (blank_pdf(), {ReasonCode.ocr_failed}),
         "audio/длина_в_заголовке_врёт.wav": (wav_that_lies_about_its_length(work), {ReasonCode.unreadable_file}),
         "audio/whisper_сбой.wav": (speech_wav(work, "Сбой распознавания речи."), {ReasonCode.asr_failed}),
-        "прочее/бомба.zip": (zip_bomb(), {ReasonCode.unsupported_type}),
+        "почта/битое.msg": (b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1" + rnd.randbytes(600), {ReasonCode.unreadable_file}),
+        "таблицы/битая.xlsx": (b"PK\x03\x04" + rnd.randbytes(300), {ReasonCode.unreadable_file}),
+        "таблицы/битая.xls": (b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1" + rnd.randbytes(600), {ReasonCode.unreadable_file}),
+        "архивы/битый.7z": (b"7z\xbc\xaf\x27\x1c" + rnd.randbytes(200), {ReasonCode.unreadable_file}),
         "text/сжатый_gzip.txt": (gzip.compress("Записка о ремонте. ".encode() * 200), {ReasonCode.unreadable_file}),
         "office/без_document_xml.docx": (docx_without_document(), {ReasonCode.unreadable_file}),
         "pdf/один_байт.pdf": (b"%", {ReasonCode.unreadable_file}),
@@ -299,7 +311,17 @@ def build(root: Path, outside: Path) -> tuple[dict[str, set[ReasonCode]], set[st
         "a/b/c/d/e/f/g/h/глубоко.txt": "Записка на восьмом уровне вложенности папок.".encode(),
         "pdf/пароль_владельца.pdf": owner_password_pdf(),
     }
+    # containers: a zip bomb (its list and its first members read, the rest refused by the ratio limit), a
+    # member named out of the archive
+    good |= {"прочее/бомба.zip": zip_bomb(), "прочее/бомба.zip › опись.txt": None,
+             "архивы/обход.zip": zipped({"../../вне.txt": b"x", "внутри.txt": "Записка внутри архива.".encode()}),
+             "архивы/обход.zip › внутри.txt": None}  # fmt: skip
+    expected |= {"прочее/бомба.zip › нули_0.txt": {ReasonCode.unreadable_file},  # 50 MB of NUL bytes: not text
+                 **{f"прочее/бомба.zip › нули_{n}.txt": {ReasonCode.unreadable_file} for n in (1, 2, 3)},
+                 "архивы/обход.zip › member-1": {ReasonCode.unreadable_file}}  # fmt: skip
     for rel, data in good.items():
+        if data is None:  # a member of a container: written by nobody but the unpacker
+            continue
         (root / rel).parent.mkdir(parents=True, exist_ok=True)
         (root / rel).write_bytes(data)
     (links / "внутрь.txt").symlink_to(root / "старое" / "письмо_1998.txt")  # inside the root: followed
@@ -353,8 +375,8 @@ def test_a_malformed_archive_is_contained(tmp_path: Path, monkeypatch: pytest.Mo
     (root / "исчезает.txt").write_text("Записка, которую удалят посреди обновления.", encoding="utf-8")
     discover = flows.refresh_tasks.discover_sources
 
-    def discover_then_disturb(where: Path) -> list:
-        found = discover(where)
+    def discover_then_disturb(where: Path, settings: Settings) -> list:
+        found = discover(where, settings)
         with open(root / "меняется.txt", "a", encoding="utf-8") as handle:
             handle.write(" Вторая редакция.")
         (root / "исчезает.txt").unlink()

@@ -145,13 +145,17 @@ def chunks(
 
 
 def sources(data: DataOption = None) -> None:
-    """The catalog: every source version with its lifecycle."""
+    """The catalog: every source version with its lifecycle — a container's children (attachments, a mailbox's
+    letters, an archive's files) under it as a tree."""
+    from korpus.core.datamodel import CHILD_SEPARATOR
     from tasks.index.sqlite import SqliteIndex
 
     with SqliteIndex(_settings(data).index_path) as index:
         for row in index.sources():
+            *parents, name = row["source_id"].split(CHILD_SEPARATOR)
+            shown = "   " * (len(parents) - 1) + "└─ " + name if parents else name
             typer.echo(
-                f"{row['lifecycle']:<11} {row['source_id']}  v={row['version'][:12]}  owner={row['owner']}  "
+                f"{row['lifecycle']:<11} {shown}  v={row['version'][:12]}  owner={row['owner']}  "
                 f"access={row['access']}  pages={row['pages']}  chunks={row['chunks']}"
             )
 
