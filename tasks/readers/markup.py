@@ -1,10 +1,12 @@
-"""Web pages and e-books: HTML (.html, .htm, .xhtml) and FictionBook (.fb2), read as text with their structure.
+"""Web pages, feeds and e-books: HTML (.html, .htm, .xhtml), saved web archives (.mht, .mhtml), XML — RSS and Atom
+feeds item by item, any other XML as its text — FictionBook (.fb2) and EPUB (.epub), read as text with structure.
 
 The page becomes Markdown-like text — `#` headings from `<h1>`…`<h6>` (or FictionBook's book and section titles),
 paragraphs apart, list items as `- `, table rows with cells joined by ` | ` — so the chunker keeps headings with
 their text (tasks/text/structure.py, `markdown=True`). Scripts, styles and the rest of `<head>` are never text; the
 title is. The encoding is the one the file declares (`<meta charset>`, `http-equiv`, the XML prolog), else the
-same detection as a text file (tasks/readers/text.py). One page per file, like a text file.
+same detection as a text file (tasks/readers/text.py). One page per file, like a text file: an EPUB's chapters
+follow one another in its reading order (the spine), a feed's items each under its own heading with its date.
 """
 
 from __future__ import annotations
@@ -187,16 +189,112 @@ def fb2_text(raw: bytes) -> tuple[str, str]:
     return text, encoding
 
 
+def _xml(raw: bytes, what: str) -> ElementTree.Element:
+    try:
+        return ElementTree.fromstring(raw)
+    except ElementTree.ParseError as exc:
+        raise UnreadableSourceError(f"not a readable {what} (XML): {exc}") from exc
+
+
+def _child_text(element: ElementTree.Element, *names: str) -> str:
+    for child in element:
+        if _local(child.tag) in names:
+            return "".join(child.itertext()).strip()
+    return ""
+
+
+def xml_text(raw: bytes) -> tuple[str, str]:
+    """An RSS or Atom feed: its title, then each item as a `##` heading with its date and its text (HTML in a
+    description turned to text). Any other XML: the text of its elements, one per line."""
+    root = _xml(raw, "XML file")
+    encoding = (re.match(rb"<\?xml[^>]*encoding=[\"']([^\"']+)", raw) or [None, b"utf-8"])[1].decode("ascii", "replace")
+    kind = _local(root.tag)
+    channel = next((c for c in root if _local(c.tag) == "channel"), root) if kind in ("rss", "RDF") else root
+    items = [e for e in (root.iter() if kind == "RDF" else channel) if _local(e.tag) in ("item", "entry")]
+    if kind in ("rss", "RDF", "feed"):
+        lines = [f"# {title}", ""] if (title := _child_text(channel, "title")) else []
+        for item in items:
+            lines += [f"## {_child_text(item, 'title') or 'без заголовка'}", ""]
+            if when := _child_text(item, "pubDate", "date", "updated", "published"):
+                lines += [when, ""]
+            body = _child_text(item, "encoded", "content", "description", "summary")
+            lines += [html_to_text(body) if "<" in body else body, ""]
+        return re.sub(r"\n{3,}", "\n\n", "\n".join(lines)).strip(), encoding
+    parts = (" ".join(t.split()) for t in root.itertext())
+    return "\n".join(p for p in parts if p), encoding
+
+
+def mht_text(raw: bytes) -> tuple[str, str]:
+    """A web page saved with its pictures (MHTML, a MIME message): the text of its HTML part."""
+    import email
+    import email.policy
+
+    message = email.message_from_bytes(raw, policy=email.policy.compat32)
+    for part in message.walk():
+        if part.get_content_type() in ("text/html", "text/plain"):
+            payload = part.get_payload(decode=True) or b""
+            charset = part.get_content_charset()
+            try:
+                text = payload.decode(charset) if charset else decode_text(payload)[0]
+            except (LookupError, UnicodeDecodeError):
+                text = decode_text(payload)[0]
+            if part.get_content_subtype() == "html":
+                text = html_to_text(text)
+            return text, charset or "detected"
+    raise UnreadableSourceError("not a saved web page: no HTML part in the MHTML file")
+
+
+EPUB_MAX_MEMBER_BYTES = 64 * 1024 * 1024
+
+
+def epub_text(path: Path) -> tuple[str, str]:
+    """An EPUB: its chapters' text in reading order (the OPF spine)."""
+    import posixpath
+    import zipfile
+
+    try:
+        book = zipfile.ZipFile(path)
+        container = _xml(book.read("META-INF/container.xml"), "EPUB container")
+        opf_path = next(e.get("full-path") for e in container.iter() if _local(e.tag) == "rootfile")
+        opf = _xml(book.read(opf_path), "EPUB package")
+    except (zipfile.BadZipFile, KeyError, StopIteration, OSError) as exc:
+        raise UnreadableSourceError(f"not a readable EPUB: {exc}") from exc
+    with book:
+        base = posixpath.dirname(opf_path)
+        manifest = {e.get("id"): e.get("href") for e in opf.iter() if _local(e.tag) == "item"}
+        chapters = []
+        for ref in (e for e in opf.iter() if _local(e.tag) == "itemref"):
+            href = manifest.get(ref.get("idref"))
+            if not href:
+                continue
+            name = posixpath.normpath(posixpath.join(base, href.split("#")[0]))
+            try:
+                info = book.getinfo(name)
+            except KeyError:
+                continue
+            if info.file_size > EPUB_MAX_MEMBER_BYTES:
+                raise UnreadableSourceError(f"an EPUB chapter unpacks to over {EPUB_MAX_MEMBER_BYTES >> 20} MiB")
+            chapters.append(html_text(book.read(info))[0])
+    return "\n\n".join(c for c in chapters if c.strip()), "utf-8"
+
+
+FORMS = {".fb2": "fb2", ".xml": "xml", ".rss": "xml", ".atom": "xml", ".mht": "mht", ".mhtml": "mht",
+         ".epub": "epub"}  # fmt: skip
+
+
 class MarkupReader:
     kind = SourceKind.markup
-    suffixes = (".html", ".htm", ".xhtml", ".fb2")
+    suffixes = (".html", ".htm", ".xhtml", *FORMS)
 
     def read(self, source: Source, settings: Settings) -> ParseOutcome:
         outcome = ParseOutcome(page_count=1)
-        raw = Path(source.path).read_bytes()
-        form = "fb2" if source.path.lower().endswith(".fb2") else "html"
+        path = Path(source.path)
+        form = FORMS.get(Path(source.source_id).suffix.lower(), "html")
+        read_form = {"fb2": lambda: fb2_text(path.read_bytes()), "xml": lambda: xml_text(path.read_bytes()),
+                     "mht": lambda: mht_text(path.read_bytes()), "epub": lambda: epub_text(path),
+                     "html": lambda: html_text(path.read_bytes())}[form]  # fmt: skip
         try:
-            text, encoding = fb2_text(raw) if form == "fb2" else html_text(raw)
+            text, encoding = read_form()
         except UnreadableSourceError as exc:
             outcome.problems.append(problem(source, ReasonCode.unreadable_file, str(exc)))
             return outcome

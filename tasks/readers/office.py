@@ -95,7 +95,7 @@ def converted_pdf(source: Source, settings: Settings) -> Path:
 
 class OfficeReader:
     kind = SourceKind.office
-    suffixes = (".docx", ".doc", ".odt", ".rtf", ".docm", ".dotm", ".dotx", ".dot")
+    suffixes = (".docx", ".doc", ".odt", ".rtf", ".docm", ".dotm", ".dotx", ".dot", ".wps")
 
     def read(self, source: Source, settings: Settings) -> ParseOutcome:
         try:

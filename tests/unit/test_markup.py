@@ -65,3 +65,63 @@ def test_the_registry_gives_web_pages_ebooks_and_macro_word_files_their_readers(
     assert {kind_of(f"a{s}") for s in (".html", ".HTM", ".xhtml", ".fb2")} == {SourceKind.markup}
     assert {kind_of(f"a{s}") for s in (".docm", ".dotm", ".dotx", ".dot")} == {SourceKind.office}
     assert isinstance(reader_for(SourceKind.markup), MarkupReader)
+
+
+def _read(tmp_path: Path, name: str, data: bytes):  # type: ignore[no-untyped-def]
+    path = tmp_path / name
+    path.write_bytes(data)
+    source = Source(source_id=name, version="v", path=str(path), kind=kind_of(path))
+    return reader_for(SourceKind.markup).read(source, Settings.model_construct())
+
+
+def test_an_rss_feed_item_by_item_in_its_declared_encoding(tmp_path: Path) -> None:
+    feed = ('<?xml version="1.0" encoding="windows-1251"?><rss version="2.0"><channel><title>Новости завода</title>'
+            "<item><title>Ремонт крыши склада</title><pubDate>Mon, 12 May 2003 10:00:00 +0400</pubDate>"
+            "<description>&lt;p&gt;Работы начнутся в &lt;b&gt;июне&lt;/b&gt;.&lt;/p&gt;</description></item>"
+            "<item><title>Приёмка угля</title><description>Уголь принят без замечаний.</description></item>"
+            "</channel></rss>").encode("cp1251")  # fmt: skip
+    [page] = _read(tmp_path, "новости.xml", feed).pages
+    assert page.text == ("# Новости завода\n\n## Ремонт крыши склада\n\nMon, 12 May 2003 10:00:00 +0400\n\n"
+                         "Работы начнутся в июне.\n\n## Приёмка угля\n\nУголь принят без замечаний.")  # fmt: skip
+    assert "windows-1251" in page.engine
+
+
+def test_an_atom_feed_and_plain_xml(tmp_path: Path) -> None:
+    atom = ('<?xml version="1.0" encoding="utf-8"?><feed xmlns="http://www.w3.org/2005/Atom"><title>Блог</title>'
+            "<entry><title>Запись</title><updated>2024-01-02</updated><summary>Текст записи.</summary></entry>"
+            "</feed>").encode()  # fmt: skip
+    assert _read(tmp_path, "a.atom", atom).pages[0].text == "# Блог\n\n## Запись\n\n2024-01-02\n\nТекст записи."
+    plain = "<реестр><запись><номер>7</номер><кому>Иванову</кому></запись></реестр>".encode()
+    assert _read(tmp_path, "реестр.xml", plain).pages[0].text == "7\nИванову"
+    broken = _read(tmp_path, "битый.xml", b"<a><b></a>")
+    assert broken.problems and broken.problems[0].reasons == [ReasonCode.unreadable_file]
+
+
+def test_a_saved_web_page_mht(tmp_path: Path) -> None:
+    html = "<html><body><h1>Объявление</h1><p>Столовая закрыта на ремонт.</p><script>x()</script></body></html>"
+    mht = (
+        b'MIME-Version: 1.0\r\nContent-Type: multipart/related; boundary="B"\r\n\r\n--B\r\n'
+        b'Content-Type: text/html; charset="koi8-r"\r\nContent-Transfer-Encoding: 8bit\r\n\r\n'
+    )
+    mht += html.encode("koi8_r") + b"\r\n--B\r\nContent-Type: image/png\r\nContent-Transfer-Encoding: base64\r\n\r\n"
+    mht += b"iVBORw0KGgo=\r\n--B--\r\n"
+    [page] = _read(tmp_path, "страница.mht", mht).pages
+    assert page.text == "# Объявление\n\nСтоловая закрыта на ремонт."
+
+
+def test_an_epub_in_reading_order(tmp_path: Path) -> None:
+    import zipfile
+
+    path = tmp_path / "книга.epub"
+    with zipfile.ZipFile(path, "w") as book:
+        book.writestr("mimetype", "application/epub+zip")
+        book.writestr("META-INF/container.xml", '<container><rootfiles><rootfile full-path="OEBPS/c.opf"/>'
+                      "</rootfiles></container>")  # fmt: skip
+        book.writestr("OEBPS/c.opf", '<package><manifest><item id="b" href="two.xhtml"/><item id="a" '
+                      'href="one.xhtml"/></manifest><spine><itemref idref="a"/><itemref idref="b"/></spine>'
+                      "</package>")  # fmt: skip
+        book.writestr("OEBPS/one.xhtml", "<html><body><h1>Глава первая</h1><p>Начало.</p></body></html>")
+        book.writestr("OEBPS/two.xhtml", "<html><body><h1>Глава вторая</h1><p>Конец.</p></body></html>")
+    [page] = _read(tmp_path, "книга.epub", path.read_bytes()).pages
+    assert page.text == "# Глава первая\n\nНачало.\n\n# Глава вторая\n\nКонец."
+    assert kind_of("works.wps") is SourceKind.office
