@@ -111,15 +111,21 @@ def how_read(page: PageResult) -> str:
     return {"text-layer": "layer", "plain-text": "text"}.get(page.method, page.method)
 
 
-def run(root: Path) -> dict:
+def refreshed_copy(root: Path) -> tuple[Path, Settings, dict, float]:
+    """The folder copied into a temporary root with a manifest (owner and access for everything) and refreshed
+    once by the real flow in the default configuration: (root, settings, the refresh's summary, its seconds)."""
     work = Path(tempfile.mkdtemp(prefix="korpus-real-"))
     archive = work / "archive"
-    shutil.copytree(root, archive, ignore=shutil.ignore_patterns("LICENSE", "README.md", "*.json"))
+    shutil.copytree(root, archive, ignore=shutil.ignore_patterns("LICENSE*", "README.md", "*.json"))
     (archive / "korpus.yaml").write_text(MANIFEST, encoding="utf-8")
     settings = Settings(data=work / "data")
     started = time.perf_counter()
     summary = run_refresh(archive, settings)
-    seconds = time.perf_counter() - started
+    return archive, settings, summary, time.perf_counter() - started
+
+
+def run(root: Path) -> dict:
+    archive, settings, summary, seconds = refreshed_copy(root)
     pages, chunks, reasons = read_catalog(settings.index_path)
     files = sorted(p.relative_to(archive).as_posix() for p in archive.rglob("*") if p.is_file())
     files = [f for f in files if f != "korpus.yaml"]
@@ -181,14 +187,7 @@ def office(root: Path) -> dict:
     from tasks.retrieval.embedding import Embedder
     from tasks.retrieval.retriever import Retriever
 
-    work = Path(tempfile.mkdtemp(prefix="korpus-office-"))
-    archive = work / "archive"
-    shutil.copytree(root, archive, ignore=shutil.ignore_patterns("LICENSE*", "README.md", "*.json"))
-    (archive / "korpus.yaml").write_text(MANIFEST, encoding="utf-8")
-    settings = Settings(data=work / "data")
-    started = time.perf_counter()
-    summary = run_refresh(archive, settings)
-    seconds = time.perf_counter() - started
+    archive, settings, summary, seconds = refreshed_copy(root)
     pages, chunks, reasons = read_catalog(settings.index_path)
     set_offline_switches()
     embedder = Embedder(embed_model_path(settings))

@@ -6,9 +6,7 @@ sheet and rows; a removed or relabelled letter takes its children with it."""
 
 from __future__ import annotations
 
-import io
 import shutil
-import zipfile
 from email.header import Header
 from email.mime.application import MIMEApplication
 from email.mime.multipart import MIMEMultipart
@@ -23,19 +21,12 @@ from korpus.apps.cli import app
 from korpus.core.settings import Settings
 from tasks.index.sqlite import SqliteIndex
 from tasks.retrieval.retriever import retrieve
+from tests.builders import zipped
 
 pytestmark = pytest.mark.integration
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "real-archive-2"
 MANIFEST = ("defaults: {owner: канцелярия, access: public}\n"
             "rules:\n  - {match: 'кадры/**', access: hr}\n")  # fmt: skip
-
-
-def zipped(members: dict[str, bytes]) -> bytes:
-    out = io.BytesIO()
-    with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as archive:
-        for name, data in members.items():
-            archive.writestr(name, data)
-    return out.getvalue()
 
 
 def letter_with_an_archive() -> bytes:

@@ -30,6 +30,7 @@ from korpus.core.datamodel import REASON_ADVICE, ReasonCode
 from korpus.core.settings import Settings
 from tasks.index.sqlite import SqliteIndex
 from tasks.retrieval.retriever import retrieve
+from tests.builders import zipped
 
 pytestmark = pytest.mark.integration
 FONT = "/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf"
@@ -200,14 +201,6 @@ def zip_bomb() -> bytes:
         archive.writestr("опись.txt", "Опись документов архива отдела кадров.".encode())
         for n in range(4):
             archive.writestr(f"нули_{n}.txt", b"\0" * 50_000_000)
-    return out.getvalue()
-
-
-def zipped(members: dict[str, bytes]) -> bytes:
-    out = io.BytesIO()
-    with zipfile.ZipFile(out, "w") as archive:
-        for name, data in members.items():
-            archive.writestr(name, data)
     return out.getvalue()
 
 

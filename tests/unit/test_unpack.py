@@ -18,17 +18,10 @@ from korpus.core.datamodel import SourceKind
 from korpus.core.settings import Settings
 from tasks.receive import admission_problems, discover_sources
 from tasks.unpack import member_name, unpack_root
+from tests.builders import zipped
 
 pytestmark = pytest.mark.unit
 MANIFEST = "defaults: {owner: office, access: public}\nrules:\n  - {match: 'кадры/**', access: hr}\n"
-
-
-def zipped(members: dict[str, bytes]) -> bytes:
-    out = io.BytesIO()
-    with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as archive:
-        for name, data in members.items():
-            archive.writestr(name, data)
-    return out.getvalue()
 
 
 def letter(attachments: dict[str, bytes], subject: str = "Документы") -> bytes:
