@@ -30,7 +30,7 @@ from tasks.audio.speech import (
     transcribe_windows,
 )
 from tasks.contract.chunking import build_chunks
-from tasks.contract.gate import route_chunks
+from tasks.contract.gate import holds_its_own_text, route_chunks
 from tasks.contract.splitter import LlmSplitter
 from tasks.index.sqlite import SqliteIndex
 from tasks.parse import ParseOutcome, read_source
@@ -233,7 +233,7 @@ def chunk_and_gate(
             cut.append((0, []))
             refused_all.append(problem(ready.source, ReasonCode.processing_failed, f"chunking failed: {failure(exc)}"))
             continue
-        passed, refused = route_chunks(chunks)
+        passed, refused = route_chunks(chunks, {p.page for p in pages if p.page is not None and holds_its_own_text(p)})
         cut.append((len(chunks), passed))
         refused_all += [*empty, *refused]
     return cut, refused_all

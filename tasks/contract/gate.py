@@ -2,16 +2,35 @@
 
 `indexable = policy approved and checks passed`. A failing chunk becomes a quarantine item
 with its reason codes — never a silent drop, never a silent index. Reason codes: docs/lifecycle.md.
+
+The garbage rules (`text-quality`) are for text whose quality is uncertain — OCR, a transcript. The text a file
+itself holds as it is — a PDF or DjVu layer kept as the page's text, what LibreOffice gives of a Word file, a web
+page, a spreadsheet, a letter — is the source: an estimate that writes «Kзпл=0,2» with a Latin K is not garbage,
+and refusing it would make the index worse than the file (`holds_its_own_text`). A plain text file stays under the
+rules: nothing says where its text came from (FineReader and older OCR export `.txt`), and no detector judged it.
 """
 
 from __future__ import annotations
 
-from korpus.core.datamodel import Chunk, QuarantineItem, ReasonCode
+from collections.abc import Collection
+
+from korpus.core.datamodel import Chunk, PageResult, QuarantineItem, ReasonCode
 from tasks.contract.policies import POLICIES, ChunkPolicy
 from tasks.text.quality import PageFacts, measure
 
 MIN_BAD_WORDS = 3
 """A short chunk with one odd word printed in the source («UГИС», «Xxxxгорисполком») is not garbage."""
+
+
+OWN_TEXT_METHODS = frozenset({"markup", "spreadsheet", "mail", "archive"})
+
+
+def holds_its_own_text(page: PageResult) -> bool:
+    """The page's text is what the file itself holds, read exactly (not recognised): a web page, a spreadsheet, a
+    letter, or a text layer kept as the page's text — a PDF's, a DjVu's, the PDF LibreOffice makes of a Word file —
+    whether the detector trusted it at once or flagged it and kept it after comparing it with the page's OCR (a
+    real estimate's «Kзпл=0,2» is flagged for its Latin K, and the OCR reads the same)."""
+    return page.method in OWN_TEXT_METHODS or (page.method == "text-layer" and not page.tier)
 
 
 def text_quality_problems(text: str, policy: ChunkPolicy) -> list[str]:
@@ -32,14 +51,17 @@ def text_quality_problems(text: str, policy: ChunkPolicy) -> list[str]:
     return problems
 
 
-def gate_chunk(chunk: Chunk, *, approved_exception: bool = False) -> list[tuple[ReasonCode, str]]:
+def gate_chunk(
+    chunk: Chunk, *, approved_exception: bool = False, own_text: bool = False
+) -> list[tuple[ReasonCode, str]]:
     """Every rule the chunk breaks, as (reason code, detail). Empty: the chunk may be indexed.
 
     Only rules a real chunk can break are here. Identity, access and locator are not checked again: a `Chunk`
     cannot be built without them (korpus/core/datamodel.py), and a source without owner or access never gets past
     admission (`missing-metadata`). `policy-not-approved`: the chunk was cut by a policy korpus no longer has —
     a quarantined chunk kept from an older release and released by a reviewer. `approved_exception` (a
-    reviewer's release) lifts the length and text-quality rules only.
+    reviewer's release) lifts the length and text-quality rules only; `own_text` (the chunk's page holds the file's
+    own text, `holds_its_own_text`) lifts the text-quality rules.
     """
     policy = POLICIES.get(chunk.policy_version)
     if policy is None:
@@ -48,17 +70,19 @@ def gate_chunk(chunk: Chunk, *, approved_exception: bool = False) -> list[tuple[
     if not approved_exception:
         if len(chunk.body) > policy.max_chars:
             failures.append((ReasonCode.oversized, f"{len(chunk.body)} chars > {policy.max_chars}"))
-        for problem in text_quality_problems(chunk.body, policy):
+        for problem in [] if own_text else text_quality_problems(chunk.body, policy):
             failures.append((ReasonCode.text_quality, problem))
     return failures
 
 
-def route_chunks(chunks: list[Chunk]) -> tuple[list[Chunk], list[QuarantineItem]]:
-    """Split chunks into those the gate lets through and quarantine items for the rest (with the chunk kept)."""
+def route_chunks(chunks: list[Chunk], own_text_pages: Collection[int] = ()) -> tuple[list[Chunk], list[QuarantineItem]]:
+    """Split chunks into those the gate lets through and quarantine items for the rest (with the chunk kept).
+    `own_text_pages`: the pages whose text the file itself holds (no text-quality rules for their chunks)."""
     passed: list[Chunk] = []
     refused: list[QuarantineItem] = []
     for chunk in chunks:
-        failures = gate_chunk(chunk)
+        own = chunk.locator.page is not None and chunk.locator.page in own_text_pages
+        failures = gate_chunk(chunk, own_text=own)
         if not failures:
             passed.append(chunk)
             continue

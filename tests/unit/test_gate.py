@@ -65,3 +65,32 @@ def test_route_keeps_refused_chunks_as_quarantine_items() -> None:
     assert passed == [good]
     assert refused[0].chunk_id == "c2" and refused[0].reasons == [ReasonCode.text_quality]
     assert refused[0].chunk == bad and "npoTOKon" in refused[0].evidence
+
+
+ESTIMATE = ("Kзпл=0,2 — коэффициент к заработной плате; Kмат=1,1 — к стоимости материалов; Kтр=0,05 — "
+            "транспортные расходы; Hp=0,94 — накладные расходы по смете на ремонт кровли.")  # fmt: skip
+
+
+def test_the_files_own_text_is_not_judged_for_spelling_only_uncertain_text_is() -> None:
+    """A real procurement estimate writes its coefficients with a Latin K inside Cyrillic words: as the file's own
+    text (a DOCX through LibreOffice, a trusted layer, a spreadsheet) it is the source; the same words from OCR are
+    what the garbage rules are for."""
+    from korpus.core.datamodel import LayerCheck, PageResult
+    from tasks.contract.gate import holds_its_own_text
+
+    chunk = _chunk(body=ESTIMATE, policy_version="structure-v2")
+    assert ReasonCode.text_quality in _codes(chunk)
+    assert _codes(chunk, own_text=True) == []
+    assert route_chunks([chunk], own_text_pages={1}) == ([chunk], [])
+    assert route_chunks([chunk], own_text_pages={2})[1][0].reasons == [ReasonCode.text_quality]
+    assert _codes(_chunk(body="x" * 40_000), own_text=True) == [ReasonCode.oversized]  # length still holds
+
+    def page(**update: object) -> PageResult:
+        return PageResult(source_id="s", source_version="v", page=1, text=ESTIMATE, **update)  # type: ignore[arg-type]
+
+    own = [page(method=m) for m in ("markup", "spreadsheet", "mail", "archive")]
+    checked = LayerCheck.model_construct(decision="layer-kept")  # flagged, compared with its OCR, kept
+    own += [page(method="text-layer", tier=0), page(method="text-layer", tier=0, layer_check=checked)]
+    uncertain = [page(method="tesseract", tier=1), page(method="vlm", tier=2), page(method="whisper"),
+                 page(method="plain-text")]  # a .txt: nothing says it is not an OCR export  # fmt: skip
+    assert all(holds_its_own_text(p) for p in own) and not any(holds_its_own_text(p) for p in uncertain)
