@@ -1,6 +1,7 @@
 """The access and lifecycle guarantees as invariants over random sequences of operations (a hypothesis
-`RuleBasedStateMachine`): files written, changed and removed, manifest relabels, refreshes, and reviewers with random
-scopes releasing, rejecting, editing and re-OCR'ing whatever the queue holds. After every step:
+`RuleBasedStateMachine`): files written, changed and removed — one of them a letter whose attachment is a child
+source under the letter's access —, manifest relabels, refreshes, and reviewers with random scopes releasing,
+rejecting, editing and re-OCR'ing whatever the queue holds. After every step:
 
 - no caller sees a chunk outside its scopes — on search (bm25, dense, hybrid), exact search and the review queue —
   judged against the catalog's current row *and* against the model's own record of what the manifest said at the
@@ -20,6 +21,9 @@ from __future__ import annotations
 import hashlib
 import shutil
 import tempfile
+from email.mime.application import MIMEApplication
+from email.mime.multipart import MIMEMultipart
+from email.mime.text import MIMEText
 from pathlib import Path
 from typing import Any
 
@@ -44,7 +48,9 @@ pytestmark = pytest.mark.integration
 
 SCOPES = ("public", "hr", "finance")
 PRINCIPALS = (("public",), ("hr",), ("public", "hr"), ("finance",), SCOPES)
-NAMES = ("приказ.txt", "записка.txt", "отдел/протокол.txt")
+NAMES = ("приказ.txt", "записка.txt", "отдел/протокол.txt", "почта/письмо.eml")
+LETTER = "почта/письмо.eml"  # a container: its attachment is a child source that takes the letter's access
+ATTACHMENT = LETTER + " › вложение.txt"
 GARBAGE = "M]heh\\guc dh^_dk Cl>opMa no KHA M]heh\\guc dh^_dk Cl>opMa no KHA M]heh\\guc dh^_dk Cl>opMa no KHA."
 CONTENTS = (
     "Приказ о премировании сотрудников отдела снабжения.",
@@ -53,6 +59,17 @@ CONTENTS = (
     f"{GARBAGE}\n\nПриказ о переводе сотрудника в отдел кадров.",
 )
 QUERIES = ("приказ сотрудников", "протокол комиссии", "записка склада")
+
+
+def letter(content: str) -> bytes:
+    """A letter whose attachment holds the content (bytes fixed: the boundary is set, not random)."""
+    message = MIMEMultipart(boundary="korpus-machine")
+    message["From"], message["To"], message["Subject"] = "kadry@example.ru", "sklad@example.ru", "Приказ по складу"
+    message.attach(MIMEText("Направляю приказ сотрудников во вложении.", "plain", "utf-8"))
+    part = MIMEApplication(content.encode("utf-8"))
+    part.add_header("Content-Disposition", "attachment", filename=("utf-8", "", "вложение.txt"))
+    message.attach(part)
+    return message.as_bytes()
 
 
 class Vectors:
@@ -78,7 +95,7 @@ class Vectors:
 def refresh_inline(root: Path, settings: Settings, vectors: Vectors) -> None:
     """One refresh through the flow's task functions, in the flow's order (flows/corpus_refresh.py)."""
     indexed, refused = refresh_tasks.read_catalog.fn(settings)
-    plan = plan_refresh(refresh_tasks.discover.fn(str(root)), indexed, refused)
+    plan = plan_refresh(refresh_tasks.discover.fn(str(root), settings), indexed, refused)
     problems = list(plan.rejected)
     if plan.to_process:
         outcomes = refresh_tasks.read_own_text.fn(plan.to_process, settings)
@@ -134,7 +151,7 @@ class Archive(RuleBasedStateMachine):
     def write_file(self, name: str, content: str) -> None:
         path = self.root / name
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(content, encoding="utf-8")
+        path.write_bytes(letter(content) if name == LETTER else content.encode("utf-8"))
         self.files[name] = content
 
     @precondition(lambda self: self.files)
@@ -153,10 +170,14 @@ class Archive(RuleBasedStateMachine):
     def refresh(self) -> None:
         refresh_inline(self.root, self.settings, self.vectors)
         self.refreshed = True
-        self.read = {
-            name: (hashlib.sha256(text.encode()).hexdigest(), self.labels.get(name, "public"))
-            for name, text in self.files.items()
-        }
+        self.read = {}
+        for name, text in self.files.items():
+            access = self.labels.get(name, "public")
+            if name == LETTER:  # the letter and its attachment, both under the letter's label
+                self.read[name] = (hashlib.sha256(letter(text)).hexdigest(), access)
+                self.read[ATTACHMENT] = (hashlib.sha256(text.encode()).hexdigest(), access)
+            else:
+                self.read[name] = (hashlib.sha256(text.encode()).hexdigest(), access)
 
     @precondition(lambda self: self.refreshed)
     @rule(data=st.data(), action=st.sampled_from([Action.release, Action.reject, Action.edit, Action.reocr]),
