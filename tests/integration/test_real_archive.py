@@ -174,8 +174,8 @@ def test_damaged_files_of_each_new_kind_are_refused_with_a_reason(tmp_path: Path
 
 
 def test_web_pages_an_ebook_and_a_macro_word_file_are_refreshed_and_found(models: dict, tmp_path: Path) -> None:
-    """tests/fixtures/real-archive-2: two real HTML pages, a FictionBook and a .docm (LibreOffice reads it like any
-    .docx) — each indexed, found by its own words, cited by its file."""
+    """tests/fixtures/real-archive-2/office: two real HTML pages, a FictionBook, a .docm (LibreOffice reads it like
+    any .docx) and an XLS budget — each indexed, found by its own words, cited by its file."""
     from tasks.retrieval.retriever import retrieve
 
     root = tmp_path / "archive"
@@ -186,11 +186,13 @@ def test_web_pages_an_ebook_and_a_macro_word_file_are_refreshed_and_found(models
     assert summary["quarantined"] == 0, summary["quarantine_reasons"]
     with SqliteIndex(settings.index_path) as index:
         chunks = {s["source_id"]: s["chunks"] for s in index.sources() if s["lifecycle"] == "current"}
-        assert set(chunks) == {"tika_resume.html", "dedoc_example.html", "tika_test.fb2", "poi_45690_wikipedia.docm"}
+        assert set(chunks) == {"tika_resume.html", "dedoc_example.html", "tika_test.fb2", "poi_45690_wikipedia.docm",
+                               "poi_57925_budget.xls"}  # fmt: skip
         assert all(chunks.values()), chunks
         for query, source_id in (("зарегистрированных компаний просмотрели резюме", "tika_resume.html"),
                                  ("Поясним за непонятное", "dedoc_example.html"),
-                                 ("тестовый файл FictionBook", "tika_test.fb2")):  # fmt: skip
+                                 ("тестовый файл FictionBook", "tika_test.fb2"),
+                                 ("внутреннего финансирования бюджетов", "poi_57925_budget.xls")):  # fmt: skip
             hits = retrieve(index.searcher, query, None, ["public"], k=1, mode="bm25")
             assert hits and hits[0]["source_id"] == source_id, (query, hits[:1])
             assert hits[0]["text"].startswith(f"[{source_id}"), hits[0]["text"][:80]
