@@ -26,6 +26,7 @@ from korpus.core.datamodel import (
     SourceKind,
 )
 from korpus.core.settings import Settings
+from tasks.readers.base import failure
 from tasks.readers.registry import kind_of
 from tasks.unpack import child_sources
 
@@ -131,8 +132,28 @@ def discover_sources(root: Path, settings: Settings | None = None) -> list[Sourc
         if found is not None:
             sources.append(found)
             if settings is not None:
-                sources.extend(child_sources(found, settings, [r for r in manifest.rules if r.for_children]))
+                sources.extend(_children(found, settings, [r for r in manifest.rules if r.for_children]))
     return sources
+
+
+def _children(container: Source, settings: Settings, child_rules: list[ManifestRule]) -> list[Source]:
+    """A container's child sources; when taking them out fails in a way nobody foresaw (a full disk, a library
+    bug), one refused child says so and discovery goes on with the other files."""
+    try:
+        return list(child_sources(container, settings, child_rules))
+    except Exception as exc:  # containment: one container never stops a refresh
+        detail = f"its members could not be taken out: {failure(exc)}"
+        return [
+            Source(
+                source_id=container.source_id + CHILD_SEPARATOR + "…",
+                version="not-read",
+                path=container.path,
+                owner=container.owner,
+                access=container.access,
+                tenant=container.tenant,
+                unreadable=detail,
+            )
+        ]
 
 
 def _badly_named(path: Path, rel: Path, manifest: Manifest) -> Source | None:

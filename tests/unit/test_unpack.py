@@ -175,3 +175,21 @@ def test_a_damaged_archive_gives_no_children_and_its_own_read_says_why(root: Pat
     assert list(sources) == ["битый.zip"]
     outcome = reader_for(SourceKind.archive).read(sources["битый.zip"], settings)
     assert outcome.problems and "does not open" in outcome.problems[0].detail
+
+
+def test_a_container_that_cannot_be_unpacked_never_stops_discovery(
+    root: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An injected fault (the unpacker raising, as a full disk would): one refused child, the other files found."""
+    import tasks.unpack
+
+    (root / "a.zip").write_bytes(zipped({"x.txt": b"text"}))
+    (root / "b.txt").write_text("Записка.", encoding="utf-8")
+
+    def full_disk(*_args: object) -> list:
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(tasks.unpack, "_unpack", full_disk)
+    sources = found(root, Settings(data=tmp_path / "data"))
+    assert list(sources) == ["a.zip", "a.zip › …", "b.txt"]
+    assert "No space left on device" in sources["a.zip › …"].unreadable
