@@ -193,3 +193,16 @@ def test_a_container_that_cannot_be_unpacked_never_stops_discovery(
     sources = found(root, Settings(data=tmp_path / "data"))
     assert list(sources) == ["a.zip", "a.zip › …", "b.txt"]
     assert "No space left on device" in sources["a.zip › …"].unreadable
+
+
+def test_gc_removes_the_members_of_container_versions_the_catalog_no_longer_holds(root: Path, tmp_path: Path) -> None:
+    from tasks.index.retention import _unneeded_files
+
+    (root / "a.zip").write_bytes(zipped({"x.txt": b"first"}))
+    settings = Settings(data=tmp_path / "data")
+    kept = found(root, settings)["a.zip"].version
+    (root / "a.zip").write_bytes(zipped({"x.txt": b"second"}))
+    gone = found(root, settings)["a.zip"].version
+    (unpack_root(settings) / "zz" / "zz.123.part").mkdir(parents=True)  # left by a killed unpacking
+    unneeded = {p.name for p in _unneeded_files(settings, {kept}, set())}
+    assert gone in unneeded and kept not in unneeded and "zz.123.part" in unneeded
