@@ -2,8 +2,9 @@
 
 An archive's members become child sources (tasks/unpack.py, with its limits against zip bombs and `../` names);
 its own page only lists them, so a search for a file's name finds the archive that holds it. Member names are
-decoded as their archive wrote them: UTF-8 when marked or valid, else the Russian code page that reads best — cp866
-first for a zip (what Windows' and old DOS archivers wrote), cp1251 first for the rest. Links, devices and
+decoded as their archive wrote them: UTF-8 when marked or valid; a zip name without the UTF-8 flag, which libarchive
+reads as cp437, is re-read as cp866 (what Windows' own zip and old DOS archivers wrote in Russia) when that gives
+Cyrillic; raw bytes elsewhere as the Russian code page that reads best (cp1251 first). Links, devices and
 encrypted members are listed and refused with that reason, never followed or guessed at.
 """
 
@@ -23,9 +24,25 @@ LISTED_NAMES = 200  # names the archive's own page lists; the members themselves
 COMPRESSED_ONLY = (".gz", ".bz2", ".xz")
 
 
+def _cp866_read_as_cp437(name: str) -> str:
+    """A zip member name without the UTF-8 flag is decoded by libarchive as cp437, the format's default; Russian
+    Windows and DOS archivers wrote cp866 there («Åα¿¬áº» is «Приказ»). Re-read it as cp866 when that gives a name
+    mostly of Cyrillic letters with nothing odd in it."""
+    if name.isascii():
+        return name
+    try:
+        raw = name.encode("cp437")
+    except UnicodeEncodeError:  # characters cp437 has not: libarchive did not decode it as cp437
+        return name
+    text = raw.decode("cp866")
+    letters = [ch for ch in text if ch.isalpha()]
+    cyrillic = sum(1 for ch in letters if "\u0400" <= ch <= "\u04ff")
+    return text if letters and cyrillic * 2 > len(letters) and best_code_page(raw, ("cp866",))[1] > 0 else name
+
+
 def member_name_text(raw: str | bytes, zip_order: bool) -> str:
     if isinstance(raw, str):
-        return raw
+        return _cp866_read_as_cp437(raw) if zip_order else raw
     try:
         return raw.decode("utf-8")
     except UnicodeDecodeError:

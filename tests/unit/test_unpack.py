@@ -206,3 +206,31 @@ def test_gc_removes_the_members_of_container_versions_the_catalog_no_longer_hold
     (unpack_root(settings) / "zz" / "zz.123.part").mkdir(parents=True)  # left by a killed unpacking
     unneeded = {p.name for p in _unneeded_files(settings, {kept}, set())}
     assert gone in unneeded and kept not in unneeded and "zz.123.part" in unneeded
+
+
+def test_a_7z_archive_with_a_cyrillic_name_in_a_folder(
+    root: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A real 7z (written by libarchive itself) holding a Cyrillic-named file in a folder."""
+    import libarchive
+
+    src = tmp_path / "src" / "отчёты"
+    src.mkdir(parents=True)
+    (src / "смета.txt").write_text("Смета на ремонт кровли.", encoding="utf-8")
+    monkeypatch.chdir(tmp_path / "src")  # the member's name is the path given
+    with libarchive.file_writer(str(root / "архив.7z"), "7zip") as archive:
+        archive.add_files("отчёты/смета.txt")
+    sources = found(root, Settings(data=tmp_path / "data"))
+    child = sources["архив.7z › отчёты/смета.txt"]
+    assert child.kind is SourceKind.text and Path(child.path).read_text(encoding="utf-8") == "Смета на ремонт кровли."
+
+
+def test_a_zip_from_an_old_windows_archiver_names_its_members_in_cp866(root: Path, tmp_path: Path) -> None:
+    """No UTF-8 flag, the name's bytes in cp866 (what Windows' own zip and old archivers write in Russia)."""
+    name = "Приказ о премии.doc"
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w") as archive:
+        info = zipfile.ZipInfo(name.encode("cp866").decode("cp437"))  # stored as those bytes, flag unset
+        archive.writestr(info, b"x" * 10)
+    (root / "старый.zip").write_bytes(out.getvalue())
+    assert "старый.zip › Приказ о премии.doc" in found(root, Settings(data=tmp_path / "data"))
