@@ -9,7 +9,8 @@ lives as long as its container: changed or removed, the container's children are
 retired with it.
 
 Members are written once per container version under `<data>/unpacked/<sha256[:2]>/<sha256>/` with a
-`members.json` listing (a later refresh reads the listing, not the container); the source file is only read.
+`members.json` listing (a later refresh reads the listing, not the container); the source file is only read. A
+container replaced while it was being unpacked keeps no listing: its children wait for the next refresh.
 Limits (settings `unpack_*`) stop a zip bomb and a runaway mailbox: members per container, bytes per member, bytes
 per file on disk with everything nested in it, the ratio of unpacked bytes to the file's size, and the depth of
 nesting. A member a limit stops, or whose name leads out of its container (`../`, `/etc/…`), or that the container
@@ -106,6 +107,17 @@ def _write(member: Member, target: Path, budget: Budget) -> tuple[str, int] | st
     return digest.hexdigest(), size
 
 
+def _sha256(path: Path) -> str | None:
+    digest = hashlib.sha256()
+    try:
+        with open(path, "rb") as handle:
+            for block in iter(lambda: handle.read(1 << 20), b""):
+                digest.update(block)
+    except OSError:
+        return None
+    return digest.hexdigest()
+
+
 def _unpack(source: Source, folder: Path, settings: Settings, budget: Budget) -> list[dict]:
     """Take the members of one container version out into folder; the listing that describes them."""
     entries: list[dict] = []
@@ -144,6 +156,9 @@ def _unpack(source: Source, folder: Path, settings: Settings, budget: Budget) ->
                 break
     except Exception as exc:  # a damaged container: what came out before is kept, its own read says the rest
         budget.notes.append(f"the container could not be read to its end: {failure(exc)}")
+    if _sha256(Path(source.path)) != source.version:  # replaced while it was unpacked: these are not its members
+        shutil.rmtree(work, ignore_errors=True)
+        return []
     listing = {"version": LISTING_VERSION, "members": entries, "notes": budget.notes}
     (work / LISTING).write_text(json.dumps(listing, ensure_ascii=False), encoding="utf-8")
     shutil.rmtree(folder, ignore_errors=True)

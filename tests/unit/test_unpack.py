@@ -234,3 +234,23 @@ def test_a_zip_from_an_old_windows_archiver_names_its_members_in_cp866(root: Pat
         archive.writestr(info, b"x" * 10)
     (root / "старый.zip").write_bytes(out.getvalue())
     assert "старый.zip › Приказ о премии.doc" in found(root, Settings(data=tmp_path / "data"))
+
+
+def test_a_container_replaced_while_it_is_unpacked_keeps_no_listing(
+    root: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Discovery hashed the first bytes; the file is replaced before its members are taken out: what came out
+    belongs to other bytes, so nothing is listed under the first version (the next refresh reads the new one)."""
+    import tasks.unpack
+
+    (root / "a.zip").write_bytes(zipped({"x.txt": b"first text"}))
+    members = tasks.unpack._unpack
+
+    def replaced_meanwhile(source, folder, settings, budget):  # type: ignore[no-untyped-def]
+        (root / "a.zip").write_bytes(zipped({"y.txt": b"second text"}))
+        return members(source, folder, settings, budget)
+
+    monkeypatch.setattr(tasks.unpack, "_unpack", replaced_meanwhile)
+    settings = Settings(data=tmp_path / "data")
+    assert list(found(root, settings)) == ["a.zip"]
+    assert not list(unpack_root(settings).rglob("members.json"))
