@@ -6,7 +6,6 @@ Owner, access and tenant come from the corpus manifest `korpus.yaml` at the root
 
 from __future__ import annotations
 
-import hashlib
 import os
 import re
 from dataclasses import dataclass, field
@@ -26,6 +25,7 @@ from korpus.core.datamodel import (
     SourceKind,
 )
 from korpus.core.settings import Settings
+from tasks.files import file_sha256
 from tasks.readers.base import failure
 from tasks.readers.registry import kind_of
 from tasks.unpack import child_sources
@@ -106,14 +106,6 @@ def glob_regex(pattern: str) -> re.Pattern[str]:
 def source_kind(path: Path) -> SourceKind | None:
     """The kind whose reader takes this suffix (tasks/readers), or None: quarantined `unsupported-type`."""
     return kind_of(path)
-
-
-def file_sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def discover_sources(root: Path, settings: Settings | None = None) -> list[Source]:

@@ -30,6 +30,7 @@ from pathlib import Path
 
 from korpus.core.datamodel import CHILD_SEPARATOR, Source, SourceKind
 from korpus.core.settings import Settings
+from tasks.files import file_sha256
 from tasks.readers.base import Member, failure
 from tasks.readers.registry import is_container, kind_of, reader_for
 
@@ -107,15 +108,11 @@ def _write(member: Member, target: Path, budget: Budget) -> tuple[str, int] | st
     return digest.hexdigest(), size
 
 
-def _sha256(path: Path) -> str | None:
-    digest = hashlib.sha256()
+def _still_the_version(source: Source) -> bool:
     try:
-        with open(path, "rb") as handle:
-            for block in iter(lambda: handle.read(1 << 20), b""):
-                digest.update(block)
+        return file_sha256(Path(source.path)) == source.version
     except OSError:
-        return None
-    return digest.hexdigest()
+        return False
 
 
 def _unpack(source: Source, folder: Path, settings: Settings, budget: Budget) -> list[dict]:
@@ -156,7 +153,7 @@ def _unpack(source: Source, folder: Path, settings: Settings, budget: Budget) ->
                 break
     except Exception as exc:  # a damaged container: what came out before is kept, its own read says the rest
         budget.notes.append(f"the container could not be read to its end: {failure(exc)}")
-    if _sha256(Path(source.path)) != source.version:  # replaced while it was unpacked: these are not its members
+    if not _still_the_version(source):  # replaced while it was unpacked: these are not its members
         shutil.rmtree(work, ignore_errors=True)
         return []
     listing = {"version": LISTING_VERSION, "members": entries, "notes": budget.notes}
@@ -185,7 +182,11 @@ def child_sources(parent: Source, settings: Settings, child_rules: list, depth: 
         return
     budget = budget or Budget(settings, parent.size)
     folder = unpack_root(settings) / parent.version[:2] / parent.version
-    for entry in listing(parent, settings, budget):
+    entries = listing(parent, settings, budget)
+    if any("file" in e and not (folder / e["file"]).is_file() for e in entries):
+        shutil.rmtree(folder, ignore_errors=True)  # a data directory restored in part: unpack it again, once
+        entries = listing(parent, settings, budget)
+    for entry in entries:
         child_id = parent.source_id + CHILD_SEPARATOR + entry["name"]
         meta = {"owner": parent.owner, "access": parent.access, "tenant": parent.tenant}
         for rule in child_rules:
@@ -199,10 +200,10 @@ def child_sources(parent: Source, settings: Settings, child_rules: list, depth: 
         path = folder / entry["file"]
         try:
             stat = path.stat()
-        except OSError:  # the unpacked copy went missing (a data directory restored in part): unpack it again
-            shutil.rmtree(folder, ignore_errors=True)
-            yield from child_sources(parent, settings, child_rules, depth, budget)
-            return
+        except OSError as exc:  # gone again since it was taken out
+            yield Source(version=entry["sha256"], path=child_id, unreadable=f"its unpacked copy is gone: {exc}",
+                         **common)  # fmt: skip
+            continue
         child = Source(version=entry["sha256"], path=str(path), size=stat.st_size, mtime_ns=stat.st_mtime_ns, **common)
         if stat.st_size == 0:
             child.unreadable = "the member is empty (0 bytes)"

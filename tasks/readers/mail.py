@@ -293,9 +293,8 @@ class MailReader:
     suffixes = (".eml", ".msg", ".mbox", ".tnef")
     names = ("winmail.dat",)
 
-    def letter(self, source: Source) -> Letter:
+    def letter(self, source: Source, form: str) -> Letter:
         path = Path(source.path)
-        form = form_of(path)
         if form == "msg":
             return msg_letter(path)
         if form == "tnef":
@@ -305,28 +304,30 @@ class MailReader:
     def read(self, source: Source, settings: Settings) -> ParseOutcome:
         outcome = ParseOutcome(page_count=1)
         path = Path(source.path)
+        form = form_of(path)
         try:
-            if form_of(path) == "mbox":
+            if form == "mbox":
                 count = sum(1 for _ in mbox_messages(path))
                 text = f"Почтовый ящик «{source.file_name}»: писем — {count}."
                 outcome.pages.append(whole_file_page(source, text, "mail", "mbox"))
                 return outcome
-            letter = self.letter(source)
+            letter = self.letter(source, form)
         except UnreadableSourceError as exc:
             outcome.problems.append(problem(source, ReasonCode.unreadable_file, str(exc)))
             return outcome
-        page = whole_file_page(source, letter.page_text(), "mail", form_of(path))
+        page = whole_file_page(source, letter.page_text(), "mail", form)
         outcome.pages.append(page.model_copy(update={"label": letter.label()}))
         return outcome
 
     def members(self, source: Source, settings: Settings) -> Iterator[Member]:
         path = Path(source.path)
-        if form_of(path) == "mbox":
+        form = form_of(path)
+        if form == "mbox":
             for number, raw in enumerate(mbox_messages(path), start=1):
                 yield Member(name=f"письмо {number:04d}.eml", blocks=[raw], kind=SourceKind.mail)
             return
         try:
-            yield from self.letter(source).attachments
+            yield from self.letter(source, form).attachments
         except UnreadableSourceError:
             return  # its own read says why
 

@@ -140,6 +140,12 @@ def html_to_text(markup: str) -> str:
     return parser.text()
 
 
+def declared_xml_encoding(raw: bytes) -> str:
+    """The encoding an XML prolog declares (`<?xml … encoding="windows-1251"?>`), else XML's default."""
+    found = re.match(rb"<\?xml[^>]*encoding=[\"']([^\"']+)", raw)
+    return found[1].decode("ascii", "replace") if found else "utf-8"
+
+
 def _local(tag: str) -> str:
     return tag.rsplit("}", 1)[-1]
 
@@ -155,7 +161,7 @@ def fb2_text(raw: bytes) -> tuple[str, str]:
         root = ElementTree.fromstring(raw)
     except ElementTree.ParseError as exc:
         raise UnreadableSourceError(f"not a readable FictionBook (XML) file: {exc}") from exc
-    encoding = (re.match(rb"<\?xml[^>]*encoding=[\"']([^\"']+)", raw) or [None, b"utf-8"])[1].decode("ascii", "replace")
+    encoding = declared_xml_encoding(raw)
     lines: list[str] = []
 
     def walk(element: ElementTree.Element, depth: int) -> None:
@@ -207,7 +213,7 @@ def xml_text(raw: bytes) -> tuple[str, str]:
     """An RSS or Atom feed: its title, then each item as a `##` heading with its date and its text (HTML in a
     description turned to text). Any other XML: the text of its elements, one per line."""
     root = _xml(raw, "XML file")
-    encoding = (re.match(rb"<\?xml[^>]*encoding=[\"']([^\"']+)", raw) or [None, b"utf-8"])[1].decode("ascii", "replace")
+    encoding = declared_xml_encoding(raw)
     kind = _local(root.tag)
     channel = next((c for c in root if _local(c.tag) == "channel"), root) if kind in ("rss", "RDF") else root
     items = [e for e in (root.iter() if kind == "RDF" else channel) if _local(e.tag) in ("item", "entry")]

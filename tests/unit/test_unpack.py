@@ -254,3 +254,13 @@ def test_a_container_replaced_while_it_is_unpacked_keeps_no_listing(
     settings = Settings(data=tmp_path / "data")
     assert list(found(root, settings)) == ["a.zip"]
     assert not list(unpack_root(settings).rglob("members.json"))
+
+
+def test_a_data_directory_restored_in_part_is_unpacked_again_each_child_once(root: Path, tmp_path: Path) -> None:
+    (root / "a.zip").write_bytes(zipped({"x.txt": b"first text", "y.txt": b"second text", "z.txt": b"third"}))
+    settings = Settings(data=tmp_path / "data")
+    first = list(found(root, settings))
+    next(p for p in unpack_root(settings).rglob("*.txt") if p.name.startswith("00002")).unlink()
+    again = [s.source_id for s in discover_sources(root, settings)]
+    assert again == first == ["a.zip", "a.zip › x.txt", "a.zip › y.txt", "a.zip › z.txt"]
+    assert all(Path(s.path).is_file() for s in discover_sources(root, settings) if "›" in s.source_id)
