@@ -11,7 +11,7 @@ chunk, exact cosine) is evaluated on the 623 dev questions:
 - `body only` — the body alone (no address, section or context line);
 - `plain passage` — title and text as the BEIR file gives them, no chunking (e5 used plainly, the issue's row).
 
-    .venv/bin/python benchmarks/chunk_text.py [--xquad ../shared/data/xquad-ru] [--json]
+    .venv/bin/python benchmarks/chunk_text.py [--xquad eval/xquad-ru] [--json]
 """
 
 from __future__ import annotations
@@ -56,7 +56,7 @@ def evaluate(vectors: np.ndarray, owners: list[str], queries: np.ndarray, questi
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--xquad", type=Path, default=ROOT.parent / "shared" / "data" / "xquad-ru")
+    parser.add_argument("--xquad", type=Path, default=ROOT / "eval" / "xquad-ru")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
     settings = Settings()

@@ -1,6 +1,6 @@
 """Chunking throughput (units/s) and chunk size distribution, structure-v1 beside page-v1.
 
-    .venv/bin/python benchmarks/chunking.py [--xquad ../shared/data/xquad-ru/corpus.jsonl] [--json]
+    .venv/bin/python benchmarks/chunking.py [--xquad eval/xquad-ru/corpus.jsonl] [--json]
 
 Two corpora: the sample archive's pages (PDF text layers and OCR'd scans, the HR order, the letter), and the
 240 paragraphs of XQuAD-ru, each as one page. Sizes are in tokens of the embedding model (e5-small's tokenizer,
@@ -29,7 +29,7 @@ from tasks.receive import discover_sources
 from tasks.retrieval.embedding import token_counter
 from tasks.text.structure import text_structure
 
-DEFAULT_XQUAD = Path(__file__).resolve().parents[2] / "shared" / "data" / "xquad-ru" / "corpus.jsonl"
+DEFAULT_XQUAD = Path(__file__).resolve().parents[1] / "eval" / "xquad-ru" / "corpus.jsonl"
 
 
 def sample_pages(settings: Settings) -> list[tuple[Source, list[PageResult]]]:

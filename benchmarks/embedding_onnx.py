@@ -3,7 +3,7 @@ runs it on torch, and exported to ONNX Runtime — fp32, every MatMul int8 (per 
 default `e5-small-int8` (int8 per channel, each layer's feed-forward output projection kept fp32) — measured side by
 side in this one process, on the same texts and cores.
 
-    .venv/bin/python benchmarks/embedding_onnx.py [--xquad ../shared/data/xquad-ru] [--json]
+    .venv/bin/python benchmarks/embedding_onnx.py [--xquad eval/xquad-ru] [--json]
 
 Every path is loaded through korpus's own `Embedder`; the ONNX folders are made by korpus's own export
 (`korpus.core.model_build.export_onnx`, then ONNX Runtime's dynamic quantisation), the per-tensor and fp32 ones
@@ -76,7 +76,7 @@ def timed(encode, texts: list[str]) -> tuple[np.ndarray, float]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--xquad", type=Path, default=Path(__file__).resolve().parents[2] / "shared/data/xquad-ru")
+    parser.add_argument("--xquad", type=Path, default=Path(__file__).resolve().parents[1] / "eval/xquad-ru")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
     set_offline_switches()

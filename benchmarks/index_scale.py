@@ -40,7 +40,7 @@ from tasks.index.sqlite import SqliteIndex
 from tasks.retrieval.retriever import retrieve
 
 ROOT = Path(__file__).resolve().parents[1]
-XQUAD = ROOT.parent / "shared" / "data" / "xquad-ru" / "corpus.jsonl"
+XQUAD = ROOT / "eval" / "xquad-ru" / "corpus.jsonl"
 DIMS = 384
 PER_SOURCE = 50
 

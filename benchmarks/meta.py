@@ -1,6 +1,11 @@
 """Meta-documents: full build vs rebuild after one document changed vs an unchanged run, side by side.
 
     .venv/bin/python benchmarks/meta.py [--copies 3] [--json]
+    .venv/bin/python benchmarks/meta.py --quality [--json]
+
+`--quality`: precision and recall of the persons and organisations registers, side by side, on the generated corpus
+(corpora.meta_corpus: 22 public persons, 12 organisations with ИНН, read by a real refresh) and on real documents
+(eval/registers: the served text of 35 real third-party files and hand labels, corpora/real_registers.py).
 
 The generated corpus of corpora.meta_corpus (40 documents a copy; `--copies` writes more, each with its own seed, in
 its own folder) is refreshed with meta-documents off; then, in this one process, with the NER model and the
@@ -46,11 +51,60 @@ def _write(root: Path, copies: int) -> Path:
     return root / "том_1" / "письма" / "письмо_23.txt"
 
 
+def quality() -> dict:
+    """Registers against what is known to be in the documents: the generated corpus's truth and the real labels."""
+    from corpora.meta_corpus import write_meta_corpus
+    from corpora.real_registers import load_labels, load_texts, registers_of, score
+    from tasks.meta.publish import read_meta
+
+    with tempfile.TemporaryDirectory() as tmp:
+        truth = write_meta_corpus(Path(tmp) / "root")
+        settings = Settings(data=Path(tmp) / "data")
+        run_refresh(Path(tmp) / "root", settings)
+        with SqliteIndex(settings.index_path) as index:
+            texts = {}
+            for kind in ("persons", "organisations"):
+                texts[kind] = "\n".join(read_meta(index, kind, ["public"])[0]["parts"])
+    entries = {k: [line[2:].split(" — ", 1)[0].split(" (также", 1)[0].split(", ИНН", 1)[0]
+                   for line in t.splitlines() if line.startswith("- ")] for k, t in texts.items()}  # fmt: skip
+    forms = {form: p.full for p in truth.persons for form in p.register_forms}
+    public = {p.full for p in truth.persons if not p.restricted}
+    found = [forms.get(e) for e in entries["persons"]]
+    orgs = {o.short for o in truth.organisations} | {o.long for o in truth.organisations}
+    generated = {
+        "persons": {"entries": len(found), "labelled": len(public),
+                    "precision": round(sum(f in public for f in found) / max(1, len(found)), 3),
+                    "recall": round(len(public & set(found)) / len(public), 3)},
+        "organisations": {"entries": len(entries["organisations"]), "labelled": len(truth.organisations),
+                          "precision": round(sum(e in orgs for e in entries["organisations"])
+                                             / max(1, len(entries["organisations"])), 3),
+                          "recall": round(len({o.short for o in truth.organisations
+                                               if o.short in entries["organisations"] or o.long in entries[
+                                                   "organisations"]}) / len(truth.organisations), 3)},
+    }  # fmt: skip
+    real = score(registers_of(load_texts()), load_labels())
+    return {"generated corpus": generated, "real documents (35, hand labels)": real}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--copies", type=int, default=3)
     parser.add_argument("--json", action="store_true")
+    parser.add_argument("--quality", action="store_true", help="register precision/recall, generated and real")
     args = parser.parse_args()
+    if args.quality:
+        report = quality()
+        if args.json:
+            print(json.dumps(report, ensure_ascii=False, indent=2))
+            return
+        for corpus, kinds in report.items():
+            for kind, r in kinds.items():
+                print(f"{corpus:>34} {kind:>13}: entries {r['entries']:>3}  labelled {r['labelled']:>3}  "
+                      f"precision {r['precision']:.3f}  recall {r['recall']:.3f}")  # fmt: skip
+                for key in ("wrong", "missed"):
+                    if r.get(key):
+                        print(f"{'':>49}{key}: {'; '.join(r[key])}")
+        return
     ensure_models(Settings())
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp) / "root"

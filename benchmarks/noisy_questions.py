@@ -1,6 +1,6 @@
 """Retrieval on noisy questions: each question as written, and again the way people send it, side by side.
 
-    .venv/bin/python benchmarks/noisy_questions.py [--xquad ../shared/data/xquad-ru] [--json]
+    .venv/bin/python benchmarks/noisy_questions.py [--xquad eval/xquad-ru] [--json]
 
 `noisy()` rewrites each question deterministically (seeded) with one kind of noise, in turn: a greeting before and
 thanks after; a pasted link; zero-width characters inside words; a typo in a content word (a letter swapped or
@@ -119,7 +119,7 @@ def compare(questions: list[Question], data: Path) -> dict:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--xquad", type=Path, default=ROOT.parent / "shared" / "data" / "xquad-ru")
+    parser.add_argument("--xquad", type=Path, default=ROOT / "eval" / "xquad-ru")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
     ensure_models(Settings())

@@ -12,7 +12,7 @@ Parts (all by default), each measured side by side in this one process on the sa
   cer         character error rate of korpus vs Tesseract alone on XQuAD-ru paragraphs scanned at 300 dpi with
               rising noise, blur and rotation (korpus must lose nothing against the engine it wraps)
   detector    precision / recall of the text-layer detector on generated good and bad layers
-Pages are XQuAD-ru paragraphs (`../shared/data/xquad-ru/corpus.jsonl`) typeset in DejaVu Serif.
+Pages are XQuAD-ru paragraphs (`eval/xquad-ru/corpus.jsonl`) typeset in DejaVu Serif.
 
 Over 400 lines because its six parts share one process, one set of rendered pages and one report; each part is
 a function of its own.
@@ -52,7 +52,7 @@ from tasks.receive import file_sha256
 from tasks.text.quality import text_layer_quality
 
 LANGUAGE = Settings().ocr_language  # rus+eng: every contender reads with the same languages
-XQUAD = Path(__file__).resolve().parents[2] / "shared" / "data" / "xquad-ru" / "corpus.jsonl"
+XQUAD = Path(__file__).resolve().parents[1] / "eval" / "xquad-ru" / "corpus.jsonl"
 
 
 def paragraphs(limit: int) -> list[str]:

@@ -103,6 +103,12 @@ class ChangeKind(StrEnum):
 CHILD_SEPARATOR = " › "
 """Between a container's source id and a member's name in a child source's id: `почта/письмо.eml › акт.pdf`."""
 
+META_PREFIX = "korpus://meta/"
+"""How a meta-document's source id starts (`korpus://meta/public/Реестр лиц`, tasks/meta/publish.py); the `//`
+keeps these ids apart from every file's, which are root-relative paths."""
+NO_ENTRIES = "Записей нет."
+"""The line a meta-document without entries ends its summary with: such a part is never a search hit."""
+
 
 class Source(BaseModel):
     """One file under the source root, identified by its root-relative path and versioned by sha256."""

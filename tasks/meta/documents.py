@@ -22,9 +22,10 @@ from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
-from korpus.core.datamodel import timecode
+from korpus.core.datamodel import NO_ENTRIES, timecode
 from tasks.meta.dates import spoken
 from tasks.meta.facts import OrganisationMention, PersonMention, Place, SourceFacts
+from tasks.meta.names import is_nominative_name
 
 TITLES = {
     "toc": "Оглавление коллекции",
@@ -149,8 +150,11 @@ class Organisation:
 
     @property
     def shown(self) -> str:
+        """The most frequent form the documents write in the nominative; with none, the most frequent form as
+        written (never a form korpus made up). An all-capitals heading counts after a form in normal case."""
         forms = Counter(m.name for m in self.mentions)
-        return max(forms, key=lambda name: (forms[name], "«" in name, len(name)))
+        return max(forms, key=lambda name: (is_nominative_name(name), not name.isupper(), forms[name], "«" in name,
+                                            len(name)))  # fmt: skip
 
 
 def _core(key: str) -> str:
@@ -211,7 +215,7 @@ def _parts(title: str, entries: Sequence[tuple[str, str]], head: str = "") -> li
         span = f"{part[0][0]} — {part[-1][0]}"
         out.append("\n".join([f"{title}: {span.rstrip('.')}.", *(text for _, text in part)]))
     if not parts:
-        out[0] += "\nЗаписей нет."
+        out[0] += f"\n{NO_ENTRIES}"
     return out
 
 

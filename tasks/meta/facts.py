@@ -21,14 +21,19 @@ from razdel import sentenize
 from korpus.core.datamodel import PageResult, Source, SourceKind, timecode
 from tasks.meta.dates import find_dates
 from tasks.meta.llm import LlmEvents
-from tasks.meta.names import find_mentions, organisation_ids, organisation_key, person_name
+from tasks.meta.names import find_mentions, organisation_ids, organisation_key, person_name, readable_for_names
 
 logger = logging.getLogger("korpus.meta")
 
 # Bump when extraction changes: every cached fact is read again.
-EXTRACTOR_VERSION = "meta-1"
+EXTRACTOR_VERSION = "meta-2"
 _STAMP = re.compile(r"\[(\d\d):(\d\d):(\d\d)\]\s*")
 _SENTENCE_CHARS = 300
+# A reference list's heading: what follows it on the page, and the pages after, are not read for names.
+_REFERENCES = re.compile(
+    r"(?im)^[ \t#]*(?:references|bibliography|список\s+(?:использованн\w+\s+)?(?:литературы|источников)"
+    r"|литература|библиография|библиографический\s+список)[ \t]*:?[ \t]*$"
+)
 
 
 class Place(BaseModel):
@@ -134,6 +139,7 @@ def extract_facts(source: Source, pages: list[PageResult], llm: LlmEvents | None
         title=title_of(pages), pages=0 if seconds is not None else len(pages), seconds=seconds, owner=source.owner,
         access=source.access, tenant=source.tenant or "default",
     )  # fmt: skip
+    in_references = False
     for page in pages:
         text = page.text
         dates = find_dates(text)
@@ -145,10 +151,14 @@ def extract_facts(source: Source, pages: list[PageResult], llm: LlmEvents | None
             )  # fmt: skip
         if llm is not None and text.strip():
             _add_model_events(facts, llm, source, page, {(d.first, d.last) for d in dates})
-        for mention in find_mentions(text):
+        # names: not from a reference list (its authors are not people the archive is about), from the rest
+        heading = None if in_references else _REFERENCES.search(text)
+        text = "" if in_references else readable_for_names(text[: heading.start()] if heading else text)
+        in_references = in_references or heading is not None
+        for mention in find_mentions(text) if text.strip() else []:
             place = _place(source, page, text, mention.start)
             if mention.type == "PER":
-                name = person_name(mention.text)
+                name = person_name(mention.text, ruled=mention.ruled)
                 if name is not None:
                     facts.persons.append(
                         PersonMention(surname=name.surname, first_initial=name.first_initial,

@@ -28,7 +28,7 @@ from tasks.text.identifiers import valid_inn, valid_ogrn
 
 _LOCK = threading.Lock()
 _INITIALS = re.compile(r"([А-ЯЁ])\.\s*(?:([А-ЯЁ])(?:\.|(?![а-яё])))?")
-_WORD = re.compile(r"[А-ЯЁ][а-яё]+(?:-[А-ЯЁ][а-яё]+)?")
+_WORD = re.compile(r"[А-ЯЁ][а-яё]+(?:-[А-ЯЁа-яё][а-яё]+)?")
 _INN = re.compile(r"ИНН\s*:?\s*(\d{10}|\d{12})(?!\d)")
 _OGRN = re.compile(r"ОГРНИП?\s*:?\s*(\d{13}|\d{15})(?!\d)")
 _QUOTED = re.compile(r"[«\"“„']([^»\"”“']+)[»\"”“']")
@@ -54,6 +54,55 @@ _LEGAL_NAME = re.compile(
 )
 _SHORT_FORMS = {"ООО", "ПАО", "ЗАО", "ОАО", "АО", "ИП", "ФГУП", "ГУП", "МУП", "АНО", "НКО", "ГБУ", "МБУ", "ФГБУ"}
 
+# --- evidence for an organisation (docs/meta.md «Organisations») --------------------------------------------------
+# A name NER marks ORG is an organisation only with evidence: a legal form, a quoted name after an organisation word, a
+# valid ИНН/ОГРН beside it, a state body's or institution's name, an agency's abbreviation with «России», or a
+# company suffix in Latin script. On two real manuals NER's bare ORG spans were mostly English authors, code words,
+# OCR debris and table captions.
+_BODY_HEADS = (
+    r"Правительств[оаеу]м?|Администраци[яиюей]|Министерств[оауе]м?|Федеральн\w+\s+(?:служб|агентств|собрани)\w*"
+    r"|Государственн\w+\s+Дум\w+|Совет\w*\s+(?:Федерации|Безопасности|Министров)|Верховн\w+\s+(?:Суд|Совет)\w*"
+    r"|Конституционн\w+\s+Суд\w*|Арбитражн\w+\s+суд\w*|Съезд\w*\s+народных\s+депутатов|Управлени[еяюи]м?"
+    r"|Территориальн\w+\s+орган\w*|Правительственн\w+\s+комисси\w+|Департамент\w*|Комитет\w*|Прокуратур\w+"
+    r"|Генеральн\w+\s+прокуратур\w+|Центральн\w+\s+банк\w*|Пенсионн\w+\s+фонд\w*|Институт\w*|Академи\w+"
+    r"|Университет\w*|Национальн\w+\s+центр\w*|Палат\w+|Агентств\w+|Служб\w+"
+)
+_BODY_HEAD = re.compile(rf"(?<![А-ЯЁа-яё])(?:{_BODY_HEADS})(?![а-яё])")
+_CAPS_BODY = re.compile(
+    rf"(?<![А-ЯЁа-яё])(?:[А-ЯЁ]+(?:АЯ|ИЙ|ЫЙ|ОЕ)\s+){{0,3}}(?:{_BODY_HEADS.upper()}|ШКОЛА|БИБЛИОТЕКА)"
+    r"(?:[ \t]*\n?[ \t]+(?!(?:ПРИКАЗ|ПОСТАНОВЛЕНИЕ|УКАЗ|РАСПОРЯЖЕНИЕ|РЕШЕНИЕ|УТВЕРЖДАЮ|ПОЛОЖЕНИЕ|ПРИКАЗЫВАЮ)\b)"
+    r"(?:[А-ЯЁ]{2,}|И|ПО|ПРИ|В))*"
+)
+_ANY = re.compile(r".+", re.S)
+_TOKEN = re.compile(r"[ \t]*\n?[ \t]*([А-ЯЁа-яё][А-ЯЁа-яё-]*)")
+_ADJ_BODY = re.compile(
+    r"(?<![А-ЯЁа-яё])(?:[А-ЯЁ][а-яё]+(?:ая|ий|ый|ое|ой|ую|ого|ых)\s+)(?:[а-яё]+(?:ая|ий|ый|ое|ой|ую|ого|ых)\s+){0,3}"
+    r"(?:библиотек\w*|школ\w*|академи\w+|палат\w+|корпораци\w+|банк\w*|университет\w*|больниц\w*|фонд\w*|палат\w*)"
+    r"(?:\s+реконструкции\s+и\s+развития)?"
+)
+_AGENCY_OF_RUSSIA = re.compile(r"(?<![А-ЯЁа-яё])(?:[А-ЯЁ]{2,6}|Мин[а-яё]{3,}|Рос[а-яё]{4,})\s+России(?![а-яё])")
+_KNOWN_ACRONYMS = {
+    "ФСТЭК", "ФСБ", "ФНС", "МВД", "МЧС", "ГИБДД", "ФСИН", "ФАС", "ФТС", "ФМС", "СВР", "ФСО", "ЦБ", "РАН", "ЕБРР",
+    "ООН", "ЮНЕСКО", "СНГ", "ЕАЭС", "РАНХиГС", "МГУ", "СПбГУ", "МЭРТ", "Росстат", "Роскомнадзор", "Госкомстат",
+    "Минюст", "Минфин", "Минздрав", "Минтруд", "Минобрнауки", "Минэкономразвития", "Ростехрегулирование",
+}  # fmt: skip
+_ORG_WORD_QUOTED = re.compile(
+    r"(?<![А-ЯЁа-яё])(?:(?:[Кк]омпани|[Аа]гентств|[Бб]анк|[Фф]онд|[Оо]рганизаци|[Кк]орпораци|[Пп]артнерств|[Ии]здательств"
+    r"|[Хх]олдинг|[Кк]онцерн|[Зз]авод|[Кк]омбинат|[Тт]орговый\s+дом|РИА|ИА|БФ|МОО|ГБУЗ|МБУ|ГБУ|ФГБУ|НКО|ТД)\w*"
+    r"(?:\s+[А-ЯЁ]{2,5})?\s*[«\"„“”]([^»\"”“\n]{2,80})[»\"”“])"
+)
+_LATIN_COMPANY = re.compile(
+    r"\b[A-Z][\w&'’`.-]*(?:\s+[A-Z][\w&'’`.-]*){0,4}\s+(?:Inc|Ltd|LLC|GmbH|AG|SA|Corp|Corporation|Company|Bank|Group"
+    r"|Agency|Service|Services|International|University|Institute|Foundation)\b\.?"
+)
+_LATIN_PERSON = re.compile(r"^[A-Z][a-z]+(?:[-'][A-Z]?[a-z]+)?(?:\s+[A-Z]\.)?(?:\s+[A-Z][a-z]+(?:-[A-Z][a-z]+)?){1,2}$")
+# --- persons by their initials: «С.А.Тырцев», «Абрамов Г. С.», «В.СЕЛИН» -----------------------------------------
+_SURNAME = r"[А-ЯЁ][а-яё]+(?:-[А-ЯЁа-яё][а-яё]+)?|[А-ЯЁ]{3,}(?:-[А-ЯЁ]{2,})?"
+_INITIALS_FIRST = re.compile(rf"(?<![А-ЯЁа-яё.])[А-ЯЁ]\.\s?(?:[А-ЯЁ]\.\s?)?(?:{_SURNAME})(?![а-яёА-ЯЁ])")
+_INITIALS_AFTER = re.compile(rf"(?<![А-ЯЁа-яё])(?:{_SURNAME})\s[А-ЯЁ]\.\s?[А-ЯЁ]\.(?![а-яё])")
+_NOT_NAME_PARTS = {"VERB", "INFN", "PRTF", "PRTS", "GRND", "ADJS", "ADVB", "CONJ", "PREP", "PRCL", "NPRO", "COMP"}
+_NOT_SURNAMES = {"Москва", "Россия", "Российской", "Федерации", "Статья", "Глава", "Приложение", "Раздел", "Пункт"}
+
 
 @dataclass(frozen=True)
 class Mention:
@@ -63,6 +112,8 @@ class Mention:
     start: int
     end: int
     text: str
+    ruled: bool = False
+    """Found by a rule (a legal form, initials beside a surname), not by the NER model."""
 
 
 @dataclass(frozen=True)
@@ -101,8 +152,17 @@ def warm_up() -> None:
     _models()
 
 
+def readable_for_names(text: str) -> str:
+    """The page as the name rules read it: a word broken at a line end joined again («Гарина-\nМихайловского»,
+    «Алексе- ева»), table cells one sentence («Иванов | Иван | Иванович»)."""
+    text = re.sub(r"(?<=[а-яё])-[ \t]*\n?[ \t]*(?=[а-яё])", "", text)
+    text = re.sub(r"(?<=[А-ЯЁа-яё])-[ \t]*\n[ \t]*(?=[А-ЯЁ])|(?<=[а-яё])- (?=[А-ЯЁ])", "-", text)
+    return re.sub(r"[ \t]*\|[ \t]*", " ", text)
+
+
 def find_mentions(text: str) -> list[Mention]:
-    """PER and ORG spans in `text`, in order (natasha's slovnet NER)."""
+    """PER and ORG spans in `text`, in order: organisations with evidence and persons written with their initials
+    by rule, then what natasha's slovnet NER marks, where no rule has spoken and (for ORG) with evidence."""
     from natasha import Doc
 
     segmenter, tagger, _ = _models()
@@ -110,23 +170,134 @@ def find_mentions(text: str) -> list[Mention]:
         doc = Doc(text)
         doc.segment(segmenter)
         doc.tag_ner(tagger)
-    mentions = [Mention("ORG", m.start(), m.end(), m.group(0)) for m in _LEGAL_NAME.finditer(text)]
-    ruled = [(m.start, m.end) for m in mentions]
+    ruled_mentions = _ruled(text)
+    ruled = [(m.start, m.end) for m in ruled_mentions]
+    mentions: list[Mention] = []  # NER's, in order
     for span in doc.spans:
         if span.type not in ("PER", "ORG") or any(span.start < b and a < span.stop for a, b in ruled):
             continue
-        if span.type == "ORG":
+        kind = span.type
+        if kind == "ORG" and _LATIN_PERSON.match(span.text) and not _LATIN_COMPANY.search(span.text):
+            kind = "PER"  # «Alex Graves», «Bob Marley»: NER calls Latin-script names organisations
+        if kind == "ORG":
             stop = _closing_quote(text, span.start, span.stop)
-            if not is_organisation_name(text[span.start : stop]):
+            name = text[span.start : stop]
+            if not (is_organisation_name(name) and has_organisation_evidence(text, span.start, stop)):
                 continue
-            mentions.append(Mention("ORG", span.start, stop, text[span.start : stop]))
+            mentions.append(Mention("ORG", span.start, stop, name))
             continue
         last = mentions[-1] if mentions else None
-        if last and last.type == span.type == "PER" and not text[last.end : span.start].strip():
+        if last and last.type == kind == "PER" and not text[last.end : span.start].strip():
             mentions[-1] = Mention("PER", last.start, span.stop, text[last.start : span.stop])  # «Петрову | Ивану»
         else:
-            mentions.append(Mention(span.type, span.start, span.stop, span.text))
-    return sorted(mentions, key=lambda m: m.start)
+            mentions.append(Mention(kind, span.start, span.stop, span.text))
+    return sorted(mentions + ruled_mentions, key=lambda m: m.start)
+
+
+def _ruled(text: str) -> list[Mention]:
+    """Mentions the rules find, longest first, never two overlapping."""
+    found: list[Mention] = []
+
+    def add(kind: str, start: int, end: int) -> None:
+        name = text[start:end].rstrip(" ,.;:")
+        end = start + len(name)
+        if end - start > 1 and not any(start < m.end and m.start < end for m in found):
+            found.append(Mention(kind, start, end, name, ruled=True))
+
+    candidates: list[tuple[str, re.Match[str]]] = []
+    for pattern in (_LEGAL_NAME, _LATIN_COMPANY, _AGENCY_OF_RUSSIA, _ADJ_BODY):
+        candidates += [("ORG", m) for m in pattern.finditer(text)]
+    for match in _ORG_WORD_QUOTED.finditer(text):  # «компании "Евразийское водное партнерство"»: the name only
+        generic = match.group(0)[0].islower() or match.group(0)[:3].lower() in ("ком", "агент", "бан", "фон", "орг")
+        candidates.append(("ORG", _ANY.match(text, match.start(1) - 1 if generic else match.start(), match.end())))
+    candidates += [("ORG", m) for m in _CAPS_BODY.finditer(text) if len(m.group(0).split()) > 1]
+    for head in _BODY_HEAD.finditer(text):
+        end = body_end(text, head.start())
+        if end is not None:
+            candidates.append(("ORG", _ANY.match(text, head.start(), end)))
+    candidates.sort(key=lambda c: (c[1].start() - c[1].end(), c[1].start()))
+    # persons after organisations; «Федорова А. И.» before «А. И. Решили»; a place is no surname («Москвы Ю.М.»)
+    candidates += [("PER", m) for m in (*_INITIALS_AFTER.finditer(text), *_INITIALS_FIRST.finditer(text))
+                   if not any(w in _NOT_SURNAMES or _is_place(w) for w in _WORD.findall(m.group(0)))]  # fmt: skip
+    for kind, match in candidates:
+        end = _closing_quote(text, match.start(), match.end()) if kind == "ORG" else match.end()
+        add(kind, match.start(), end)
+    return found
+
+
+def _is_place(word: str) -> bool:
+    return "Geox" in _models()[2].parse(word)[0].tag
+
+
+def _cases(word: str) -> set[str]:
+    parses = _models()[2].parse(word)
+    if any({"Geox", "Fixd", "UNKN"} & set(p.tag.grammemes) for p in parses[:2]):
+        return {"gent"}  # «Тыва», «Планка»: a place or an unknown word names the body
+    return {p.tag.case for p in parses if p.tag.case}
+
+
+def body_end(text: str, start: int) -> int | None:
+    """Where the name of a state body or institution that starts at `start` with its head word ends, or None when
+    nothing names it. «Правительство Российской Федерации», «Министерство спорта Российской Федерации»,
+    «Управление по вопросам противодействия коррупции в Республике Тыва»: after the head come lower-case genitives
+    («спорта», «государственной статистики»), then capitalised genitives («Российской Федерации») or «по/при …»
+    words; a nominative («Александр Баженов»), a verb or punctuation ends it. A head alone («Министерство», a
+    defined short form) is not a name."""
+    head = _BODY_HEAD.match(text, start)
+    if head is None:
+        return None
+    multiword = " " in head.group(0)
+    at, end, phase, adjective, free, lower = head.end(), None, "lower", False, 0, 0
+    while (token := _TOKEN.match(text, at)) is not None:
+        word = token.group(1)
+        if word in ("по", "при") and phase != "free":
+            phase, at = "free", token.end()
+            continue
+        if word in ("и", "в") and phase in ("lower", "free"):
+            at = token.end()
+            continue
+        if len(word) < 3 and word != "РФ":
+            break  # a letter-spaced word («п р и к а з ы в а ю») or a preposition
+        if word[0].isupper():
+            if word != "РФ" and (word.isupper() or not _cases(word) & {"gent", "datv", "loct", "ablt"}):
+                break
+            phase = "caps" if phase == "lower" else phase
+        elif phase == "lower" and "gent" in _cases(word):
+            lower += 1
+        elif phase == "caps" and adjective and "gent" in _cases(word):
+            pass  # «Корякского округа», «Дальнего Востока»: the noun after a capitalised adjective
+        elif phase == "free" and free < 5 and _plain_word(word):
+            free += 1
+        else:
+            break
+        adjective = "ADJF" in _models()[2].parse(word)[0].tag
+        at = end = token.end()
+    if phase == "lower" and not (multiword and lower) and lower < 2:
+        return None  # «на Министерство полномочий»: common words after a head are not its name
+    if phase == "lower" and not multiword:
+        return None
+    return end
+
+
+def _plain_word(word: str) -> bool:
+    """A word that may stand in a body's «по …» name: not a verb or a participle («по надзору в сфере связи»)."""
+    return not {"VERB", "PRTS", "PRTF", "INFN", "GRND"} & set(_models()[2].parse(word)[0].tag.grammemes)
+
+
+def has_organisation_evidence(text: str, start: int, stop: int) -> bool:
+    """What makes an NER ORG span an organisation (docs/meta.md): a legal form, a quoted name, a valid ИНН or ОГРН
+    right after it, a known agency's abbreviation, a state body's or institution's name, a Latin company suffix."""
+    name = text[start:stop]
+    covers = lambda m: m is not None and m.end() - m.start() >= len(name.rstrip()) - 2  # noqa: E731
+    if any(covers(p.search(name)) for p in (_LEGAL_NAME, _ORG_WORD_QUOTED, _LATIN_COMPANY)):
+        return True
+    if any(organisation_ids(text, stop)):
+        return True
+    words = re.findall(r"[А-ЯЁа-яёA-Za-z]+", name)
+    if (words and words[0] in _KNOWN_ACRONYMS) or _AGENCY_OF_RUSSIA.search(name):
+        return True
+    end = body_end(name, 0)
+    return end is not None and end >= len(name.rstrip()) - 2
 
 
 def _closing_quote(text: str, start: int, stop: int) -> int:
@@ -175,8 +346,32 @@ def _nominative(parse: Any, gender: str | None) -> str:
         w.capitalize() for w in (form.word if form else parse.word).split("-"))  # fmt: skip
 
 
-def person_name(span: str) -> PersonName | None:
-    """Read a PER span as a person's name; None when it holds no surname (a first name alone)."""
+def _latin_person(span: str) -> PersonName | None:
+    """«Alf Karlsson», «Bob Marley», «John R. Smith»: the last word is the surname, shown as written."""
+    words = re.findall(r"[A-Z][a-z]+(?:[-'][A-Z]?[a-z]+)?|[A-Z]\.", span)
+    if len(words) < 2 or words[-1].endswith("."):
+        return None
+    first = words[0] if not words[0].endswith(".") else None
+    middle = next((w for w in words[1:-1]), None)
+    return PersonName(words[-1].lower(), first, middle, words[0][0], middle[0] if middle else None, None,
+                      " ".join(words), certain=False)  # fmt: skip
+
+
+def _as_written(word: str, form: str) -> str:
+    """The document's own spelling kept: «Федорова» is never shown as «Фёдорова»; a form no longer than the word
+    when pymorphy's guess invents one («Монтегю» → «Монтегющий»)."""
+    if "ё" not in word.lower():
+        form = form.replace("ё", "е").replace("Ё", "Е")
+    return form if len(form) <= len(word) + 1 else word
+
+
+def person_name(span: str, ruled: bool = False) -> PersonName | None:
+    """Read a PER span as a person's name; None when it holds no surname (a first name alone). `ruled`: the span is
+    a surname beside initials (a rule found it), so its word is the surname even if the dictionary knows it as
+    something else («Буренин В.А.», «В.СЕЛИН»)."""
+    if re.search(r"[A-Za-z]", span) and not re.search(r"[А-ЯЁа-яё]", span):
+        return _latin_person(span)
+    span = re.sub(r"(?<![А-ЯЁ])[А-ЯЁ]{3,}(?:-[А-ЯЁ]{2,})?(?![А-ЯЁа-яё])", lambda m: m.group(0).capitalize(), span)
     morph = _models()[2]
     initials = _INITIALS.search(span)
     first_initial = initials.group(1) if initials else None
@@ -184,8 +379,9 @@ def person_name(span: str) -> PersonName | None:
     words = [w for w in _WORD.findall(_INITIALS.sub(" ", span))]
     parses = {w: morph.parse(w) for w in words}
     roles = {w: _role(parses[w]) for w in words}
-    first = next((w for w in words if roles[w] == "Name"), None)
-    middle = next((w for w in words if roles[w] == "Patr"), None)
+    # «Буренин В.А.»: with initials the words are the surname («Буренин» is also a woman's name in the plural)
+    first = None if initials else next((w for w in words if roles[w] == "Name"), None)
+    middle = None if initials else next((w for w in words if roles[w] == "Patr"), None)
     gender = None
     for word, tag in ((middle, "Patr"), (first, "Name")):
         if word and gender is None:
@@ -193,14 +389,21 @@ def person_name(span: str) -> PersonName | None:
     certain = gender is not None
     # A surname is read as one, or is a word the dictionary does not know; «Ответственным В. О.» holds none.
     rest = [w for w in words if w not in (first, middle)]
-    rest = [w for w in rest if _best(parses[w], "Surn", None) or not morph.word_is_known(w.lower())]
+    rest = [w for w in rest if (ruled and not _NOT_NAME_PARTS & set(parses[w][0].tag.grammemes))
+            or _best(parses[w], "Surn", None) or not morph.word_is_known(w.lower())]  # fmt: skip
     surname_word = next((w for w in rest if roles[w] == "Surn"), None) or next(
         (w for w in rest if _best(parses[w], "Surn", gender)), rest[0] if rest else None
     )
+    if surname_word is None and first and middle:  # «Дук Евгений Иванович»: the word beside the full name
+        at, end = words.index(first), words.index(middle)
+        beside = [w for w in (words[at - 1] if at > 0 else None, words[end + 1] if end + 1 < len(words) else None) if w]
+        surname_word = beside[0] if beside else None
     if surname_word is None:
         return None
     if not (first or middle or first_initial) and not _best(parses[surname_word], "Surn", None):
         return None  # a lone capitalised word that is not a surname («Смявший» from a misheard recording)
+    # a person's surname is singular: «Тырцев» read as the plural of «Тырец» is left as written
+    parses[surname_word] = [p for p in parses[surname_word] if "plur" not in p.tag] or parses[surname_word]
     nominative = [p for p in _ranked(parses[surname_word]) if "Surn" in p.tag and "nomn" in p.tag]
     if gender is not None:
         nominative = [p for p in nominative if p.tag.gender in (gender, None)]
@@ -209,13 +412,22 @@ def person_name(span: str) -> PersonName | None:
     if gender is None and first_initial:  # initials only: the surname's own form tells the gender, if anything
         gender = surname_parse.tag.gender if "Surn" in surname_parse.tag else None
         certain = len({p.tag.gender for p in parses[surname_word] if "Surn" in p.tag}) == 1  # not «Соловьёва»
-    lemma = surname_parse.normal_form
-    surname = _nominative(surname_parse, gender)
+    case = _best(parses[middle or first], "Patr" if middle else "Name", None).tag.case if (middle or first) else None
+    if "Surn" not in surname_parse.tag or "plur" in surname_parse.tag:
+        # not a surname the dictionary knows: as written, or in the nominative when the name beside it is not
+        # («Игоря Давыдовича Шаферана» → «Шаферан»)
+        agreeing = [p for p in parses[surname_word] if case and case != "nomn" and p.tag.case == case]
+        surname = _as_written(surname_word, _nominative(agreeing[0], gender)) if agreeing else re.sub(
+            r"(?<=[оеё]в|[иы]н)(?:у|ым|е)$", "", surname_word)  # «Лапину С. Н.» → «Лапин»  # fmt: skip
+        lemma = surname.lower().replace("ё", "е")
+    else:
+        lemma, surname = surname_parse.normal_form.replace("ё", "е"), _as_written(surname_word, _nominative(
+            surname_parse, gender))  # fmt: skip
     # A name whose gender disagrees with the patronymic's («Саша Петровна») is read in its own gender.
-    first_nom = _nominative(_best(parses[first], "Name", gender) or _best(parses[first], "Name", None), gender) if (
-        first) else None  # fmt: skip
-    middle_nom = _nominative(_best(parses[middle], "Patr", gender) or _best(parses[middle], "Patr", None), gender) if (
-        middle) else None  # fmt: skip
+    first_nom = _as_written(first, _nominative(_best(parses[first], "Name", gender) or _best(parses[first], "Name",
+                            None), gender)) if first else None  # fmt: skip
+    middle_nom = _as_written(middle, _nominative(_best(parses[middle], "Patr", gender) or _best(parses[middle], "Patr",
+                             None), gender)) if middle else None  # fmt: skip
     first_initial = first_initial or (first_nom[0] if first_nom else None)
     middle_initial = middle_initial or (middle_nom[0] if middle_nom else None)
     if first_nom:
@@ -224,6 +436,15 @@ def person_name(span: str) -> PersonName | None:
         shown = " ".join(filter(None, [surname, f"{first_initial}." if first_initial else None,
                                         f"{middle_initial}." if middle_initial else None]))  # fmt: skip
     return PersonName(lemma, first_nom, middle_nom, first_initial, middle_initial, gender, shown, certain)
+
+
+def is_nominative_name(name: str) -> bool:
+    """An organisation's name as written in the nominative: its first word reads as a singular nominative
+    («Правительство Российской Федерации», «ФСТЭК России»; not «Минюстом России», «Правительства …»)."""
+    words = re.findall(r"[А-ЯЁа-яё]+", name)
+    if not words or words[0].isupper():
+        return bool(words)
+    return any("nomn" in p.tag and "plur" not in p.tag for p in _models()[2].parse(words[0]))
 
 
 def legal_form(name: str) -> str:
@@ -243,6 +464,10 @@ def organisation_key(name: str) -> str:
     form = next((w for w in re.findall(r"[А-ЯЁA-Z]{2,5}", name.split("«")[0]) if w in _SHORT_FORMS), "")
     core = quoted.group(1) if quoted else name
     folded = re.sub(r"\W+", " ", core).strip().lower()
+    if not quoted:  # «Правительства Российской Федерации» and «Правительство Российской Федерации» meet
+        from tasks.text.analysis import analyse
+
+        folded = " ".join(analyse(core)) or folded
     return f"{form} {folded}".strip()
 
 

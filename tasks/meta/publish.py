@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from korpus.core.datamodel import Chunk, PageResult, Source, SourceKind
+from korpus.core.datamodel import META_PREFIX, Chunk, PageResult, Source, SourceKind
 from tasks.contract.chunking import page_chunks
 from tasks.index.sqlite import SqliteIndex
 from tasks.meta.documents import LAYOUT_VERSION, TITLES, meta_texts
@@ -30,7 +30,6 @@ from tasks.meta.facts import EXTRACTOR_VERSION, FactCache, SourceFacts, extract_
 from tasks.meta.llm import LlmEvents
 
 logger = logging.getLogger("korpus.meta")
-META_PREFIX = "korpus://meta/"
 META_OWNER = "korpus"
 
 

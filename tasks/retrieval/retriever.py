@@ -10,6 +10,12 @@
   fusion's top `rerank_top` reordered by a cross-encoder.
 - **bm25**, **bm25-nostem** (no Russian morphology: the baseline), **dense**: one side alone.
 
+Meta-documents (docs/meta.md) answer questions about the collection (`is_collection_question`): only for those do
+their chunks take part in the ranking as any chunk does. For every other question they are taken out of both sides
+before routing and fusion (and out of the identifier pins: the organisations register holds every ИНН) and listed
+after all document hits, so the documents rank exactly as they would with meta-documents off. A part of an empty
+meta-document («Записей нет.») is never a hit.
+
 In every mode that reads BM25 (not bm25-nostem), a query carrying an ИНН, ОГРН or document number wants that
 document: exact identifier matches rank first, whatever either side thought of them. An unknown query term is
 searched with its typo variants (tasks/text/typos.py). Scopes are enforced here and inside every backend primitive: no
@@ -24,8 +30,10 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from korpus.core.datamodel import META_PREFIX, NO_ENTRIES
 from tasks.index.backend import HYBRID_MODES, SEARCH_MODES, SearchBackend
 from tasks.index.exact import mentions
+from tasks.retrieval.collection import is_collection_question
 from tasks.retrieval.fusion import pin_first, rrf_fuse
 from tasks.text.analysis import analyse
 from tasks.text.identifiers import extract_identifiers
@@ -95,12 +103,25 @@ class Retriever:
     ) -> tuple[list[tuple[Hashable, float]], int, dict[str, list[Hashable]]]:
         """(fused ranking, how many identifier pins lead it, each side's ranking)."""
         depth, sides, rankings = self.depth, {}, []
+        lexical: list[Hashable] = []
         if mode == "bm25-nostem":
-            rankings.append([key for key, _ in self.backend.lexical(query, scopes, depth, False, {})])
-        if mode in HYBRID_MODES or mode == "bm25":
+            lexical = [key for key, _ in self.backend.lexical(query, scopes, depth, False, {})]
+        reads_bm25 = mode in HYBRID_MODES or mode == "bm25"
+        variants: dict[str, list[str]] = {}
+        if reads_bm25:
             terms = analyse(query)
             variants = self.backend.typo_variants(terms)  # one vocabulary lookup for ranking, coverage and explain
             lexical = [key for key, _ in self.backend.lexical(query, scopes, depth, True, variants)]
+        dense_scored = self.backend.vector(vector, scopes, depth) if mode in HYBRID_MODES or mode == "dense" else []
+        exact = self.backend.identifiers(extract_identifiers(query), scopes, depth) if reads_bm25 else []
+        aside, dropped = self._meta_aside(query, [*lexical, *(k for k, _ in dense_scored), *exact], scopes)
+        out = dropped | set(aside)
+        lexical, exact = [k for k in lexical if k not in out], [k for k in exact if k not in out]
+        dense_scored = [(key, score) for key, score in dense_scored if key not in out]
+        dense = [key for key, _ in dense_scored]
+        if mode == "bm25-nostem":
+            rankings.append(lexical)
+        if reads_bm25:
             routed = mode in ("hybrid", "hybrid+rerank") and bool(lexical)
             coverage = self.backend.coverage(query, lexical[0], variants) if routed else None
             joined = not (routed and coverage < self.min_coverage)
@@ -111,19 +132,34 @@ class Retriever:
                 explain.update(terms=terms, typo_variants=variants, coverage=coverage,
                                min_coverage=self.min_coverage, bm25_joined=joined)  # fmt: skip
         if mode in HYBRID_MODES or mode == "dense":
-            dense = self.backend.vector(vector, scopes, depth)
-            sides["dense"] = [key for key, _ in dense]
-            rankings.append(sides["dense"])
+            sides["dense"] = dense
+            rankings.append(dense)
             if explain is not None:
-                explain["dense_scores"] = dict(dense)
+                explain["dense_scores"] = dict(dense_scored)
         fused = rrf_fuse(rankings, self.rrf_k)
-        exact: list[Hashable] = []
-        if mode in HYBRID_MODES or mode == "bm25":
-            exact = self.backend.identifiers(extract_identifiers(query), scopes, depth)
+        if reads_bm25:
             fused = pin_first(exact, fused)
+        # meta parts set aside: after every document hit, in the order the sides found them
+        fused += [(key, 0.0) for key in aside]
         if explain is not None:
-            explain.update(backend=self.backend.name, identifier_pins=len(exact))
+            explain.update(backend=self.backend.name, identifier_pins=len(exact), meta_aside=len(aside),
+                           collection_question=is_collection_question(query))  # fmt: skip
         return fused, len(exact), sides
+
+    def _meta_aside(
+        self, query: str, keys: Sequence[Hashable], scopes: Sequence[str]
+    ) -> tuple[list[Hashable], set[Hashable]]:
+        """(meta parts to list after the documents, in order; parts never to return). For a collection question
+        nothing is set aside; parts of an empty meta-document are dropped whatever the question."""
+        unique = list(dict.fromkeys(keys))
+        if not unique:
+            return [], set()
+        meta = [(key, hit) for key, hit in self.backend.hits([(key, 0.0) for key in unique], scopes)
+                if hit["source_id"].startswith(META_PREFIX)]  # fmt: skip
+        dropped = {key for key, hit in meta if NO_ENTRIES in hit["text"]}
+        if is_collection_question(query):
+            return [], dropped
+        return [key for key, _ in meta if key not in dropped], dropped
 
     def _reranked(
         self, query: str, fused: list[tuple[Hashable, float]], pinned: int, scopes: Sequence[str], k: int

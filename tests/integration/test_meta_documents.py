@@ -181,3 +181,27 @@ WORDS = ["Саша", "Петровна", "Иванович", "Елена", "См
 def test_any_person_span_is_read_or_refused_never_crashes(span: str) -> None:
     name = person_name(span)
     assert name is None or (name.surname and name.shown)
+
+
+def test_meta_parts_stay_out_of_the_way_of_ordinary_questions(built) -> None:
+    """A register names almost everyone a question might ask about; only a question about the collection lets a meta
+    part outrank a document. For any other, every document hit comes first, and an empty register is never a hit."""
+    truth, settings, _, _ = built
+    with SqliteIndex(settings.index_path) as index:
+        embedder = shared_embedder(str(embed_model_path(settings)))
+        people = [p for p in truth.persons if not p.restricted][:6]
+        ordinary = [f"что поручено {p.forms()[0]}" for p in people] + [
+            f"Контрагент {o.short} ИНН {o.inn}" for o in truth.organisations[:4]
+        ]
+        for question in ordinary:
+            hits = retrieve(index.searcher, question, embedder.embed_query(question), ["public"], k=60)
+            meta = [n for n, h in enumerate(hits) if h["source_id"].startswith("korpus://meta/")]
+            documents = [n for n, h in enumerate(hits) if not h["source_id"].startswith("korpus://meta/")]
+            assert documents and documents[0] == 0, (question, hits[:3])
+            assert not meta or min(meta) > max(documents), question
+        # the hr scope's documents name no organisation: its register says «Записей нет.» and is never returned
+        question = "перечисли все организации, которые упоминаются в документах"
+        assert "Записей нет." in _text(settings, "organisations", "hr")
+        hits = retrieve(index.searcher, question, embedder.embed_query(question), ["hr"], k=50)
+        assert hits and not any("Записей нет." in h["text"] for h in hits)
+        assert hits[0]["source_id"].startswith("korpus://meta/hr/")  # a collection question: meta parts lead

@@ -1,0 +1,218 @@
+"""The real-document register set: served text of real third-party Russian documents, labelled by hand.
+
+`eval/registers/texts.jsonl` holds, per document, the text korpus serves for it (its current chunks' bodies, page
+by page, as `tasks/meta/publish.served_pages` hands them to the extractors) after a default refresh of the file
+from `shared/data/real-archive*`. Long documents are cut to an excerpt (`EXCERPT_CHARS` from the start and the last
+`TAIL_CHARS`, where signatures stand), and the labels cover exactly the text stored. `eval/registers/labels.json`
+lists, per document, every person and organisation the text names, as written (docs/meta.md, «Real labels»).
+
+Written once by
+
+    .venv/bin/python -m corpora.real_registers ../shared/data eval/registers/texts.jsonl
+
+and committed: the tests and `benchmarks/meta.py --real` read the stored text, so they run from a plain clone.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import sys
+import tempfile
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+# (folder under shared/data, file): a sample of every kind the real folders hold that names people or bodies.
+DOCUMENTS = [
+    ("real-archive/text", "tz.txt"),
+    ("real-archive/text", "bfcd7a4e9bc4498cbe591153e341e0b9.txt"),
+    ("real-archive/text", "utf8.txt"),
+    ("real-archive/text", "example.txt"),
+    ("real-archive/text", "13.txt"),
+    ("real-archive/text", "minsport_24.12.2013_1112.txt"),
+    ("real-archive/text", "prikaz_0.txt"),
+    ("real-archive/text", "law_application.txt"),
+    ("real-archive/text", "31(1).txt"),
+    ("real-archive/text", "test_change.txt"),
+    ("real-archive/office", "tz-10ea-2020.docx"),
+    ("real-archive/office", "13_moloko_1_polug.docx"),
+    ("real-archive/office", "with_comments.docx"),
+    ("real-archive/office", "example.docx"),
+    ("real-archive/office", "pr14tz_v5_2007_03_01.docx"),
+    ("real-archive/office", "diploma.docx"),
+    ("real-archive/office", "without_numbering.docx"),
+    ("real-archive/digital", "fstec_1_cut.pdf"),
+    ("real-archive/digital", "14_dev_direct.pdf"),
+    ("real-archive/digital", "example.pdf"),
+    ("real-archive/scans", "platezhka.jpg"),
+    ("real-archive/scans", "invoice.jpg"),
+    ("real-archive/scans", "with_applications.pdf"),
+    ("real-archive/scans", "gost_frame_1.jpg"),
+    ("real-archive-2/email", "dedoc_example.eml"),
+    ("real-archive-2/email", "mimekit_tnef_koi8r.eml"),
+    ("real-archive-2/email", "poi_cyrillic_message.msg"),
+    ("real-archive-2/email", "flanker_enclosed_rfc822.eml"),
+    ("real-archive-2/office", "tika_resume.html"),
+    ("real-archive-2/office", "poi_bib-chernigovka_calendar_2017.docx"),
+    ("real-archive-2/office", "poi_45690_wikipedia.docm"),
+    ("real-archive-2/office", "poi_drawing.docx"),
+    ("real-archive-2/office", "poi_ob_is.doc"),
+    ("real-archive-2/pdf", "law_manifest.odt"),
+    ("real-archive-2/office", "tika_test.fb2"),
+]
+EXCERPT_CHARS = 6000
+TAIL_CHARS = 1500
+MANIFEST = "defaults:\n  owner: archive\n  access: public\n"
+
+
+def _excerpt(pages: list[dict]) -> list[dict]:
+    """The first EXCERPT_CHARS of the document and its last TAIL_CHARS, cut at line ends."""
+    total = sum(len(p["text"]) for p in pages)
+    if total <= EXCERPT_CHARS + TAIL_CHARS:
+        return pages
+    kept, used = [], 0
+    for page in pages:
+        if used >= EXCERPT_CHARS:
+            break
+        text = page["text"]
+        if used + len(text) > EXCERPT_CHARS:
+            text = text[: text.rfind("\n", 0, EXCERPT_CHARS - used) + 1 or EXCERPT_CHARS - used]
+        kept.append({**page, "text": text})
+        used += len(text)
+    last = pages[-1]
+    tail = last["text"][-TAIL_CHARS:]
+    tail = tail[tail.find("\n") + 1 :] if "\n" in tail else tail
+    if kept[-1]["page"] == last["page"] and kept[-1]["t_start"] == last["t_start"]:
+        kept[-1] = {**kept[-1], "text": kept[-1]["text"] + "\n…\n" + tail}
+    else:
+        kept.append({**last, "text": tail})
+    return kept
+
+
+def write_texts(shared: Path, out: Path) -> None:
+    from flows.corpus_refresh import run_refresh
+    from korpus.core.settings import Settings
+    from tasks.index.sqlite import SqliteIndex
+    from tasks.meta.publish import served_pages
+
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp) / "root"
+        for folder, name in DOCUMENTS:
+            target = root / folder / name
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(shared / folder / name, target)
+        (root / "korpus.yaml").write_text(MANIFEST, encoding="utf-8")
+        settings = Settings(data=Path(tmp) / "data", meta_documents=False)
+        run_refresh(root, settings)
+        with SqliteIndex(settings.index_path) as index:
+            rows = {r["source_id"]: r for r in index.sources() if r.get("lifecycle", "current") == "current"}
+            lines = []
+            for folder, name in DOCUMENTS:
+                row = rows.get(f"{folder}/{name}")
+                if row is None:
+                    print(f"not served: {folder}/{name}", file=sys.stderr)
+                    continue
+                source, pages = served_pages(index, row)
+                listed = [{"page": p.page, "t_start": p.t_start, "text": p.text} for p in pages]
+                lines.append({"source_id": source.source_id, "kind": row["kind"], "pages": _excerpt(listed)})
+    out.write_text("".join(json.dumps(x, ensure_ascii=False) + "\n" for x in lines), encoding="utf-8")
+
+
+if __name__ == "__main__":
+    write_texts(Path(sys.argv[1]), Path(sys.argv[2]))
+
+
+# --- scoring ------------------------------------------------------------------------------------------------------
+
+ROOT = Path(__file__).resolve().parents[1]
+TEXTS = ROOT / "eval" / "registers" / "texts.jsonl"
+LABELS = ROOT / "eval" / "registers" / "labels.json"
+
+
+def load_texts(path: Path = TEXTS) -> list[dict]:
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
+def load_labels(path: Path = LABELS) -> dict[str, dict]:
+    return {d["source_id"]: d for d in json.loads(path.read_text(encoding="utf-8"))["documents"]}
+
+
+def _person_tokens(name: str) -> list[str]:
+    return [t for t in re.split(r"[\s.]+", name.lower()) if t]
+
+
+def person_matches(shown: str, label: str) -> bool:
+    """«Тырцев С. А.», «С. А. Тырцев» and «Тырцев Сергей» fit the label «Тырцев С. А.»; the surname must be spelt as
+    the label spells it (ё is not е), and each other word is the label's word or its initial, in the label's order."""
+    entry, (surname, *rest) = _person_tokens(shown), _person_tokens(label)
+    if surname not in entry:
+        return False
+    others = [t for t in entry if t != surname]
+    if len(others) > len(rest):
+        return False
+    return all(o == r or (len(o) == 1 and r.startswith(o)) or (len(r) == 1 and o.startswith(r))
+               for o, r in zip(others, rest, strict=False))  # fmt: skip
+
+
+@cache
+def _stemmer() -> Any:
+    import Stemmer
+
+    return Stemmer.Stemmer("russian")
+
+
+def _org_key(name: str) -> tuple[str, ...]:
+    words = re.findall(r"\w+", re.sub(r"['’`]", "", name.lower().replace("ё", "е")))
+    return tuple(_stemmer().stemWords(words))
+
+
+def org_matches(shown: str, label: str) -> bool:
+    """Case, quotes and endings folded (Snowball Russian): «Минюстом России» fits «Минюст России»."""
+    return _org_key(shown) == _org_key(label)
+
+
+def _names(entity: dict) -> list[str]:
+    return [entity["name"], *entity.get("also", [])]
+
+
+def score(register: dict[str, list[str]], labels: dict[str, dict]) -> dict[str, dict]:
+    """Precision (entries that name a labelled entity of their kind) and recall (labelled entities some entry names)
+    of a collection's registers against the labels: `register` is {"persons": [shown…], "organisations": [shown…]}."""
+    out = {}
+    for kind, matches in (("persons", person_matches), ("organisations", org_matches)):
+        entities = {}
+        for doc in labels.values():
+            for entity in doc[kind]:
+                known = entities.setdefault(entity["name"], {"name": entity["name"], "also": []})
+                known["also"] += [n for n in entity.get("also", []) if n not in known["also"]]
+        entries = register[kind]
+        right = [e for e in entries if any(matches(e, n) for ent in entities.values() for n in _names(ent))]
+        found = [n for n, ent in entities.items() if any(matches(e, x) for e in entries for x in _names(ent))]
+        out[kind] = {
+            "entries": len(entries),
+            "labelled": len(entities),
+            "precision": round(len(right) / len(entries), 3) if entries else 1.0,
+            "recall": round(len(found) / len(entities), 3) if entities else 1.0,
+            "wrong": sorted(set(entries) - set(right)),
+            "missed": sorted(set(entities) - set(found)),
+        }
+    return out
+
+
+def registers_of(texts: list[dict]) -> dict[str, list[str]]:
+    """The persons and organisations registers korpus builds from these documents' served text."""
+    from korpus.core.datamodel import PageResult, Source
+    from tasks.meta.documents import organisations, persons
+    from tasks.meta.facts import extract_facts
+
+    facts = []
+    for doc in texts:
+        source = Source(source_id=doc["source_id"], version="0" * 64, path=doc["source_id"], kind=doc["kind"],
+                        owner="archive", access="public")  # fmt: skip
+        pages = [PageResult(source_id=doc["source_id"], source_version="0" * 64, page=p["page"], t_start=p["t_start"],
+                            text=p["text"], method="chunks") for p in doc["pages"]]  # fmt: skip
+        facts.append(extract_facts(source, pages))
+    register, _ = persons(facts)
+    return {"persons": [p.shown for p in register], "organisations": [o.shown for o in organisations(facts)]}
