@@ -1,0 +1,108 @@
+"""Evidence that a name is an organisation's (docs/meta.md «Organisations»): the patterns of legal forms' kin, state
+bodies and institutions, agencies «… России», Latin company suffixes — and `body_end`, which walks a state body's
+name word by word. tasks/meta/names.py asks these before it lists an organisation.
+"""
+
+from __future__ import annotations
+
+import re
+
+from tasks.meta.models import _models
+
+# --- evidence for an organisation (docs/meta.md «Organisations») --------------------------------------------------
+# A name NER marks ORG is an organisation only with evidence: a legal form, a quoted name after an organisation word, a
+# valid ИНН/ОГРН beside it, a state body's or institution's name, an agency's abbreviation with «России», or a
+# company suffix in Latin script. On two real manuals NER's bare ORG spans were mostly English authors, code words,
+# OCR debris and table captions.
+_BODY_HEADS = (
+    r"Правительств[оаеу]м?|Администраци[яиюей]|Министерств[оауе]м?|Федеральн\w+\s+(?:служб|агентств|собрани)\w*"
+    r"|Государственн\w+\s+Дум\w+|Совет\w*\s+(?:Федерации|Безопасности|Министров)|Верховн\w+\s+(?:Суд|Совет)\w*"
+    r"|Конституционн\w+\s+Суд\w*|Арбитражн\w+\s+суд\w*|Съезд\w*\s+народных\s+депутатов|Управлени[еяюи]м?"
+    r"|Территориальн\w+\s+орган\w*|Правительственн\w+\s+комисси\w+|Департамент\w*|Комитет\w*|Прокуратур\w+"
+    r"|Генеральн\w+\s+прокуратур\w+|Центральн\w+\s+банк\w*|Пенсионн\w+\s+фонд\w*|Институт\w*|Академи\w+"
+    r"|Университет\w*|Национальн\w+\s+центр\w*|Палат\w+|Агентств\w+|Служб\w+"
+)
+_BODY_HEAD = re.compile(rf"(?<![А-ЯЁа-яё])(?:{_BODY_HEADS})(?![а-яё])")
+_CAPS_BODY = re.compile(
+    rf"(?<![А-ЯЁа-яё])(?:[А-ЯЁ]+(?:АЯ|ИЙ|ЫЙ|ОЕ)\s+){{0,3}}(?:{_BODY_HEADS.upper()}|ШКОЛА|БИБЛИОТЕКА)"
+    r"(?:[ \t]*\n?[ \t]+(?!(?:ПРИКАЗ|ПОСТАНОВЛЕНИЕ|УКАЗ|РАСПОРЯЖЕНИЕ|РЕШЕНИЕ|УТВЕРЖДАЮ|ПОЛОЖЕНИЕ|ПРИКАЗЫВАЮ)\b)"
+    r"(?:[А-ЯЁ]{2,}|И|ПО|ПРИ|В))*"
+)
+_ANY = re.compile(r".+", re.S)
+_TOKEN = re.compile(r"[ \t]*\n?[ \t]*([А-ЯЁа-яё][А-ЯЁа-яё-]*)")
+_ADJ_BODY = re.compile(
+    r"(?<![А-ЯЁа-яё])(?:[А-ЯЁ][а-яё]+(?:ая|ий|ый|ое|ой|ую|ого|ых)\s+)(?:[а-яё]+(?:ая|ий|ый|ое|ой|ую|ого|ых)\s+){0,3}"
+    r"(?:библиотек\w*|школ\w*|академи\w+|палат\w+|корпораци\w+|банк\w*|университет\w*|больниц\w*|фонд\w*|палат\w*)"
+    r"(?:\s+реконструкции\s+и\s+развития)?"
+)
+_AGENCY_OF_RUSSIA = re.compile(r"(?<![А-ЯЁа-яё])(?:[А-ЯЁ]{2,6}|Мин[а-яё]{3,}|Рос[а-яё]{4,})\s+России(?![а-яё])")
+_KNOWN_ACRONYMS = {
+    "ФСТЭК", "ФСБ", "ФНС", "МВД", "МЧС", "ГИБДД", "ФСИН", "ФАС", "ФТС", "ФМС", "СВР", "ФСО", "ЦБ", "РАН", "ЕБРР",
+    "ООН", "ЮНЕСКО", "СНГ", "ЕАЭС", "РАНХиГС", "МГУ", "СПбГУ", "МЭРТ", "Росстат", "Роскомнадзор", "Госкомстат",
+    "Минюст", "Минфин", "Минздрав", "Минтруд", "Минобрнауки", "Минэкономразвития", "Ростехрегулирование",
+}  # fmt: skip
+_ORG_WORD_QUOTED = re.compile(
+    r"(?<![А-ЯЁа-яё])(?:(?:[Кк]омпани|[Аа]гентств|[Бб]анк|[Фф]онд|[Оо]рганизаци|[Кк]орпораци|[Пп]артнерств|[Ии]здательств"
+    r"|[Хх]олдинг|[Кк]онцерн|[Зз]авод|[Кк]омбинат|[Тт]орговый\s+дом|РИА|ИА|БФ|МОО|ГБУЗ|МБУ|ГБУ|ФГБУ|НКО|ТД)\w*"
+    r"(?:\s+[А-ЯЁ]{2,5})?\s*[«\"„“”]([^»\"”“\n]{2,80})[»\"”“])"
+)
+_LATIN_COMPANY = re.compile(
+    r"\b[A-Z][\w&'’`.-]*(?:\s+[A-Z][\w&'’`.-]*){0,4}\s+(?:Inc|Ltd|LLC|GmbH|AG|SA|Corp|Corporation|Company|Bank|Group"
+    r"|Agency|Service|Services|International|University|Institute|Foundation)\b\.?"
+)
+_LATIN_PERSON = re.compile(r"^[A-Z][a-z]+(?:[-'][A-Z]?[a-z]+)?(?:\s+[A-Z]\.)?(?:\s+[A-Z][a-z]+(?:-[A-Z][a-z]+)?){1,2}$")
+
+
+def _cases(word: str) -> set[str]:
+    parses = _models()[2].parse(word)
+    if any({"Geox", "Fixd", "UNKN"} & set(p.tag.grammemes) for p in parses[:2]):
+        return {"gent"}  # «Тыва», «Планка»: a place or an unknown word names the body
+    return {p.tag.case for p in parses if p.tag.case}
+
+
+def body_end(text: str, start: int) -> int | None:
+    """Where the name of a state body or institution that starts at `start` with its head word ends, or None when
+    nothing names it. «Правительство Российской Федерации», «Министерство спорта Российской Федерации»,
+    «Управление по вопросам противодействия коррупции в Республике Тыва»: after the head come lower-case genitives
+    («спорта», «государственной статистики»), then capitalised genitives («Российской Федерации») or «по/при …»
+    words; a nominative («Александр Баженов»), a verb or punctuation ends it. A head alone («Министерство», a
+    defined short form) is not a name."""
+    head = _BODY_HEAD.match(text, start)
+    if head is None:
+        return None
+    multiword = " " in head.group(0)
+    at, end, phase, adjective, free, lower = head.end(), None, "lower", False, 0, 0
+    while (token := _TOKEN.match(text, at)) is not None:
+        word = token.group(1)
+        if word in ("по", "при") and phase != "free":
+            phase, at = "free", token.end()
+            continue
+        if word in ("и", "в") and phase in ("lower", "free"):
+            at = token.end()
+            continue
+        if len(word) < 3 and word != "РФ":
+            break  # a letter-spaced word («п р и к а з ы в а ю») or a preposition
+        if word[0].isupper():
+            if word != "РФ" and (word.isupper() or not _cases(word) & {"gent", "datv", "loct", "ablt"}):
+                break
+            phase = "caps" if phase == "lower" else phase
+        elif phase == "lower" and "gent" in _cases(word):
+            lower += 1
+        elif phase == "caps" and adjective and "gent" in _cases(word):
+            pass  # «Корякского округа», «Дальнего Востока»: the noun after a capitalised adjective
+        elif phase == "free" and free < 5 and _plain_word(word):
+            free += 1
+        else:
+            break
+        adjective = "ADJF" in _models()[2].parse(word)[0].tag
+        at = end = token.end()
+    if phase == "lower" and not (multiword and lower) and lower < 2:
+        return None  # «на Министерство полномочий»: common words after a head are not its name
+    if phase == "lower" and not multiword:
+        return None
+    return end
+
+
+def _plain_word(word: str) -> bool:
+    """A word that may stand in a body's «по …» name: not a verb or a participle («по надзору в сфере связи»)."""
+    return not {"VERB", "PRTS", "PRTF", "INFN", "GRND"} & set(_models()[2].parse(word)[0].tag.grammemes)

@@ -1,0 +1,20 @@
+"""The models the name rules read with, loaded once per process: natasha's segmenter and NER tagger (slovnet, news
+embeddings; inside the `natasha` wheel) and pymorphy3's Russian dictionary."""
+
+from __future__ import annotations
+
+from functools import cache
+from typing import Any
+
+
+@cache
+def _models() -> tuple[Any, Any, Any]:
+    from natasha import NewsEmbedding, NewsNERTagger, Segmenter
+    from pymorphy3 import MorphAnalyzer
+
+    return Segmenter(), NewsNERTagger(NewsEmbedding()), MorphAnalyzer()
+
+
+def warm_up() -> None:
+    """Load the NER model and the morphological dictionary (~0.7 s) now rather than at the first text."""
+    _models()
