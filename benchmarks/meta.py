@@ -38,7 +38,7 @@ from korpus.core.model_store import embed_model_path, ensure_models
 from korpus.core.settings import Settings
 from tasks.index.sqlite import SqliteIndex
 from tasks.meta.facts import FactCache
-from tasks.meta.names import warm_up
+from tasks.meta.models import warm_up
 from tasks.meta.publish import refresh_meta
 from tasks.retrieval.embedding import shared_embedder
 
