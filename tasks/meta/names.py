@@ -21,12 +21,12 @@ from __future__ import annotations
 import re
 import threading
 from dataclasses import dataclass
+from functools import cache
 from typing import Any
 
 from tasks.meta.bodies import (
     _ADJ_BODY,
     _AGENCY_OF_RUSSIA,
-    _ANY,
     _BODY_HEAD,
     _CAPS_BODY,
     _KNOWN_ACRONYMS,
@@ -161,24 +161,24 @@ def _ruled(text: str) -> list[Mention]:
         if end - start > 1 and not any(start < m.end and m.start < end for m in found):
             found.append(Mention(kind, start, end, name, ruled=True))
 
-    candidates: list[tuple[str, re.Match[str]]] = []
+    candidates: list[tuple[str, int, int]] = []  # (kind, start, end)
     for pattern in (_LEGAL_NAME, _LATIN_COMPANY, _AGENCY_OF_RUSSIA, _ADJ_BODY):
-        candidates += [("ORG", m) for m in pattern.finditer(text)]
+        candidates += [("ORG", m.start(), m.end()) for m in pattern.finditer(text)]
     for match in _ORG_WORD_QUOTED.finditer(text):  # «компании "Евразийское водное партнерство"»: the name only
         generic = match.group(0)[0].islower() or match.group(0)[:3].lower() in ("ком", "агент", "бан", "фон", "орг")
-        candidates.append(("ORG", _ANY.match(text, match.start(1) - 1 if generic else match.start(), match.end())))
-    candidates += [("ORG", m) for m in _CAPS_BODY.finditer(text) if len(m.group(0).split()) > 1]
+        candidates.append(("ORG", match.start(1) - 1 if generic else match.start(), match.end()))
+    candidates += [("ORG", m.start(), m.end()) for m in _CAPS_BODY.finditer(text) if len(m.group(0).split()) > 1]
     for head in _BODY_HEAD.finditer(text):
         end = body_end(text, head.start())
         if end is not None:
-            candidates.append(("ORG", _ANY.match(text, head.start(), end)))
-    candidates.sort(key=lambda c: (c[1].start() - c[1].end(), c[1].start()))
+            candidates.append(("ORG", head.start(), end))
+    candidates.sort(key=lambda c: (c[1] - c[2], c[1]))
     # persons after organisations; «Федорова А. И.» before «А. И. Решили»; a place is no surname («Москвы Ю.М.»)
-    candidates += [("PER", m) for m in (*_INITIALS_AFTER.finditer(text), *_INITIALS_FIRST.finditer(text))
+    initials = (*_INITIALS_AFTER.finditer(text), *_INITIALS_FIRST.finditer(text))
+    candidates += [("PER", m.start(), m.end()) for m in initials
                    if not any(w in _NOT_SURNAMES or _is_place(w) for w in _WORD.findall(m.group(0)))]  # fmt: skip
-    for kind, match in candidates:
-        end = _closing_quote(text, match.start(), match.end()) if kind == "ORG" else match.end()
-        add(kind, match.start(), end)
+    for kind, start, end in candidates:
+        add(kind, start, _closing_quote(text, start, end) if kind == "ORG" else end)
     return found
 
 
@@ -340,6 +340,7 @@ def person_name(span: str, ruled: bool = False) -> PersonName | None:
     return PersonName(lemma, first_nom, middle_nom, first_initial, middle_initial, gender, shown, certain)
 
 
+@cache
 def is_nominative_name(name: str) -> bool:
     """An organisation's name as written in the nominative: its first word reads as a singular nominative
     («Правительство Российской Федерации», «ФСТЭК России»; not «Минюстом России», «Правительства …»)."""

@@ -114,7 +114,8 @@ class Retriever:
             lexical = [key for key, _ in self.backend.lexical(query, scopes, depth, True, variants)]
         dense_scored = self.backend.vector(vector, scopes, depth) if mode in HYBRID_MODES or mode == "dense" else []
         exact = self.backend.identifiers(extract_identifiers(query), scopes, depth) if reads_bm25 else []
-        aside, dropped = self._meta_aside(query, [*lexical, *(k for k, _ in dense_scored), *exact], scopes)
+        collection = is_collection_question(query)
+        aside, dropped = self._meta_aside(collection, [*lexical, *(k for k, _ in dense_scored), *exact], scopes)
         out = dropped | set(aside)
         lexical, exact = [k for k in lexical if k not in out], [k for k in exact if k not in out]
         dense_scored = [(key, score) for key, score in dense_scored if key not in out]
@@ -143,11 +144,11 @@ class Retriever:
         fused += [(key, 0.0) for key in aside]
         if explain is not None:
             explain.update(backend=self.backend.name, identifier_pins=len(exact), meta_aside=len(aside),
-                           collection_question=is_collection_question(query))  # fmt: skip
+                           collection_question=collection)  # fmt: skip
         return fused, len(exact), sides
 
     def _meta_aside(
-        self, query: str, keys: Sequence[Hashable], scopes: Sequence[str]
+        self, collection: bool, keys: Sequence[Hashable], scopes: Sequence[str]
     ) -> tuple[list[Hashable], set[Hashable]]:
         """(meta parts to list after the documents, in order; parts never to return). For a collection question
         nothing is set aside; parts of an empty meta-document are dropped whatever the question."""
@@ -157,7 +158,7 @@ class Retriever:
         meta = [(key, hit) for key, hit in self.backend.hits([(key, 0.0) for key in unique], scopes)
                 if hit["source_id"].startswith(META_PREFIX)]  # fmt: skip
         dropped = {key for key, hit in meta if NO_ENTRIES in hit["text"]}
-        if is_collection_question(query):
+        if collection:
             return [], dropped
         return [key for key, _ in meta if key not in dropped], dropped
 
