@@ -1,6 +1,7 @@
 """Prefect events a refresh emits, for automations and the event feed of the Prefect UI.
 
-- `korpus.sources.indexed` — a group of source versions was published (one event a group, not a document: at 1,000
+- `korpus.sources.indexed` — a group of source versions was published (one event a group of up to 100, Prefect's
+  limit on related resources, not a document: at 1,000
   letters an event each cost the refresh 2 s of its 16, and the Prefect server 1.5 CPU-seconds); each source is a
   related resource (role `source`), the payload lists each one's version, kind, chunks, pages and method counts;
 - `korpus.source.quarantined` — a refresh put items of a source into the review queue (count, reason codes);
@@ -31,10 +32,18 @@ def _source_resource(source_id: str, access: str | None) -> dict[str, str]:
             "korpus.access": access or "none"}  # fmt: skip
 
 
+MAX_RELATED = 100
+"""Prefect refuses an event with more related resources (pydantic: «The maximum number of related resources is
+100»): a larger group is told in several events."""
+
+
 def sources_indexed(data: str, published: list[tuple[Source, int, int, Counter[str]]]) -> None:
-    """One event for a published group: (source, chunks, pages, methods) of each of its documents."""
-    if not published:
-        return
+    """One event per published group of up to MAX_RELATED documents: (source, chunks, pages, methods) of each."""
+    for start in range(0, len(published), MAX_RELATED):
+        _sources_indexed(data, published[start : start + MAX_RELATED])
+
+
+def _sources_indexed(data: str, published: list[tuple[Source, int, int, Counter[str]]]) -> None:
     related = [{**_source_resource(source.source_id, source.access), "prefect.resource.role": "source"}
                for source, *_ in published]  # fmt: skip
     each = [{"source": source.source_id, "version": source.version, "kind": source.kind.value if source.kind else None,

@@ -108,6 +108,9 @@ META_PREFIX = "korpus://meta/"
 keeps these ids apart from every file's, which are root-relative paths."""
 NO_ENTRIES = "Записей нет."
 """The line a meta-document without entries ends its summary with: such a part is never a search hit."""
+FURNITURE_SECTION = "Служебные надписи"
+"""The section path of a chunk holding a page's furniture (a drawing's stamp frame, rotated margin text): kept out of
+the other chunks' bodies and headings, listed after every document hit, found by `korpus exact`."""
 
 
 class Source(BaseModel):
@@ -152,6 +155,7 @@ class UnitKind(StrEnum):
     list_item = "list_item"
     table = "table"
     code = "code"
+    furniture = "furniture"  # stamp frames, rotated margin text: no heading, no body, a chunk of its own
 
 
 class Unit(BaseModel):

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import itertools
 import re
-from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
@@ -35,6 +34,7 @@ from korpus.core.datamodel import (
     chunk_id_for,
     timecode,
 )
+from tasks.contract.furniture import content_units, drop_running_lines, furniture_spans
 from tasks.contract.policies import DEFAULT_POLICY, POLICIES, ChunkPolicy
 
 TokenCounter = Callable[[str], int]
@@ -116,8 +116,9 @@ def page_spans(page: PageResult) -> list[tuple[int, int, list[str], str]]:
 # --- structure-v1 ------------------------------------------------------------------------------------------
 
 
-def _pieces(text: str, units: Sequence[Unit], more_follows: bool = False) -> list[_Piece]:
-    """Glue what must not be separated: headings to what follows, exception sentences to what precedes.
+def _pieces(text: str, units: Sequence[Unit], more_follows: bool = False, walls: Sequence[int] = ()) -> list[_Piece]:
+    """Glue what must not be separated: headings to what follows, exception sentences to what precedes — never
+    across a wall (page furniture between them: a heading before it stays in the section path only).
 
     Headings at the end of a page that has more pages after it open the next page's section: they travel in
     the section path of its first chunk instead of ending a chunk here."""
@@ -127,11 +128,14 @@ def _pieces(text: str, units: Sequence[Unit], more_follows: bool = False) -> lis
         if unit.kind is UnitKind.heading:
             pending_headings.append(unit)
             continue
+        walled = [w for w in walls if (pending_headings[0].start if pending_headings else unit.start) < w < unit.start]
+        pending_headings = [h for h in pending_headings if not walled or h.start > walled[-1]]
         glue = (
             pieces
             and not pending_headings
             and unit.kind is UnitKind.sentence
             and is_exception_sentence(text[unit.start : unit.end])
+            and not any(pieces[-1].end <= w < unit.start for w in walls)
         )
         if glue:
             pieces[-1].end = unit.end
@@ -201,8 +205,10 @@ def structure_spans(
 ) -> list[tuple[int, int, list[str], str]]:
     """(start, end, extra section path, context) for each chunk of one page."""
     text = page.text
+    every_unit, units = units, content_units(units)
     pieces: list[_Piece] = []
-    for piece in _pieces(text, units, more_follows):
+    walls = [u.start for u in every_unit if u.kind is UnitKind.furniture]
+    for piece in _pieces(text, units, more_follows, walls):
         is_table = UnitKind.table in piece.kinds
         if is_table and count(text[piece.start : piece.end]) > policy.max_tokens:
             pieces += _split_table(text, piece, count, policy.max_tokens)
@@ -231,6 +237,7 @@ def structure_spans(
                 or (transition and enough)
                 or UnitKind.table in current[-1].kinds
                 or UnitKind.table in piece.kinds
+                or any(current[-1].end <= w < piece.start for w in walls)
             ):
                 flush()
         current.append(piece)
@@ -249,40 +256,6 @@ def _procedure_title(text: str, units: Sequence[Unit], first: _Piece) -> list[st
 
 
 # --- both policies ------------------------------------------------------------------------------------------
-
-
-_DIGITS = re.compile(r"\d+")
-
-
-def _running_key(text: str) -> str:
-    return " ".join(_DIGITS.sub("#", text.lower()).split())
-
-
-def running_lines(pages: Sequence[PageResult]) -> set[str]:
-    """Running headers and footers: a short unit (a document code «41327606.425000.462-01 33 01», a page number)
-    that opens or closes at least half the pages (and three), digits counted as one."""
-    paged = [p for p in pages if p.page is not None and p.t_start is None and p.units]
-    if len(paged) < 3:
-        return set()
-    seen: Counter[str] = Counter()
-    for page in paged:
-        edges = [page.units[0], page.units[-1]]
-        seen.update({_running_key(page.text[u.start : u.end]) for u in edges if u.end - u.start <= 80})
-    return {key for key, n in seen.items() if key and n >= max(3, len(paged) / 2)}
-
-
-def drop_running_lines(pages: list[PageResult]) -> list[PageResult]:
-    """Pages whose running headers and footers are left out of the units: they start no chunk and enter no
-    section path. The page text is untouched (chunk bodies stay exact substrings of it)."""
-    running = running_lines(pages)
-    if not running:
-        return pages
-    out = []
-    for page in pages:
-        edge = {id(page.units[0]), id(page.units[-1])} if page.units else set()
-        units = [u for u in page.units if not (id(u) in edge and _running_key(page.text[u.start : u.end]) in running)]
-        out.append(page.model_copy(update={"units": units}) if len(units) != len(page.units) else page)
-    return out
 
 
 @dataclass
@@ -325,10 +298,11 @@ def build_chunks(
             spans = (spans_override(page) if spans_override else None) or structure_spans(
                 page, page.units, policy, count, more_follows=number < len(pages)
             )
-        if not spans and page.text.strip():
+        furniture = furniture_spans(page.units) if policy.name != "page-v1" else []
+        if not spans and page.text.strip() and not furniture:
             trail.update(page.text, page.units, len(page.text) + 1)  # only headings: they open the next page
             continue
-        if not spans:
+        if not spans and not furniture:
             empty.append(
                 QuarantineItem(
                     source_id=source.source_id, source_version=source.version, page=page.page, t_start=page.t_start,
@@ -336,12 +310,13 @@ def build_chunks(
                 )
             )  # fmt: skip
             continue
-        for part, (start, end, extra_path, context) in enumerate(spans, start=1):
+        for part, (start, end, extra_path, context) in enumerate(spans + furniture, start=1):
             body = page.text[start:end]
-            headings = trail.update(page.text, page.units, start + 1)
+            aside = part > len(spans)  # furniture: its own section, no heading of the page's
+            headings = trail.update(page.text, page.units, start + 1) if not aside else []
             section = [*headings, *extra_path] if policy.name != "page-v1" else [source.file_name]
             t_start, t_end = _times(page, start, end)
-            address = address_line(source, page, part if len(spans) > 1 else None)
+            address = address_line(source, page, part if len(spans) + len(furniture) > 1 else None)
             lines = [address]
             if policy.name != "page-v1" and section:
                 path = section if not body.startswith(section[-1][:20]) else section[:-1] if policy.full_path else []

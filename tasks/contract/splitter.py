@@ -15,6 +15,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 from korpus.core.datamodel import PageResult, Unit, UnitKind
+from tasks.contract.furniture import content_units
 from tasks.runtime.chat import ChatClient, ChatError, ChatUnavailable
 from tasks.runtime.retry import RetryPolicy
 
@@ -102,7 +103,7 @@ class LlmSplitter:
         return validate_splits(content, len(units))
 
     def page_spans(self, page: PageResult) -> list[tuple[int, int, list[str], str]] | None:
-        units = page.units
+        units = content_units(page.units)
         if len(units) < 2:
             return None
         try:

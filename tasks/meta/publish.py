@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from korpus.core.datamodel import META_PREFIX, Chunk, PageResult, Source, SourceKind
+from korpus.core.datamodel import FURNITURE_SECTION, META_PREFIX, Chunk, PageResult, Source, SourceKind
 from tasks.contract.chunking import page_chunks
 from tasks.index.sqlite import SqliteIndex
 from tasks.meta.documents import LAYOUT_VERSION, TITLES, meta_texts
@@ -60,6 +60,8 @@ def served_pages(index: SqliteIndex, row: dict[str, Any]) -> tuple[Source, list[
                     owner=row["owner"], access=row["access"], tenant=row["tenant"])  # fmt: skip
     pages: dict[tuple[int | None, float | None], list[dict[str, Any]]] = {}
     for chunk in index.source_chunks(row["source_id"]):
+        if chunk["section_path"] == [FURNITURE_SECTION]:
+            continue  # a stamp frame's labels name no one
         place = (chunk["page"], None) if chunk["page"] is not None else (None, chunk["t_start"])
         pages.setdefault(place, []).append(chunk)
     results = [

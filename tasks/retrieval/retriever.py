@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from korpus.core.datamodel import META_PREFIX, NO_ENTRIES
+from korpus.core.datamodel import FURNITURE_SECTION, META_PREFIX, NO_ENTRIES
 from tasks.index.backend import HYBRID_MODES, SEARCH_MODES, SearchBackend
 from tasks.index.exact import mentions
 from tasks.retrieval.collection import is_collection_question
@@ -115,7 +115,7 @@ class Retriever:
         dense_scored = self.backend.vector(vector, scopes, depth) if mode in HYBRID_MODES or mode == "dense" else []
         exact = self.backend.identifiers(extract_identifiers(query), scopes, depth) if reads_bm25 else []
         collection = is_collection_question(query)
-        aside, dropped = self._meta_aside(collection, [*lexical, *(k for k, _ in dense_scored), *exact], scopes)
+        aside, dropped = self._set_aside(collection, [*lexical, *(k for k, _ in dense_scored), *exact], scopes)
         out = dropped | set(aside)
         lexical, exact = [k for k in lexical if k not in out], [k for k in exact if k not in out]
         dense_scored = [(key, score) for key, score in dense_scored if key not in out]
@@ -147,20 +147,21 @@ class Retriever:
                            collection_question=collection)  # fmt: skip
         return fused, len(exact), sides
 
-    def _meta_aside(
+    def _set_aside(
         self, collection: bool, keys: Sequence[Hashable], scopes: Sequence[str]
     ) -> tuple[list[Hashable], set[Hashable]]:
-        """(meta parts to list after the documents, in order; parts never to return). For a collection question
-        nothing is set aside; parts of an empty meta-document are dropped whatever the question."""
+        """(meta parts and page furniture to list after the documents, in order; parts never to return). For a
+        collection question meta parts are not set aside; parts of an empty meta-document are dropped whatever the
+        question; a page's furniture (a stamp frame) always waits behind the evidence."""
         unique = list(dict.fromkeys(keys))
         if not unique:
             return [], set()
-        meta = [(key, hit) for key, hit in self.backend.hits([(key, 0.0) for key in unique], scopes)
-                if hit["source_id"].startswith(META_PREFIX)]  # fmt: skip
-        dropped = {key for key, hit in meta if NO_ENTRIES in hit["text"]}
+        aside = [(key, hit) for key, hit in self.backend.hits([(key, 0.0) for key in unique], scopes)
+                 if hit["source_id"].startswith(META_PREFIX) or hit.get("section_path") == [FURNITURE_SECTION]]  # fmt: skip
+        dropped = {key for key, hit in aside if NO_ENTRIES in hit["text"] and hit["source_id"].startswith(META_PREFIX)}
         if collection:
-            return [], dropped
-        return [key for key, _ in meta if key not in dropped], dropped
+            aside = [(key, hit) for key, hit in aside if not hit["source_id"].startswith(META_PREFIX)]
+        return [key for key, _ in aside if key not in dropped], dropped
 
     def _reranked(
         self, query: str, fused: list[tuple[Hashable, float]], pinned: int, scopes: Sequence[str], k: int

@@ -19,6 +19,7 @@ import pymupdf
 from razdel import sentenize
 
 from korpus.core.datamodel import Unit, UnitKind
+from tasks.text.furniture import is_stamp_text
 
 logger = logging.getLogger("korpus.structure")
 
@@ -85,7 +86,8 @@ def _pipe_table(lines: list[str]) -> bool:
 
 
 def classify(text: str, blocks: list[Block], markdown: bool = False) -> list[Unit]:
-    """Blocks → units. Table titles and notes join their table; paragraphs split into razdel sentences."""
+    """Blocks → units. Table titles and notes join their table; paragraphs split into razdel sentences; a block of
+    a stamp frame's labels is furniture."""
     units: list[Unit] = []
     merged = _attach_table_titles_and_notes(text, blocks)
     for block_id, block in enumerate(merged):
@@ -94,7 +96,9 @@ def classify(text: str, blocks: list[Block], markdown: bool = False) -> list[Uni
             continue
         lines = _lines(text, start, end)
         line_texts = [text[s:e] for s, e in lines]
-        if block.hint == "table" or (block.hint is None and _pipe_table(line_texts)):
+        if block.hint == "furniture" or (block.hint is None and is_stamp_text(text[start:end])):
+            units.append(Unit(kind=UnitKind.furniture, start=start, end=end, block=block_id))
+        elif block.hint == "table" or (block.hint is None and _pipe_table(line_texts)):
             rows = block.rows or [ln for ln, t in zip(lines, line_texts, strict=True) if not _is_separator(t)]
             units.append(Unit(kind=UnitKind.table, start=start, end=end, block=block_id, rows=rows))
         elif block.hint == "code" or (markdown and line_texts[0].startswith("```")):
@@ -174,7 +178,7 @@ def _prose_units(text: str, lines: list[tuple[int, int]], block_id: int) -> list
 
 
 def text_structure(text: str, markdown: bool = False) -> list[Unit]:
-    """Units of plain text: OCR output, `.txt`, or `.md` with `markdown=True`."""
+    """Units of plain text: OCR output, `.txt`, or `.md` with `markdown=True`; a stamp frame's labels are furniture."""
     blocks = [Block(s, e) for s, e in _fenced_blocks(text)] if markdown else [Block(s, e) for s, e in _blocks(text)]
     return classify(text, blocks, markdown=markdown)
 
@@ -209,10 +213,27 @@ def pdf_page_structure(page) -> tuple[str, list[Unit]]:
     """Page text rebuilt from PyMuPDF blocks in reading order, and its units.
 
     Headings: a line whose largest span is ≥ 1.15× the page's body size, or bold and short. Tables: ruled tables
-    found by `find_tables`, written row by row as `cell | cell`.
+    found by `find_tables`, written row by row as `cell | cell`. Furniture — rotated lines on a page that is mostly
+    upright, a stamp frame's labels in a line or a table row (tasks/text/furniture.py) — goes to the end of the
+    page text as one furniture unit, so no heading and no other chunk's body holds it.
     """
     tables = _find_tables(page)
     data = page.get_text("dict", sort=True)
+    furniture: list[str] = []
+    rotated = _rotated_lines(data)
+    for number, (bbox, rows) in enumerate(tables):
+        kept = []
+        for row in rows:
+            if _stamp_row(row):
+                furniture.append(row)
+                continue
+            cells = row.split(" | ")
+            stamp = {n for n, cell in enumerate(cells) if cell.strip() and is_stamp_text(cell)}
+            furniture += [cells[n].strip() for n in sorted(stamp)]  # a label beside the title block's content
+            row = " | ".join("" if n in stamp else cell for n, cell in enumerate(cells))
+            if row.strip(" |"):
+                kept.append(row)
+        tables[number] = (bbox, kept)
     sizes: list[float] = []
     for block in data["blocks"]:
         for line in block.get("lines", []):
@@ -240,7 +261,7 @@ def pdf_page_structure(page) -> tuple[str, list[Unit]]:
             continue
         table_id = next((i for i, (bbox, _) in enumerate(tables) if _inside(block["bbox"], bbox)), None)
         if table_id is not None:
-            if table_id not in emitted_tables:
+            if table_id not in emitted_tables and tables[table_id][1]:
                 emitted_tables.add(table_id)
                 rows_text = tables[table_id][1]
                 text = "\n".join(rows_text)
@@ -251,11 +272,17 @@ def pdf_page_structure(page) -> tuple[str, list[Unit]]:
                 emit(text, "table", rows=rows)
             previous = None
             continue
-        lines = [_line_text(line["spans"]).strip() for line in block.get("lines", [])]
-        lines = [ln for ln in lines if ln]
+        kept = []
+        for line in block.get("lines", []):
+            text = _line_text(line["spans"]).strip()
+            if text and (id(line) in rotated or is_stamp_text(text)):
+                furniture.append(text)
+            elif text:
+                kept.append((line, text))
+        lines = [text for _line, text in kept]
         if not lines:
             continue
-        spans = [span for line in block["lines"] for span in line["spans"] if span["text"].strip()]
+        spans = [span for line, _text in kept for span in line["spans"] if span["text"].strip()]
         biggest = max(span["size"] for span in spans)
         bold = all(span["flags"] & 16 for span in spans)
         text = "\n".join(lines)
@@ -271,8 +298,30 @@ def pdf_page_structure(page) -> tuple[str, list[Unit]]:
         else:
             emit(text)
         previous = (block, text) if blocks and blocks[-1].hint is None else None
+    if furniture:
+        emit("\n".join(furniture), "furniture")
     page_text = "".join(parts)
     return page_text, classify(page_text, blocks)
+
+
+def _rotated_lines(data: dict) -> set[int]:
+    """Ids of the lines not written left to right, when they hold at most a quarter of the page's characters (a
+    margin stamp, a vertical label; a page typeset sideways is all rotated and keeps its text)."""
+    rotated, chars, turned = set(), 0, 0
+    for block in data["blocks"]:
+        for line in block.get("lines", []):
+            size = sum(len(span["text"].strip()) for span in line["spans"])
+            chars += size
+            if abs(line.get("dir", (1.0, 0.0))[0]) < 0.9:
+                rotated.add(id(line))
+                turned += size
+    return rotated if turned <= chars / 4 else set()
+
+
+def _stamp_row(row: str) -> bool:
+    """A table row whose filled cells are all a stamp frame's labels: «| Взам. инв. № |  |  |»."""
+    cells = [cell.strip() for cell in row.split(" | ") if cell.strip(" |")]
+    return bool(cells) and (is_stamp_text(" ".join(cells)) or all(is_stamp_text(cell) for cell in cells))
 
 
 def _continues(previous: tuple[dict, str], block: dict, text: str, body: float) -> bool:

@@ -57,7 +57,7 @@ def _chunks(settings: Settings, source_id: str) -> list[tuple[str, str]]:
 def test_every_file_is_indexed(refreshed: tuple[Path, Settings, dict]) -> None:
     root, settings, summary = refreshed
     files = sorted(p.relative_to(root).as_posix() for p in root.rglob("*") if p.is_file() and p.name != "korpus.yaml")
-    assert len(files) == 12
+    assert len(files) == 13
     missing = [f for f in files if not _chunks(settings, f)]
     assert missing == [], summary
     assert "unsupported-type" not in summary["quarantine_reasons"]
@@ -82,6 +82,30 @@ def test_a_layer_of_glyph_codes_is_caught_and_replaced(refreshed: tuple[Path, Se
     searchable = settings.data / "searchable" / "broken-layer" / "ukodeksrf.pdf"
     text = subprocess.run(["pdftotext", str(searchable), "-"], capture_output=True, text=True).stdout
     assert "Уголовный" in text and "M]heh" not in text
+
+
+def test_a_stamp_frame_is_found_by_exact_and_never_outranks_the_documents(
+    refreshed: tuple[Path, Settings, dict],
+) -> None:
+    """#29 item 4 through a real refresh: the GOST document's frame labels are a furniture chunk of their own —
+    found by `korpus exact`, behind every document hit in a search, in no other chunk."""
+    from korpus.core.datamodel import FURNITURE_SECTION
+    from tasks.retrieval.retriever import retrieve
+
+    _root, settings, _summary = refreshed
+    with SqliteIndex(settings.index_path) as index:
+        found = index.searcher.exact_occurrences("Взам. инв. №", ["public"])
+        assert found["by_source"] == {"digital/gost_multipage_table_2.pdf": 2}, found["by_source"]
+        for query in ("Подпись и дата", "Взам. инв. № подпись", "общая часть sample text"):
+            hits = retrieve(index.searcher, query, None, ["public"], k=20, mode="bm25")
+            furniture = [n for n, h in enumerate(hits) if h["section_path"] == [FURNITURE_SECTION]]
+            documents = [n for n, h in enumerate(hits) if n not in furniture and "://" not in h["source_id"]]
+            assert min(furniture, default=99) > max(documents, default=-1), (query, furniture, documents)
+            assert furniture or query != "Подпись и дата"  # the frame's own words do list it, after the documents
+        chunks = index.source_chunks("digital/gost_multipage_table_2.pdf")
+        bodies = [c["body"] for c in chunks if c["section_path"] != [FURNITURE_SECTION]]
+        assert bodies and len(bodies) < len(chunks)
+        assert not any("Взам. инв" in b or "Подпись и дата" in b for b in bodies)
 
 
 def test_office_text_and_encodings(refreshed: tuple[Path, Settings, dict]) -> None:

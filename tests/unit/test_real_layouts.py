@@ -6,7 +6,8 @@ from __future__ import annotations
 import pytest
 
 from korpus.core.datamodel import PageResult, Source, SourceKind, UnitKind
-from tasks.contract.chunking import build_chunks, chars_as_tokens, running_lines
+from tasks.contract.chunking import build_chunks, chars_as_tokens
+from tasks.contract.furniture import running_lines
 from tasks.contract.gate import route_chunks
 from tasks.text.structure import _continues, text_structure
 
