@@ -156,12 +156,12 @@ class Retriever:
         unique = list(dict.fromkeys(keys))
         if not unique:
             return [], set()
-        aside = [(key, hit) for key, hit in self.backend.hits([(key, 0.0) for key in unique], scopes)
-                 if hit["source_id"].startswith(META_PREFIX) or hit.get("section_path") == [FURNITURE_SECTION]]  # fmt: skip
-        dropped = {key for key, hit in aside if NO_ENTRIES in hit["text"] and hit["source_id"].startswith(META_PREFIX)}
-        if collection:
-            aside = [(key, hit) for key, hit in aside if not hit["source_id"].startswith(META_PREFIX)]
-        return [key for key, _ in aside if key not in dropped], dropped
+        hits = self.backend.hits([(key, 0.0) for key in unique], scopes)
+        meta = {key for key, hit in hits if hit["source_id"].startswith(META_PREFIX)}
+        furniture = {key for key, hit in hits if hit.get("section_path") == [FURNITURE_SECTION]}
+        dropped = {key for key, hit in hits if key in meta and NO_ENTRIES in hit["text"]}
+        aside = [key for key, _ in hits if key in furniture or (key in meta and not collection)]
+        return [key for key in aside if key not in dropped], dropped
 
     def _reranked(
         self, query: str, fused: list[tuple[Hashable, float]], pinned: int, scopes: Sequence[str], k: int
