@@ -15,7 +15,7 @@ from tasks.meta.models import _models
 # company suffix in Latin script. On two real manuals NER's bare ORG spans were mostly English authors, code words,
 # OCR debris and table captions.
 _BODY_HEADS = (
-    r"Правительств[оаеу]м?|Администраци[яиюей]|Министерств[оауе]м?|Федеральн\w+\s+(?:служб|агентств|собрани)\w*"
+    r"Правительств[оаеу]м?|Администраци[яиюей]|Министерств[оауе]м?|Федеральн\w+\s+(?:служб|агентств|[Сс]обрани)\w*"
     r"|Государственн\w+\s+Дум\w+|Совет\w*\s+(?:Федерации|Безопасности|Министров)|Верховн\w+\s+(?:Суд|Совет)\w*"
     r"|Конституционн\w+\s+Суд\w*|Арбитражн\w+\s+суд\w*|Съезд\w*\s+народных\s+депутатов|Управлени[еяюи]м?"
     r"|Территориальн\w+\s+орган\w*|Правительственн\w+\s+комисси\w+|Департамент\w*|Комитет\w*|Прокуратур\w+"
@@ -23,15 +23,22 @@ _BODY_HEADS = (
     r"|Университет\w*|Национальн\w+\s+центр\w*|Палат\w+|Агентств\w+|Служб\w+"
 )
 _BODY_HEAD = re.compile(rf"(?<![А-ЯЁа-яё])(?:{_BODY_HEADS})(?![а-яё])")
+_INSTITUTION = re.compile(r"Институт|Университет|Академи|Управлени")
+_WHOLE_NAME = re.compile(
+    r"Государственн\w+\s+Дум\w+|Совет\w*\s+(?:Федерации|Безопасности)|Конституционн\w+\s+Суд\w*|Верховн\w+\s+Суд\w*"
+    r"|Федеральн\w+\s+[Сс]обрани\w+"
+)  # a head that is a name by itself: «Принят Государственной Думой», «Одобрен Советом Федерации»
 _CAPS_BODY = re.compile(
     rf"(?<![А-ЯЁа-яё])(?:[А-ЯЁ]+(?:АЯ|ИЙ|ЫЙ|ОЕ)\s+){{0,3}}(?:{_BODY_HEADS.upper()}|ШКОЛА|БИБЛИОТЕКА)"
     r"(?:[ \t]*\n?[ \t]+(?!(?:ПРИКАЗ|ПОСТАНОВЛЕНИЕ|УКАЗ|РАСПОРЯЖЕНИЕ|РЕШЕНИЕ|УТВЕРЖДАЮ|ПОЛОЖЕНИЕ|ПРИКАЗЫВАЮ)\b)"
     r"(?:[А-ЯЁ]{2,}|И|ПО|ПРИ|В))*"
+    r"(?:[ \t]*\n[ \t]*\n[ \t]*РОССИЙСКОЙ[ \t]+ФЕДЕРАЦИИ)?"  # a title page sets the country apart
 )
 _TOKEN = re.compile(r"[ \t]*\n?[ \t]*([А-ЯЁа-яё][А-ЯЁа-яё-]*)")
 _ADJ_BODY = re.compile(
-    r"(?<![А-ЯЁа-яё])(?:[А-ЯЁ][а-яё]+(?:ая|ий|ый|ое|ой|ую|ого|ых)\s+)(?:[а-яё]+(?:ая|ий|ый|ое|ой|ую|ого|ых)\s+){0,3}"
-    r"(?:библиотек\w*|школ\w*|академи\w+|палат\w+|корпораци\w+|банк\w*|университет\w*|больниц\w*|фонд\w*|палат\w*)"
+    r"(?<![А-ЯЁа-яё])(?:[А-ЯЁ][а-яё]+(?:ая|ий|ый|ое|ой|ую|ого|ых|им|ым|ому|ему)\s+)"
+    r"(?:[а-яё]+(?:ая|ий|ый|ое|ой|ую|ого|ых|им|ым|ому|ему)\s+){0,3}"
+    r"(?:библиотек\w*|школ\w*|[Дд]ум\w*|союз\w*|академи\w+|палат\w+|корпораци\w+|банк\w*|университет\w*|больниц\w*|фонд\w*|палат\w*)"
     r"(?:\s+реконструкции\s+и\s+развития)?"
 )
 _AGENCY_OF_RUSSIA = re.compile(r"(?<![А-ЯЁа-яё])(?:[А-ЯЁ]{2,6}|Мин[а-яё]{3,}|Рос[а-яё]{4,})\s+России(?![а-яё])")
@@ -40,10 +47,23 @@ _KNOWN_ACRONYMS = {
     "ООН", "ЮНЕСКО", "СНГ", "ЕАЭС", "РАНХиГС", "МГУ", "СПбГУ", "МЭРТ", "Росстат", "Роскомнадзор", "Госкомстат",
     "Минюст", "Минфин", "Минздрав", "Минтруд", "Минобрнауки", "Минэкономразвития", "Ростехрегулирование",
 }  # fmt: skip
+_OPEN, _CLOSE, _NOT_QUOTE = '[«"„“]', '[»"”“]', '[^«»"„“”\n]'
+QUOTED_NAME = (
+    rf"{_OPEN}(?!\s)(?:({_NOT_QUOTE}{{1,60}}\s{_OPEN}[^«»\"„“”\n\s]{_NOT_QUOTE}{{0,60}}{_CLOSE}){_CLOSE}?"
+    rf"|({_NOT_QUOTE}{{1,80}}){_CLOSE})"
+)
+"""A quoted name, one quote nested in it the way names are written and OCR'd: «Ромашка», «Кафе-кондитерская
+«Зефир»», "Торговый дом "Комплексный"" and its outer quote lost, “Управляющая компания “Кузбассразрезуголь”. A nested
+name opens after a space, so «"Ромашка" и ООО "Лютик"» stays two names. Group 1 or 2 holds the name."""
+_ORG_WORD_ABBREVIATION = re.compile(
+    r"(?<![А-ЯЁа-яё])(?:[Кк]омпани|[Хх]олдинг|[Кк]онцерн)\w*\s+([А-ЯЁ]{2,6})(?![А-ЯЁа-яё])"
+)
+"""«компании РКС»: an organisation word and an abbreviation; the abbreviation is the name."""
+_KNOWN_BODY_WORD = re.compile(r"(?<![А-ЯЁа-яё])(?:Ростехрегулировани|Роскомнадзор|Росстат|Госкомстат|Минюст)[а-яё]*")
 _ORG_WORD_QUOTED = re.compile(
     r"(?<![А-ЯЁа-яё])(?:(?:[Кк]омпани|[Аа]гентств|[Бб]анк|[Фф]онд|[Оо]рганизаци|[Кк]орпораци|[Пп]артнерств|[Ии]здательств"
     r"|[Хх]олдинг|[Кк]онцерн|[Зз]авод|[Кк]омбинат|[Тт]орговый\s+дом|РИА|ИА|БФ|МОО|ГБУЗ|МБУ|ГБУ|ФГБУ|НКО|ТД)\w*"
-    r"(?:\s+[А-ЯЁ]{2,5})?\s*[«\"„“”]([^»\"”“\n]{2,80})[»\"”“])"
+    rf"(?:\s+[А-ЯЁ]{{2,5}})?\s*{QUOTED_NAME})"
 )
 _LATIN_COMPANY = re.compile(
     r"\b[A-Z][\w&'’`.-]*(?:\s+[A-Z][\w&'’`.-]*){0,4}\s+(?:Inc|Ltd|LLC|GmbH|AG|SA|Corp|Corporation|Company|Bank|Group"
@@ -81,27 +101,46 @@ def body_end(text: str, start: int) -> int | None:
             continue
         if len(word) < 3 and word != "РФ":
             break  # a letter-spaced word («п р и к а з ы в а ю») or a preposition
+        if word[0].isupper() and _BODY_HEAD.match(text, token.start(1)) and token.start(1) > head.end():
+            inner = body_end(text, token.start(1))  # «Территориальный орган Федеральной службы … по … Республике»
+            if inner is not None:
+                return inner
+            break
         if word[0].isupper():
             if word != "РФ" and (word.isupper() or not _cases(word) & {"gent", "datv", "loct", "ablt"}):
                 break
+            if {"Name", "Surn", "Patr", "nomn"} <= set(_models()[2].parse(word)[0].tag.grammemes) | {"Surn", "Patr"}:
+                break  # «… партнерств Александр Баженов»; not «Институт Макса Планка»
             phase = "caps" if phase == "lower" else phase
         elif phase == "lower" and "gent" in _cases(word):
             lower += 1
         elif phase == "caps" and adjective and "gent" in _cases(word):
             pass  # «Корякского округа», «Дальнего Востока»: the noun after a capitalised adjective
-        elif phase == "free" and free < 5 and _plain_word(word):
+        elif phase == "free" and free < 8 and _plain_word(word):
             free += 1
         else:
             break
         adjective = "ADJF" in _models()[2].parse(word)[0].tag
         at = end = token.end()
+        if phase == "free" and text.startswith(", ", at) and (more := _TOKEN.match(text, at + 1)) is not None:
+            if more.group(1)[0].islower() and "gent" in _cases(more.group(1)) and not _pronoun(more.group(1)):
+                at = at + 1  # «по надзору в сфере связи, информационных технологий и массовых коммуникаций»
+    if end is None and _WHOLE_NAME.fullmatch(head.group(0)):
+        return head.end()  # «Государственной Думой»
     if phase == "lower" and not (multiword and lower) and lower < 2:
         return None  # «на Министерство полномочий»: common words after a head are not its name
-    if phase == "lower" and not multiword:
-        return None
+    if phase == "lower" and not multiword and (lower < 3 or not _INSTITUTION.match(head.group(0))):
+        return None  # «Институт государственной службы и управления» is a name, «Управление делами» is not
     return end
+
+
+def _pronoun(word: str) -> bool:
+    """«иных», «других», «таких»: a pronoun-like adjective opens a list of other things, not more of the name."""
+    return "Apro" in _models()[2].parse(word)[0].tag
 
 
 def _plain_word(word: str) -> bool:
     """A word that may stand in a body's «по …» name: not a verb or a participle («по надзору в сфере связи»)."""
-    return not {"VERB", "PRTS", "PRTF", "INFN", "GRND"} & set(_models()[2].parse(word)[0].tag.grammemes)
+    return not {"VERB", "PRTS", "PRTF", "INFN", "GRND", "CONJ", "NPRO", "PREP"} & set(
+        _models()[2].parse(word)[0].tag.grammemes
+    )

@@ -18,6 +18,7 @@ one part and its address line says what it is: `[Хронология событ
 from __future__ import annotations
 
 import hashlib
+import re
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -151,8 +152,9 @@ class Organisation:
     @property
     def shown(self) -> str:
         """The most frequent form the documents write in the nominative; with none, the most frequent form as
-        written (never a form korpus made up). An all-capitals heading counts after a form in normal case."""
-        forms = Counter(m.name for m in self.mentions)
+        written (never a form korpus made up; OCR's «000» before a quoted name is read «ООО»). An all-capitals heading
+        counts after a form in normal case."""
+        forms = Counter(re.sub(r"^000(?=\s*[«\"„“])", "ООО", m.name) for m in self.mentions)  # OCR's zeros
         return max(forms, key=lambda name: (is_nominative_name(name), not name.isupper(), forms[name], "«" in name,
                                             len(name)))  # fmt: skip
 

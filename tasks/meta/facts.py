@@ -26,7 +26,7 @@ from tasks.meta.names import find_mentions, organisation_ids, organisation_key, 
 logger = logging.getLogger("korpus.meta")
 
 # Bump when extraction changes: every cached fact is read again.
-EXTRACTOR_VERSION = "meta-2"
+EXTRACTOR_VERSION = "meta-3"
 _STAMP = re.compile(r"\[(\d\d):(\d\d):(\d\d)\]\s*")
 _SENTENCE_CHARS = 300
 # A reference list's heading: what follows it on the page, and the pages after, are not read for names.

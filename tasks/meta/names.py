@@ -30,9 +30,12 @@ from tasks.meta.bodies import (
     _BODY_HEAD,
     _CAPS_BODY,
     _KNOWN_ACRONYMS,
+    _KNOWN_BODY_WORD,
     _LATIN_COMPANY,
     _LATIN_PERSON,
+    _ORG_WORD_ABBREVIATION,
     _ORG_WORD_QUOTED,
+    QUOTED_NAME,
     body_end,
 )
 from tasks.meta.models import _models
@@ -59,11 +62,8 @@ LEGAL_FORMS = {
 }
 _FORM_WORDS = "|".join([*sorted(LEGAL_FORMS, key=len, reverse=True), "ООО", "ПАО", "ЗАО", "ОАО", "АО", "ФГУП", "ГУП",
                          "МУП", "АНО"])  # fmt: skip
-_LEGAL_NAME = re.compile(
-    rf"(?<![А-ЯЁа-яё])(?:{_FORM_WORDS})"
-    r"\s*[«\"„“]([^»\"”“\n]{1,80})[»\"”“]",
-    re.IGNORECASE,
-)
+_LEGAL_NAME = re.compile(rf"(?<![А-ЯЁа-яё\d])(?:{_FORM_WORDS}|000(?=\s*[«\"„“]))\s*{QUOTED_NAME}", re.IGNORECASE)
+"""A legal form and its quoted name; «000» is how OCR reads «ООО» before a quote."""
 _SHORT_FORMS = {"ООО", "ПАО", "ЗАО", "ОАО", "АО", "ИП", "ФГУП", "ГУП", "МУП", "АНО", "НКО", "ГБУ", "МБУ", "ФГБУ"}
 
 # --- persons by their initials: «С.А.Тырцев», «Абрамов Г. С.», «В.СЕЛИН» -----------------------------------------
@@ -112,7 +112,7 @@ class PersonName:
 def readable_for_names(text: str) -> str:
     """The page as the name rules read it: a word broken at a line end joined again («Гарина-\nМихайловского»,
     «Алексе- ева»), table cells one sentence («Иванов | Иван | Иванович»)."""
-    text = re.sub(r"(?<=[а-яё])-[ \t]*\n?[ \t]*(?=[а-яё])", "", text)
+    text = re.sub(r"(?<=[а-яё])-(?:[ \t]*\n[ \t]*|[ \t]+)(?=[а-яё])", "", text)  # «кафе-кондитерская» stays
     text = re.sub(r"(?<=[А-ЯЁа-яё])-[ \t]*\n[ \t]*(?=[А-ЯЁ])|(?<=[а-яё])- (?=[А-ЯЁ])", "-", text)
     return re.sub(r"[ \t]*\|[ \t]*", " ", text)
 
@@ -162,11 +162,13 @@ def _ruled(text: str) -> list[Mention]:
             found.append(Mention(kind, start, end, name, ruled=True))
 
     candidates: list[tuple[str, int, int]] = []  # (kind, start, end)
-    for pattern in (_LEGAL_NAME, _LATIN_COMPANY, _AGENCY_OF_RUSSIA, _ADJ_BODY):
+    for pattern in (_LEGAL_NAME, _LATIN_COMPANY, _AGENCY_OF_RUSSIA, _ADJ_BODY, _KNOWN_BODY_WORD):
         candidates += [("ORG", m.start(), m.end()) for m in pattern.finditer(text)]
+    candidates += [("ORG", m.start(1), m.end(1)) for m in _ORG_WORD_ABBREVIATION.finditer(text)]
     for match in _ORG_WORD_QUOTED.finditer(text):  # «компании "Евразийское водное партнерство"»: the name only
         generic = match.group(0)[0].islower() or match.group(0)[:3].lower() in ("ком", "агент", "бан", "фон", "орг")
-        candidates.append(("ORG", match.start(1) - 1 if generic else match.start(), match.end()))
+        name_at = match.start(1) if match.start(1) >= 0 else match.start(2)
+        candidates.append(("ORG", name_at - 1 if generic else match.start(), match.end()))
     candidates += [("ORG", m.start(), m.end()) for m in _CAPS_BODY.finditer(text) if len(m.group(0).split()) > 1]
     for head in _BODY_HEAD.finditer(text):
         end = body_end(text, head.start())
@@ -242,10 +244,13 @@ def _best(parses: list[Any], tag: str, gender: str | None) -> Any | None:
 
 
 def _nominative(parse: Any, gender: str | None) -> str:
+    if "-" in parse.word:  # «Гарина-Михайловского» → «Гарин-Михайловский»: each part declines
+        morph = _models()[2]
+        return "-".join(_nominative(_best(morph.parse(part), "Surn", gender) or morph.parse(part)[0], gender)
+                        for part in parse.word.split("-"))  # fmt: skip
     wanted = {"nomn", "sing"} | ({gender} if gender and parse.tag.gender else set())
     form = parse.inflect(wanted) or parse.inflect({"nomn"})
-    return (form.word if form else parse.word).capitalize() if "-" not in parse.word else "-".join(
-        w.capitalize() for w in (form.word if form else parse.word).split("-"))  # fmt: skip
+    return (form.word if form else parse.word).capitalize()
 
 
 def _latin_person(span: str) -> PersonName | None:
@@ -352,6 +357,7 @@ def is_nominative_name(name: str) -> bool:
 
 def legal_form(name: str) -> str:
     """Long legal forms as abbreviations: «Общество с ограниченной ответственностью «Ромашка»» → «ООО «Ромашка»»."""
+    name = re.sub(r"^000(?=\s*[«\"„“])", "ООО", name.strip())  # OCR's zeros for the letters
     lowered = name.lower()
     for long, short in LEGAL_FORMS.items():
         at = lowered.find(long)

@@ -30,8 +30,8 @@ def test_the_real_labels_are_measured_and_hold_the_figures_reached() -> None:
     assert len(texts) == len(labels) >= 30
     result = score(registers_of(texts), labels)
     assert result["persons"]["labelled"] >= 100 and result["organisations"]["labelled"] >= 70
-    assert result["persons"]["precision"] >= 0.85 and result["persons"]["recall"] >= 0.75, result["persons"]
-    assert result["organisations"]["precision"] >= 0.78 and result["organisations"]["recall"] >= 0.55, result[
+    assert result["persons"]["precision"] >= 0.9 and result["persons"]["recall"] >= 0.8, result["persons"]
+    assert result["organisations"]["precision"] >= 0.9 and result["organisations"]["recall"] >= 0.8, result[
         "organisations"
     ]
 
@@ -66,3 +66,45 @@ def test_a_reference_list_is_not_mined_for_names() -> None:
     shown, _ = _registers("Отчёт подготовил Петров И. И.\nСписок литературы\n1. Graves A., Collobert R. Speech, 2013.\n"
                           "2. Иванов С. С. Распознавание речи. М., 2019.")  # fmt: skip
     assert shown == ["Петров И. И."]
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ('Продавец 000 "Торговый дом "Комплексный"\nСчет-оферта № 5', 'ООО "Торговый дом "Комплексный"'),
+        ("Покупатель ООО «Кафе-кондитерская «Зефир»», ИНН 7707083893.", "ООО «Кафе-кондитерская «Зефир»»"),
+        ("заявил гендиректор ЗАО “Управляющая компания “Кузбассразрезуголь” Серго Курбанов.",
+         "ЗАО “Управляющая компания “Кузбассразрезуголь”"),
+        ("Контроль осуществляется Федеральной службой по надзору в сфере связи, информационных технологий и "
+         "массовых коммуникаций и ее территориальными органами.",
+         "Федеральной службой по надзору в сфере связи, информационных технологий и массовых коммуникаций"),
+        ("84. | Территориальный орган Федеральной службы государственной статистики по Чеченской Республике | "
+         "г. Грозный", "Территориальный орган Федеральной службы государственной статистики по Чеченской Республике"),
+        ("Принят Государственной Думой 8 июля 2006 года. Одобрен Советом Федерации 14 июля 2006 года.",
+         "Государственной Думой"),
+        ("с Европейским банком реконструкции и развития (ЕБРР)", "Европейским банком реконструкции и развития"),
+        ("сказал представитель компании РКС Михаил Матыцин.", "РКС"),
+    ],
+)  # fmt: skip
+def test_organisation_names_as_real_documents_write_them(text: str, expected: str) -> None:
+    """Nested and OCR'd quotes, «000» for «ООО», a body inside a territorial body, a name with a comma in it, a
+    chamber named by its head alone, an adjective in the instrumental, an abbreviation after «компании»."""
+    _, orgs = _registers(text)
+    assert expected in orgs, orgs
+
+
+def test_what_ends_an_organisations_name() -> None:
+    """A person's first name after the body, a quote that closes the name it follows, a list of other things."""
+    _, orgs = _registers(
+        "Участники – член правления ЕВП, президент Национального центра по развитию частно-государственных "
+        'партнерств Александр Баженов. Глава компании "Евразийское водное партнерство" Сергей Яшечкин заявил '
+        'вчера, что, по сути, "рейтинг получило партнерство". Уведомить Министерство Российской Федерации по '
+        "развитию Дальнего Востока, иных субъектов персональных данных.",
+    )
+    assert "Национального центра по развитию частно-государственных партнерств" in orgs, orgs
+    assert not any("Яшечкин" in o or "Александр" in o or "иных" in o for o in orgs), orgs
+
+
+def test_a_double_surname_declines_in_both_parts() -> None:
+    shown, _ = _registers("150 лет со дня рождения писателя Николая Георгиевича Гарина- Михайловского (1852-1906).")
+    assert "Гарин-Михайловский Николай Георгиевич" in shown, shown
