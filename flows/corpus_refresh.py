@@ -62,7 +62,8 @@ def _refresh(root: str, settings: Settings) -> dict[str, Any]:
     started = time.perf_counter()
     logger = get_run_logger()
     indexed, refused = read_catalog(settings)
-    plan = plan_refresh(discover(root, settings), indexed, refused)
+    sources = discover(root, settings)
+    plan = plan_refresh(sources, indexed, refused)
     crash_point("after-discover")
     logger.info(
         "%d to process, %d unchanged, %d removed, %d refused",
@@ -127,6 +128,7 @@ def _refresh(root: str, settings: Settings) -> dict[str, Any]:
         "sources": len(plan.change),
         "changes": dict(Counter(c.value for c in plan.change.values())),
         "relabelled": len(plan.relabel),
+        "files_hashed": sum(1 for s in sources if s.inode and s.hashed),  # the rest matched their last reading
         "quarantined": len(problems),
         "quarantine_reasons": dict(Counter(r.value for item in problems for r in item.reasons)),
         **tally.summary(),  # pages by method and tier, engine calls, cache hits, audio, retries

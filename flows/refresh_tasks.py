@@ -38,7 +38,7 @@ from tasks.parse import ocr_page as ocr_page_stage
 from tasks.pdf.pages import save_page_image
 from tasks.readers.base import failure, problem
 from tasks.readers.registry import reader_for
-from tasks.receive import RefreshPlan, discover_sources
+from tasks.receive import RefreshPlan, discover_sources, reading_of
 from tasks.retrieval.embedding import shared_embedder, token_counter
 from tasks.runtime.crash_points import crash_point
 from tasks.runtime.retry import RetryPolicy, TransientError, counting_retries
@@ -84,7 +84,14 @@ def read_catalog(settings: Settings) -> tuple[dict[str, dict[str, tuple]], dict[
 
 @task(name="discover", cache_policy=NO_CACHE)
 def discover(root: str, settings: Settings) -> list[Source]:
-    return discover_sources(Path(root), settings)
+    """The files under the root. A file whose stat matches its last reading keeps its version without being read;
+    `settings.verify` (`korpus refresh --verify`, the weekly deployment) hashes every file. The readings are kept
+    for the next refresh."""
+    with SqliteIndex(settings.index_path) as index:
+        readings = None if settings.verify else index.file_readings()
+        sources = discover_sources(Path(root), settings, readings)
+        index.record_file_readings({s.source_id: r for s in sources if (r := reading_of(s)) is not None})
+    return sources
 
 
 @task(name="read-source", cache_policy=NO_CACHE)

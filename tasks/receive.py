@@ -8,9 +8,11 @@ from __future__ import annotations
 
 import os
 import re
+import time
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
+from stat import S_ISDIR, S_ISREG
 
 import yaml
 from pydantic import BaseModel, Field
@@ -108,19 +110,28 @@ def source_kind(path: Path) -> SourceKind | None:
     return kind_of(path)
 
 
-def discover_sources(root: Path, settings: Settings | None = None) -> list[Source]:
+Reading = tuple[str, int, int, int, int]
+"""A file's last reading: (version, size, mtime_ns, ctime_ns, inode)."""
+
+
+def discover_sources(root: Path, settings: Settings | None = None, readings: dict[str, Reading] | None = None
+                     ) -> list[Source]:  # fmt: skip
     """Every regular file under root except the manifest and hidden files, sorted by id — and, given the settings
-    (the data directory to unpack into and the limits), each container's members after it (tasks/unpack.py)."""
+    (the data directory to unpack into and the limits), each container's members after it (tasks/unpack.py).
+
+    With `readings` (the catalog's `file_readings`), a file whose size, modification time, status-change time and
+    inode are what they were when its bytes were last hashed keeps that version unread: an unchanged archive of
+    terabytes is stat'ed, not read. Without them (`korpus refresh --verify`) every file is hashed."""
     root = root.resolve()
     if not root.is_dir():
         raise FileNotFoundError(f"source root {root} is not a folder")
     manifest = Manifest.load(root)
     sources = []
-    for path in sorted(root.rglob("*")):
+    for path in sorted(root.rglob("*"), key=lambda p: p.parts):  # Path's own ordering, without its cost per pair
         rel = path.relative_to(root)
         if any(part.startswith(".") for part in rel.parts) or rel.as_posix() == MANIFEST_NAME:
             continue
-        found = _badly_named(path, rel, manifest) or _discovered(path, rel.as_posix(), root, manifest)
+        found = _badly_named(path, rel, manifest) or _discovered(path, rel.as_posix(), root, manifest, readings)
         if found is not None:
             sources.append(found)
             if settings is not None:
@@ -174,7 +185,30 @@ def _cp1251_if_not_utf8(part: bytes) -> str:
         return part.decode("cp1251", "replace")
 
 
-def _discovered(path: Path, source_id: str, root: Path, manifest: Manifest) -> Source | None:
+def _unreadable(path: Path, exc: OSError, common: dict) -> Source:
+    detail = f"cannot be read ({exc.strerror or exc}): give the korpus user read access to the file"
+    return Source(version="not-read", kind=source_kind(path), unreadable=detail, **common)
+
+
+SETTLED_NS = 2_000_000_000
+"""A file changed less than this before its reading is not trusted next time (hashed again): file systems stamp
+times coarsely (a few milliseconds locally, a second or two on network shares), so a second write in the same tick
+with the old mtime put back would leave size and times as they were — git calls such an entry «racily clean»."""
+
+
+def reading_of(source: Source, now_ns: int | None = None) -> Reading | None:
+    """What `file_readings` keeps of a discovered file: None for one not read (refused before its bytes) or changed
+    within SETTLED_NS of `now_ns` (default: now)."""
+    if source.version == "not-read" or not source.inode:
+        return None
+    if max(source.ctime_ns, source.mtime_ns) > (now_ns if now_ns is not None else time.time_ns()) - SETTLED_NS:
+        return None
+    return (source.version, source.size, source.mtime_ns, source.ctime_ns, source.inode)
+
+
+def _discovered(
+    path: Path, source_id: str, root: Path, manifest: Manifest, readings: dict[str, Reading] | None = None
+) -> Source | None:
     """One entry under the root as a source; None for folders, linked folders (rglob does not descend into them)
     and a file that vanished while being discovered (it is not there: a known one is retired)."""
     meta = manifest.metadata_for(source_id)
@@ -188,23 +222,31 @@ def _discovered(path: Path, source_id: str, root: Path, manifest: Manifest) -> S
             return Source(version="not-read", kind=source_kind(path), unreadable=detail, **common)
         if not target.is_relative_to(root):  # a linked file out of the root is never read
             return Source(version="not-read", outside_root=True, **common)
-    if not path.is_file():
-        if path.exists() and not path.is_dir():  # a pipe, socket or device: never opened (a pipe would block)
+    try:
+        stat = path.stat()
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        return _unreadable(path, exc, common)
+    if not S_ISREG(stat.st_mode):
+        if not S_ISDIR(stat.st_mode):  # a pipe, socket or device: never opened (a pipe would block)
             detail = "not a regular file (a pipe, socket or device): korpus reads regular files only"
             return Source(version="not-read", unreadable=detail, **common)
         return None
     try:
-        stat = path.stat()
-        version = file_sha256(path)
+        last = (readings or {}).get(source_id)
+        seen = (stat.st_size, stat.st_mtime_ns, stat.st_ctime_ns, stat.st_ino)
+        hashed = last is None or tuple(last[1:]) != seen
+        version = file_sha256(path) if hashed else last[0]
     except FileNotFoundError:
         return None
     except OSError as exc:
-        detail = f"cannot be read ({exc.strerror or exc}): give the korpus user read access to the file"
-        return Source(version="not-read", kind=source_kind(path), unreadable=detail, **common)
+        return _unreadable(path, exc, common)
     if stat.st_size == 0:
         detail = "the file is empty (0 bytes): copy the real file in again"
         return Source(version=version, kind=source_kind(path), unreadable=detail, **common)
-    return Source(version=version, kind=source_kind(path), size=stat.st_size, mtime_ns=stat.st_mtime_ns, **common)
+    return Source(version=version, kind=source_kind(path), size=stat.st_size, mtime_ns=stat.st_mtime_ns,
+                  ctime_ns=stat.st_ctime_ns, inode=stat.st_ino, hashed=hashed, **common)  # fmt: skip
 
 
 def unchanged_since_discovery(source: Source) -> bool:

@@ -124,6 +124,11 @@ class Source(BaseModel):
     mtime_ns: int = Field(
         default=0, description="Modification time at discovery: a file changed mid-run is not published."
     )
+    ctime_ns: int = Field(default=0, description="Status-change time at discovery (any write or rename moves it).")
+    inode: int = Field(default=0, description="The file's inode at discovery.")
+    hashed: bool = Field(
+        default=True, description="Discovery read and hashed the bytes (False: the stat matched the last reading)."
+    )
     owner: str | None = None
     access: str | None = None
     tenant: str | None = None

@@ -267,6 +267,11 @@ class Settings(BaseSettings):
         description="Seconds a refresh waits for another refresh of the same data directory to finish before it "
         "stops with a clear message (tasks/runtime/refresh_lock.py).",
     )
+    verify: bool = Field(
+        default=False,
+        description="Hash every file at discovery instead of trusting the last reading of a file whose size, "
+        "modification and status-change times and inode are unchanged (`korpus refresh --verify`).",
+    )
     meta_documents: bool = Field(
         default=True,
         description="After a refresh, build the collection's table of contents, chronology and registers of "

@@ -1,6 +1,7 @@
 """What the embedded catalog remembers about its own runs: the last refresh's figures and the open quarantine's size
-after each refresh (for `korpus status` and `/health`), the meta-documents' fingerprints per scope, and the counts a
-health check reads. A part of `SqliteIndex` (tasks/index/sqlite.py), apart so each file reads in one sitting."""
+after each refresh (for `korpus status` and `/health`), the meta-documents' fingerprints per scope, each file's last
+reading (size, times, inode → the version its bytes hashed to), and the counts a health check reads. A part of
+`SqliteIndex` (tasks/index/sqlite.py), apart so each file reads in one sitting."""
 
 from __future__ import annotations
 
@@ -39,6 +40,18 @@ class RefreshRecords:
                 self._retire(source_id)
             self.conn.execute("DELETE FROM index_meta WHERE key LIKE 'meta:%'")
         return len(meta)
+
+    def file_readings(self) -> dict[str, tuple[str, int, int, int, int]]:
+        """Source id → (version, size, mtime_ns, ctime_ns, inode) of the file's last hashing: discovery trusts the
+        version while the file's stat is the same (tasks/receive.py), `korpus refresh --verify` hashes anyway."""
+        return {row[0]: tuple(row[1:]) for row in self.conn.execute("SELECT * FROM file_readings")}
+
+    def record_file_readings(self, readings: dict[str, tuple[str, int, int, int, int]]) -> None:
+        """The files as this discovery found them: readings of files no longer there are forgotten."""
+        with self.conn:
+            self.conn.execute("DELETE FROM file_readings")
+            self.conn.executemany("INSERT INTO file_readings VALUES (?, ?, ?, ?, ?, ?)",
+                                  [(source_id, *reading) for source_id, reading in readings.items()])  # fmt: skip
 
     def record_refresh(self, summary: dict[str, Any]) -> None:
         """Keep a finished (or failed) refresh's headline figures for `korpus status`, and the open quarantine's size

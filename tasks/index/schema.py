@@ -25,6 +25,9 @@ def row_dicts(cursor: apsw.Cursor) -> list[dict[str, Any]]:
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS index_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS file_readings (
+    source_id TEXT PRIMARY KEY, version TEXT NOT NULL, size INTEGER NOT NULL, mtime_ns INTEGER NOT NULL,
+    ctime_ns INTEGER NOT NULL, inode INTEGER NOT NULL);
 CREATE TABLE IF NOT EXISTS sources (
     source_id TEXT NOT NULL, version TEXT NOT NULL, kind TEXT, size INTEGER, path TEXT,
     owner TEXT, access TEXT, tenant TEXT, lifecycle TEXT NOT NULL, pages INTEGER, chunks INTEGER,

@@ -11,6 +11,7 @@ package names its reader class in its own metadata:
 
 from __future__ import annotations
 
+import os
 from importlib import import_module
 from importlib.metadata import entry_points
 from pathlib import Path
@@ -62,8 +63,8 @@ def _loaded() -> None:
 
 def kind_of(path: Path | str) -> SourceKind | None:
     _loaded()
-    name = Path(path).name.lower()
-    return NAMES.get(name) or SUFFIXES.get(Path(name).suffix)
+    name = os.path.basename(path).lower()  # string operations: discovery asks this of every file under the root
+    return NAMES.get(name) or SUFFIXES.get(os.path.splitext(name)[1])
 
 
 def is_container(kind: SourceKind | None) -> bool:

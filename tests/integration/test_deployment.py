@@ -95,6 +95,9 @@ def test_nightly_deployment_runs_on_a_process_worker(
             assert nightly.global_concurrency_limit.limit == 1 and nightly.schedules[0].schedule.cron == "0 2 * * *"
             assert nightly.concurrency_options.collision_strategy == "ENQUEUE"
             assert nightly.parameters == {"root": str(root), "data": str(data)}
+            verify = client.read_deployment_by_name("corpus_refresh/verify")  # weekly: every file hashed
+            assert verify.parameters == {"root": str(root), "data": str(data), "overrides": {"verify": True}}
+            assert verify.schedules[0].schedule.cron == "0 3 * * 0"
             for name in ("quarantine_review/review", "reindex/reindex"):
                 assert client.read_deployment_by_name(name).parameters["data"] == str(data)
             run = client.create_flow_run_from_deployment(nightly.id)

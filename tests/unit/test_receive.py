@@ -3,7 +3,15 @@ from pathlib import Path
 import pytest
 
 from korpus.core.datamodel import ChangeKind, ReasonCode, Source, SourceKind
-from tasks.receive import Manifest, admission_problems, discover_sources, glob_regex, plan_refresh
+from tasks.receive import (
+    SETTLED_NS,
+    Manifest,
+    admission_problems,
+    discover_sources,
+    glob_regex,
+    plan_refresh,
+    reading_of,
+)
 
 pytestmark = pytest.mark.unit
 
@@ -170,3 +178,21 @@ def test_a_file_discovery_cannot_read_is_refused_with_what_to_do(
     assert refused.version == "not-read" and "give the korpus user read access" in (refused.unreadable or "")
     item = admission_problems(refused.model_copy(update={"owner": "o", "access": "public"}))
     assert item is not None and item.reasons == [ReasonCode.unreadable_file]
+
+
+def test_a_reading_is_trusted_while_the_stat_holds_and_never_for_a_racily_clean_file(tmp_path: Path) -> None:
+    """#32 item 4: a file whose size, times and inode match its reading keeps the version without being read; any
+    difference reads it; a file changed within SETTLED_NS of its reading leaves no reading (a second write in the
+    same timestamp tick could keep every stat field)."""
+    (tmp_path / "a.txt").write_text("Письмо о поставке угля.", encoding="utf-8")
+    (source,) = discover_sources(tmp_path)
+    assert source.hashed and reading_of(source) is None  # written just now: racily clean
+    reading = reading_of(source, now_ns=source.ctime_ns + SETTLED_NS + 1)
+    assert reading == (source.version, source.size, source.mtime_ns, source.ctime_ns, source.inode)
+    (again,) = discover_sources(tmp_path, None, {"a.txt": reading})
+    assert not again.hashed and again.version == source.version
+    stale = {"a.txt": ("0" * 64, *reading[1:])}  # what a reading says is what discovery takes, unread
+    assert discover_sources(tmp_path, None, stale)[0].version == "0" * 64
+    (tmp_path / "a.txt").write_text("Письмо о поставке соли.", encoding="utf-8")  # same size, new bytes
+    (changed,) = discover_sources(tmp_path, None, {"a.txt": reading})
+    assert changed.hashed and changed.version != source.version

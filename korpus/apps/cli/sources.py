@@ -51,9 +51,16 @@ def refresh(
     root: Annotated[Path, typer.Option("--root", help="Source root holding the files and korpus.yaml.")],
     data: DataOption = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the summary as JSON.")] = False,
+    verify: Annotated[
+        bool,
+        typer.Option("--verify", help="Hash every file, also those whose size, times and inode are unchanged."),
+    ] = False,
 ) -> None:
-    """Run the corpus_refresh flow: new and changed files indexed, removed ones retired."""
+    """Run the corpus_refresh flow: new and changed files indexed, removed ones retired. A file whose size,
+    modification and status-change times and inode match its last reading is not read again; --verify reads all."""
     settings = _settings(data)
+    if verify:
+        settings = settings.model_copy(update={"verify": True})
     if not root.is_dir():
         _fail(f"source root {root} is not a folder")
     try:
