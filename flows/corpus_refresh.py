@@ -7,7 +7,6 @@ stages themselves live in `tasks/`.
 
 from __future__ import annotations
 
-import os
 import time
 from collections import Counter
 from datetime import UTC, datetime
@@ -36,6 +35,7 @@ from tasks.index.sqlite import IndexWriteError, SqliteIndex
 from tasks.readers.base import failure
 from tasks.receive import plan_refresh
 from tasks.runtime.crash_points import crash_point
+from tasks.runtime.prefect_server import flows_on_server
 from tasks.runtime.processes import watch_over_me
 from tasks.runtime.refresh_lock import refresh_lock
 from tasks.runtime.retry import RetryPolicy
@@ -194,13 +194,15 @@ def _summary_markdown(summary: dict[str, Any]) -> str:
 
 
 def run_refresh(root: Path, settings: Settings) -> dict[str, Any]:
-    """Run the flow with these settings: every field that differs from what the flow would read itself (KORPUS_*,
-    korpus.yaml) travels as a flow parameter — never the API keys. The Dask task runner comes from the settings."""
-    if not os.environ.get("PREFECT_API_URL"):  # Prefect starts a temporary server, a child of this process:
-        watch_over_me()  # killed with whatever else this process leaves, also when it is SIGKILLed
+    """Run the flow with these settings on korpus's local Prefect server (tasks/runtime/prefect_server.py: started
+    once, reused, its history kept) or PREFECT_API_URL: every field that differs from what the flow would read itself
+    (KORPUS_*, korpus.yaml) travels as a flow parameter — never the API keys. The Dask task runner comes from the
+    settings."""
+    watch_over_me()  # what this process starts (LibreOffice, Tesseract) is killed with it, also when it is SIGKILLed
     own, ambient = settings.model_dump(mode="json"), Settings().model_dump(mode="json")
     overrides = {k: v for k, v in own.items() if v != ambient[k] and k not in ("data", "api_keys", "review_keys")}
-    return corpus_refresh(root=str(root), data=str(settings.data), overrides=overrides or None)
+    with flows_on_server(settings.prefect_port):  # korpus's local server, started once (or PREFECT_API_URL)
+        return corpus_refresh(root=str(root), data=str(settings.data), overrides=overrides or None)
 
 
 if __name__ == "__main__":

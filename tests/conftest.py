@@ -51,6 +51,9 @@ def pytest_sessionfinish(session: object, exitstatus: int) -> None:
     from tasks.runtime.processes import release_watchdog
 
     release_watchdog()  # the product's guard for this process (flows/corpus_refresh.py run_refresh), not a leftover
+    from tasks.runtime.prefect_server import stop_server
+
+    stop_server()  # korpus's local Prefect server under this session's PREFECT_HOME, started by the first refresh
     try:  # the temporary server Prefect itself started for the in-process flows; Prefect stops it at exit
         from prefect.server.api.server import SubprocessASGIServer
 

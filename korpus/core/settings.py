@@ -267,6 +267,13 @@ class Settings(BaseSettings):
         description="Seconds a refresh waits for another refresh of the same data directory to finish before it "
         "stops with a clear message (tasks/runtime/refresh_lock.py).",
     )
+    prefect_port: int = Field(
+        default=4200,
+        ge=0,
+        le=65535,
+        description="Port of korpus's local Prefect server (started once, reused; UI at http://127.0.0.1:PORT). "
+        "Another free port is taken when it is busy. Ignored when PREFECT_API_URL is set.",
+    )
     verify: bool = Field(
         default=False,
         description="Hash every file at discovery instead of trusting the last reading of a file whose size, "

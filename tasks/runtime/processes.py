@@ -7,8 +7,9 @@
 - `watch_over_me` starts a watchdog beside a long-running command (`korpus refresh`, `korpus serve`, any process
   that runs a refresh on a temporary Prefect server — `run_refresh` starts it): a small process
   in its own session that notes the command's descendants every half second and, the moment the command is gone —
-  a normal exit, a cron timeout's SIGKILL, the OOM killer — kills every one of them still running (the temporary
-  Prefect server Prefect starts, a LibreOffice conversion, a Tesseract page). A killed process cannot clean up after
+  a normal exit, a cron timeout's SIGKILL, the OOM killer — kills every one of them still running (a temporary
+  Prefect server, a LibreOffice conversion, a Tesseract page) — except korpus's own local Prefect server, which is
+  started to outlive the run (tasks/runtime/prefect_server.py). A killed process cannot clean up after
   itself; a process outside it can.
 """
 
@@ -118,6 +119,14 @@ def _still_ours(pid: int, created: float) -> psutil.Process | None:
         return None
 
 
+def _persistent(process: psutil.Process) -> bool:
+    """korpus's local Prefect server (tasks/runtime/prefect_server.py): started by a run, meant to outlive it."""
+    try:
+        return process.environ().get("KORPUS_PERSISTENT_SERVER") == "1"
+    except psutil.Error:
+        return False
+
+
 def clean_up_after(watched: int, seen: dict[int, float]) -> list[int]:
     """Kill what `watched` left running: every process in `seen` (pid → start time) that is still the same process,
     its own descendants, and their process groups. Returns the pids killed."""
@@ -125,6 +134,7 @@ def clean_up_after(watched: int, seen: dict[int, float]) -> list[int]:
     alive = [p for pid, created in seen.items() if (p := _still_ours(pid, created)) is not None]
     for process in list(alive):  # what they started since the last look
         alive += [c for pid, created in _descendants(process).items() if (c := _still_ours(pid, created)) is not None]
+    alive = [p for p in alive if not _persistent(p)]
     killed = []
     for process in alive:
         try:

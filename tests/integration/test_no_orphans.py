@@ -1,6 +1,7 @@
-"""Nothing korpus starts outlives it: a `korpus refresh` SIGKILLed (as a cron timeout or the OOM killer does) while
-its temporary Prefect server and a LibreOffice conversion run leaves no process behind 15 s later; an external
-program that overruns its timeout is killed with every helper it forked (tasks/runtime/processes.py)."""
+"""Nothing korpus starts outlives it but its local Prefect server: a `korpus refresh` SIGKILLed (as a cron timeout
+or the OOM killer does) while a LibreOffice conversion runs leaves no process of its own behind 15 s later, and the
+next refresh reuses the server; an external program that overruns its timeout is killed with every helper it
+forked (tasks/runtime/processes.py)."""
 
 from __future__ import annotations
 
@@ -13,9 +14,11 @@ import time
 import zipfile
 from pathlib import Path
 
+import httpx
 import psutil
 import pytest
 
+from tasks.runtime.prefect_server import running_server
 from tasks.runtime.processes import run_owned
 
 pytestmark = pytest.mark.integration
@@ -35,7 +38,13 @@ def _alive(seen: dict[int, float]) -> list[str]:
     return living
 
 
-def test_a_sigkilled_refresh_leaves_no_process_behind(models: dict[str, Path], tmp_path: Path) -> None:
+def test_a_sigkilled_refresh_leaves_no_process_behind_and_the_next_reuses_the_server(
+    models: dict[str, Path], tmp_path: Path
+) -> None:
+    """#32 item 3: the first `korpus refresh` starts korpus's local Prefect server; SIGKILLed while LibreOffice
+    converts, it leaves nothing of its own running — the server, meant to outlive it, stays and answers; the next
+    refresh uses that same server (no server per run), whose history holds both runs; `korpus prefect stop` ends
+    it."""
     root = tmp_path / "archive"
     root.mkdir()
     (root / "korpus.yaml").write_text("defaults:\n  owner: Архив\n  access: public\n", encoding="utf-8")
@@ -44,31 +53,45 @@ def test_a_sigkilled_refresh_leaves_no_process_behind(models: dict[str, Path], t
         shutil.copyfile(REPO / "tests" / "fixtures" / "real-archive" / "office" / "alpaca_tz.docx", target)
         with zipfile.ZipFile(target, "a") as docx:
             docx.comment = f"копия {n}".encode()
-    env = dict(os.environ, PREFECT_HOME=str(tmp_path / "prefect"))
-    env.pop("PREFECT_API_URL", None)  # a temporary Prefect server, as a plain `korpus refresh` gets
+    home = tmp_path / "prefect"
+    env = dict(os.environ, PREFECT_HOME=str(home), KORPUS_PREFECT_PORT="0", KORPUS_META_DOCUMENTS="false")
+    env.pop("PREFECT_API_URL", None)  # korpus's own local server, as a plain `korpus refresh` gets
     korpus = Path(sys.executable).with_name("korpus")
-    refresh = subprocess.Popen([str(korpus), "refresh", "--root", str(root), "--data", str(tmp_path / "data")],
-                               env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
-    seen: dict[int, float] = {}
-    kinds: set[str] = set()
-    deadline = time.monotonic() + 240
-    while time.monotonic() < deadline and refresh.poll() is None and not {"uvicorn", "soffice"} <= kinds:
-        for child in psutil.Process(refresh.pid).children(recursive=True):
-            try:
-                seen[child.pid] = child.create_time()
-                line = " ".join(child.cmdline())
-            except psutil.Error:
-                continue
-            kinds |= {kind for kind in ("uvicorn", "soffice") if kind in line}
-        time.sleep(0.05)
-    assert refresh.poll() is None, "the refresh ended before its server and LibreOffice were both seen"
-    assert {"uvicorn", "soffice"} <= kinds, kinds
-    os.kill(refresh.pid, signal.SIGKILL)
-    refresh.wait()
-    deadline = time.monotonic() + 15
-    while (left := _alive(seen)) and time.monotonic() < deadline:
-        time.sleep(0.25)
-    assert not left, left
+    command = [str(korpus), "refresh", "--root", str(root), "--data", str(tmp_path / "data")]
+    try:
+        refresh = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        seen: dict[int, float] = {}
+        deadline = time.monotonic() + 300
+        converting = False
+        while time.monotonic() < deadline and refresh.poll() is None and not converting:
+            for child in psutil.Process(refresh.pid).children(recursive=True):
+                try:
+                    seen[child.pid] = child.create_time()
+                    converting = converting or "soffice" in " ".join(child.cmdline())
+                except psutil.Error:
+                    continue
+            time.sleep(0.05)
+        assert refresh.poll() is None and converting, "the refresh ended before LibreOffice was seen"
+        server = running_server(home)
+        assert server is not None, "the refresh runs on korpus's local Prefect server"
+        os.kill(refresh.pid, signal.SIGKILL)
+        refresh.wait()
+        deadline = time.monotonic() + 15
+        ours = {pid: created for pid, created in seen.items() if pid != server["pid"]}
+        while (left := _alive(ours)) and time.monotonic() < deadline:
+            time.sleep(0.25)
+        assert not left, left
+        assert running_server(home) == server  # the server outlived the killed run, as it is meant to
+
+        finished = subprocess.run(command, env=env, capture_output=True, timeout=600)
+        assert finished.returncode == 0, finished.stderr[-2000:]
+        assert running_server(home) == server  # the same process: no server per run
+        runs = httpx.post(f"{server['api_url']}/flow_runs/filter", json={}, timeout=30).json()
+        assert len(runs) == 2 and any(r["state"]["type"] == "COMPLETED" for r in runs), runs
+    finally:
+        stopped = subprocess.run([str(korpus), "prefect", "stop"], env=env, capture_output=True, timeout=60)
+    assert stopped.returncode == 0 and b"stopped" in stopped.stdout, stopped
+    assert running_server(home) is None and not _alive({server["pid"]: server["created"]})
 
 
 def test_a_timeout_kills_the_helpers_a_program_forked(tmp_path: Path) -> None:

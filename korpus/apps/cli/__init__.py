@@ -1,7 +1,7 @@
 """`korpus`, the command line: one Typer app whose commands live in small modules by what they are about —
 `sources` (sample, refresh, chunks, sources, quarantine, ocr), `search` (search, exact, eval, import-beir), `review`
-(the `korpus review …` group), `meta`, `models` (models, reindex), `serve`, `ops` (status, gc, sync-opensearch) —
-listed in `COMMANDS` below, the one place that names them; `common` holds the shared options and errors.
+(the `korpus review …` group), `meta`, `models` (models, reindex), `serve`, `ops` (status, gc, sync-opensearch,
+prefect) — listed in `COMMANDS` below, the one place that names them; `common` holds the shared options and errors.
 """
 
 from __future__ import annotations
@@ -32,6 +32,7 @@ COMMANDS = (
     ("status", ops.status),
     ("gc", ops.gc),
     ("sync-opensearch", ops.sync_opensearch_cmd),
+    ("prefect", ops.prefect_cmd),
     ("serve", serve.serve),
     ("sources", sources.sources),
     ("quarantine", sources.quarantine),

@@ -82,3 +82,33 @@ def sync_opensearch_cmd(data: DataOption = None) -> None:
         _fail(str(exc))
     typer.echo(f"{cluster.alias}: {report['indexed']} indexed, {report['updated']} updated, "
                f"{report['superseded']} superseded")  # fmt: skip
+
+
+def prefect_cmd(
+    action: Annotated[str, typer.Argument(help="status (default), start or stop")] = "status",
+) -> None:
+    """korpus's local Prefect server, where every refresh is recorded (UI at its address): started by the first
+    refresh and reused by the next ones; PREFECT_API_URL, when set, is used instead and korpus starts nothing."""
+    import os
+
+    from korpus.core.settings import Settings
+    from tasks.runtime.prefect_server import ensure_server, prefect_home, running_server, stop_server
+
+    if os.environ.get("PREFECT_API_URL") and action != "stop":
+        typer.echo(f"PREFECT_API_URL is set: flows run on {os.environ['PREFECT_API_URL']} (korpus starts no server)")
+        return
+    if action == "start":
+        try:
+            ensure_server(Settings().prefect_port)
+        except RuntimeError as exc:
+            _fail(str(exc))
+    elif action == "stop":
+        typer.echo("stopped" if stop_server() else "no local Prefect server was running")
+        return
+    elif action != "status":
+        _fail(f"unknown action {action!r}: status, start or stop")
+    state = running_server()
+    if state is None:
+        typer.echo(f"no local Prefect server is running (PREFECT_HOME {prefect_home()}); the next refresh starts one")
+        return
+    typer.echo(f"Prefect UI: {state['ui_url']}  (API {state['api_url']}, pid {state['pid']}, home {state['home']})")
