@@ -1,23 +1,25 @@
 """A folder of many small files through `korpus refresh`: time per file, peak memory and time to the first searchable
-document, against the same stages in a plain loop (issue #14), side by side in one run.
+document, against the same stages in a plain loop (issue #14, #32 item 1), side by side in one run.
 
 Generated archive: one-paragraph letters (.txt) and, every tenth file, a one-page born-digital PDF. Each
 configuration refreshes the same archive into its own data directory, in a fresh Python process (so peak RSS is
 its own), with the same models and cores:
 
-- `per document` — KORPUS_INDEX_GROUP_SOURCES=1: each document embedded and published alone (korpus before #14);
-  only up to `--per-document-max` files;
-- `streamed` — the default: documents go on to be chunked, embedded (a Dask task) and published, 32 documents or
-  128 pages a group, as soon as they are read, while later files are still being read (flows/refresh_stream.py);
+- `default` — what `korpus refresh` does with no settings: documents streamed to the index (32 documents or 128
+  pages a group, embedded while later files are read) and then the meta-documents (table of contents, chronology,
+  registers) built and indexed; `meta_s` is their share;
+- `meta off` — the same with KORPUS_META_DOCUMENTS=false (a labelled row, not the headline);
+- `per document, meta off` — KORPUS_INDEX_GROUP_SOURCES=1: each document embedded and published alone (korpus
+  before #14); only up to `--per-document-max` files;
 - `plain loop` — the same stages (read, chunk, gate, embed in batches of 32 documents, publish) in one Python loop,
-  no Prefect and no Dask: the floor the orchestration is measured against (issue: throughput ≥ 0.8 × this). It runs
-  before and after the refreshes and the two are averaged: this machine's speed drifts by ±15 % over minutes.
+  no Prefect, no Dask, no meta-documents: the floor the orchestration is measured against (issue: throughput ≥ 0.8 ×
+  this). It runs before and after the refreshes and the two are averaged: this machine's speed drifts by ±15 %.
 
-`--prefect-server` points the refreshes at a running `prefect server` (as deployed) instead of letting each start
-a temporary one; a two-file refresh goes to it first, so the server is not cold, as a deployed one is not.
+Every refresh talks to korpus's local Prefect server, as a user's does (tasks/runtime/prefect_server.py): a
+two-file refresh starts it first, so no measured run pays for its start; it is stopped at the end.
 
     .venv/bin/python benchmarks/scale.py                                # 100 files
-    .venv/bin/python benchmarks/scale.py --files 100 1000 --prefect-server
+    .venv/bin/python benchmarks/scale.py --files 1000 10000
 """
 
 from __future__ import annotations
@@ -30,12 +32,10 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager, nullcontext
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from benchmarks.api_load import free_port, wait_healthy
+from tasks.runtime.prefect_server import stop_server
 
 ROOT = Path(__file__).resolve().parents[1]
 WORDS = ("приказ договор поставка насос протокол заседание комиссия записка отпуск ремонт кровля склад акт сверка "
@@ -78,7 +78,7 @@ from tasks.index.sqlite import SqliteIndex
 from tasks.retrieval.embedding import shared_embedder
 from korpus.core.model_store import embed_model_path
 from flows.refresh_tasks import embed_threads
-settings = Settings(data=Path({data!r}), meta_documents=False)
+settings = Settings(data=Path({data!r}))  # KORPUS_META_DOCUMENTS / KORPUS_INDEX_GROUP_SOURCES from the environment
 # models loaded before the clock starts, as the plain loop's are: the embedder the refresh's tasks use (one per
 # thread count) and the tokenizer that measures chunks
 from tasks.retrieval.embedding import token_counter
@@ -92,8 +92,10 @@ summary = run_refresh(Path({archive!r}), settings)
 seconds = time.perf_counter() - start
 with SqliteIndex(settings.index_path) as index:
     first = index.conn.execute("SELECT min(switched_at) FROM sources").fetchall()[0][0]
+meta = summary["meta_documents"] or {{}}
 print(json.dumps({{"seconds": seconds, "flow_body_s": summary["seconds"], "chunks": summary["chunks_indexed"],
-                  "sources": summary["sources"],
+                  "sources": summary["sources"], "meta_s": meta.get("seconds"),
+                  "meta_parts_embedded": meta.get("parts_embedded"),
                   "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
                   "first_searchable_s": datetime.fromisoformat(first).timestamp() - began}}))
 """
@@ -152,14 +154,15 @@ def plain_loop(archive: Path, data: Path) -> dict:
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
-def refresh(archive: Path, data: Path, group: int | None, api_url: str | None = None) -> dict:
-    """One refresh in a fresh process; `group` sets KORPUS_INDEX_GROUP_SOURCES (None: korpus's default)."""
-    env = dict(os.environ, PREFECT_LOGGING_LEVEL="WARNING", PREFECT_SERVER_ANALYTICS_ENABLED="false")
+def refresh(archive: Path, data: Path, prefect_home: Path, group: int | None = None, meta: bool = True) -> dict:
+    """One refresh in a fresh process on korpus's local server under `prefect_home`; `group` sets
+    KORPUS_INDEX_GROUP_SOURCES (None: korpus's default), `meta` KORPUS_META_DOCUMENTS."""
+    env = dict(os.environ, PREFECT_LOGGING_LEVEL="WARNING", PREFECT_SERVER_ANALYTICS_ENABLED="false",
+               PREFECT_HOME=str(prefect_home), KORPUS_META_DOCUMENTS=str(meta).lower())  # fmt: skip
     env.pop("KORPUS_INDEX_GROUP_SOURCES", None)
+    env.pop("PREFECT_API_URL", None)
     if group is not None:
         env["KORPUS_INDEX_GROUP_SOURCES"] = str(group)
-    if api_url:
-        env["PREFECT_API_URL"] = api_url
     script = RUN.format(root=str(ROOT), data=str(data), archive=str(archive))
     done = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=7200)
     if done.returncode != 0:
@@ -167,23 +170,33 @@ def refresh(archive: Path, data: Path, group: int | None, api_url: str | None = 
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
-@contextmanager
-def prefect_server(log: Path) -> Iterator[str]:
-    """`prefect server start` on a free loopback port, as a deployment runs it: the refreshes report to it instead of
-    each starting its own temporary server."""
-    port = free_port()
-    out = open(log, "w")
-    env = dict(os.environ, PREFECT_SERVER_ANALYTICS_ENABLED="false", PREFECT_HOME=str(log.parent / "prefect-home"))
-    server = subprocess.Popen([sys.executable, "-m", "prefect", "server", "start", "--host", "127.0.0.1", "--port",
-                               str(port)], env=env, stdout=out, stderr=subprocess.STDOUT)  # fmt: skip
-    url = f"http://127.0.0.1:{port}/api"
-    try:
-        wait_healthy(f"{url}/health", server, lambda: "the Prefect server did not start: " + log.read_text()[-2000:])
-        yield url
-    finally:
-        server.terminate()
-        server.wait(timeout=60)
-        out.close()
+def _measure(tmp: Path, files: int, home: Path, per_document_max: int) -> dict:
+    archive = tmp / f"archive-{files}"
+    write_archive(archive, files)
+    row: dict = {}
+    before = plain_loop(archive, tmp / f"data-{files}-plain-before")  # the machine drifts: the baseline runs
+    configs = [("default", None, True), ("meta off", None, False)]
+    if files <= per_document_max:
+        configs.append(("per document, meta off", 1, False))
+    for label, group, meta in configs:
+        started = time.perf_counter()
+        result = refresh(archive, tmp / f"data-{files}-{label}", home, group, meta)
+        result["wall_s"] = round(time.perf_counter() - started, 1)
+        result["s_per_file"] = round(result["seconds"] / files, 3)
+        row[label] = result
+    after = plain_loop(archive, tmp / f"data-{files}-plain-after")  # before and after, and is averaged
+    plain = {**after, "seconds": (before["seconds"] + after["seconds"]) / 2,
+             "runs_s": [round(before["seconds"], 2), round(after["seconds"], 2)],
+             "peak_rss_mb": max(before["peak_rss_mb"], after["peak_rss_mb"])}  # fmt: skip
+    plain["s_per_file"] = round(plain["seconds"] / files, 3)
+    row["plain loop"] = plain
+    default, off = row["default"], row["meta off"]
+    row["default throughput ÷ plain loop"] = round(plain["seconds"] / default["seconds"], 3)
+    row["meta off throughput ÷ plain loop"] = round(plain["seconds"] / off["seconds"], 3)
+    row["meta-documents share of the default refresh"] = round((default["meta_s"] or 0) / default["seconds"], 3)
+    row["orchestration share, meta off (1 − plain ÷ refresh)"] = round(1 - plain["seconds"] / off["seconds"], 3)
+    row["first searchable ÷ whole refresh (default)"] = round(default["first_searchable_s"] / default["seconds"], 3)
+    return row
 
 
 def main() -> None:
@@ -195,49 +208,21 @@ def main() -> None:
         default=300,
         help="run the per-document configuration only up to this many files (it is slow)",
     )
-    parser.add_argument(
-        "--prefect-server",
-        action="store_true",
-        help="refresh against a running Prefect server (as deployed) instead of a temporary one",
-    )
     args = parser.parse_args()
     report: dict = {}
     with tempfile.TemporaryDirectory(prefix="korpus-scale-") as tmp:
-        server = prefect_server(Path(tmp) / "prefect.log") if args.prefect_server else nullcontext(None)
-        with server as api_url:
-            if api_url:  # a deployed server has served flow runs before: its first one pays for its cold start
-                write_archive(Path(tmp) / "warm-up", 2)
-                refresh(Path(tmp) / "warm-up", Path(tmp) / "data-warm-up", None, api_url)
+        home = Path(tmp) / "prefect-home"
+        try:
+            write_archive(Path(tmp) / "warm-up", 2)  # starts korpus's local server: no measured run pays for it
+            refresh(Path(tmp) / "warm-up", Path(tmp) / "data-warm-up", home)
             for files in args.files:
-                archive = Path(tmp) / f"archive-{files}"
-                write_archive(archive, files)
-                row: dict = {}
-                before = plain_loop(archive, Path(tmp) / f"data-{files}-plain-before")  # the machine drifts: the
-                configs = [("per document", 1)] if files <= args.per_document_max else []
-                for label, group in [*configs, ("streamed", None)]:
-                    started = time.perf_counter()
-                    result = refresh(archive, Path(tmp) / f"data-{files}-{label}", group, api_url)
-                    result["wall_s"] = round(time.perf_counter() - started, 1)
-                    result["s_per_file"] = round(result["seconds"] / files, 3)
-                    row[label] = result
-                after = plain_loop(archive, Path(tmp) / f"data-{files}-plain-after")  # baseline is run before and
-                plain = {**after, "seconds": (before["seconds"] + after["seconds"]) / 2,  # after, and averaged
-                         "runs_s": [round(before["seconds"], 2), round(after["seconds"], 2)],
-                         "peak_rss_mb": max(before["peak_rss_mb"], after["peak_rss_mb"])}  # fmt: skip
-                plain["s_per_file"] = round(plain["seconds"] / files, 3)
-                row["plain loop"] = plain
-                streamed = row["streamed"]
-                if "per document" in row:
-                    row["streamed ÷ per document, time"] = round(streamed["seconds"] / row["per document"]["seconds"],
-                                                                 3)  # fmt: skip
-                row["streamed throughput ÷ plain loop"] = round(plain["seconds"] / streamed["seconds"], 3)
-                row["orchestration share (1 − plain ÷ streamed)"] = round(1 - plain["seconds"] / streamed["seconds"], 3)
-                row["first searchable ÷ whole refresh"] = round(streamed["first_searchable_s"] / streamed["seconds"], 3)
-                report[files] = row
-            if len(args.files) >= 2:
-                small, big = report[args.files[0]]["streamed"], report[args.files[-1]]["streamed"]
-                report["time per file, largest ÷ smallest"] = round(big["s_per_file"] / small["s_per_file"], 3)
-                report["peak RSS, largest ÷ smallest"] = round(big["peak_rss_mb"] / small["peak_rss_mb"], 3)
+                report[files] = _measure(Path(tmp), files, home, args.per_document_max)
+        finally:
+            stop_server(home)
+        if len(args.files) >= 2:
+            small, big = report[args.files[0]]["default"], report[args.files[-1]]["default"]
+            report["time per file, largest ÷ smallest"] = round(big["s_per_file"] / small["s_per_file"], 3)
+            report["peak RSS, largest ÷ smallest"] = round(big["peak_rss_mb"] / small["peak_rss_mb"], 3)
     print(json.dumps(report, ensure_ascii=False, indent=2))
 
 
