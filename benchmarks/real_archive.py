@@ -52,6 +52,7 @@ from korpus.core.settings import Settings
 from tasks.text.quality import word_f1
 
 DEFAULT_ROOT = Path(__file__).resolve().parents[2] / "shared" / "data" / "real-archive"
+FIXTURE_ROOT = Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "real-archive"  # a subset, same licence
 MANIFEST = "defaults:\n  owner: Архив\n  access: public\n"
 BORN_DIGITAL = ("digital/", "office/")
 
@@ -290,7 +291,7 @@ def main() -> None:
     parser.add_argument("--part", choices=["refresh", "broken-layers", "rotation", "office", "all"], default="all")
     args = parser.parse_args()
     if args.part == "office":
-        result = office(args.root or OFFICE_ROOT)
+        result = office(args.root or (OFFICE_ROOT if OFFICE_ROOT.is_dir() else FIXTURE_ROOT.parent / "real-archive-2"))
         if not args.json:
             print("| source | kind | pages | chunks | quarantine |\n|---|---|---|---|---|")
             for r in result["rows"]:
@@ -299,7 +300,7 @@ def main() -> None:
             result = {k: v for k, v in result.items() if k != "rows"}
         print(json.dumps(result, ensure_ascii=False, indent=1))
         return
-    args.root = args.root or DEFAULT_ROOT
+    args.root = args.root or (DEFAULT_ROOT if DEFAULT_ROOT.is_dir() else FIXTURE_ROOT)  # a plain clone: the fixtures
     if args.part in ("broken-layers", "all"):
         for row in broken_layers(args.root):
             print(json.dumps(row, ensure_ascii=False))
