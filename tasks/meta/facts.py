@@ -130,17 +130,30 @@ def _place(source: Source, page: PageResult, text: str, at: int) -> Place:
     return Place(source_id=source.source_id, t_start=float(stamps[-1]) if stamps else page.t_start)
 
 
-def extract_facts(source: Source, pages: list[PageResult], llm: LlmEvents | None = None) -> SourceFacts:
+def name_texts(pages: list[PageResult]) -> list[str]:
+    """Each page's text as the name rules read it: not from a reference list on (its authors are not people the
+    archive is about), a word broken at a line end joined again."""
+    out, in_references = [], False
+    for page in pages:
+        heading = None if in_references else _REFERENCES.search(page.text)
+        out.append("" if in_references else readable_for_names(page.text[: heading.start()] if heading else page.text))
+        in_references = in_references or heading is not None
+    return out
+
+
+def extract_facts(
+    source: Source, pages: list[PageResult], llm: LlmEvents | None = None, ner: dict[str, list] | None = None
+) -> SourceFacts:
     """Dates, persons and organisations of one source version, each with its place; with `llm`, also the dated
-    events a model finds that the date rules did not (tasks/meta/llm.py)."""
+    events a model finds that the date rules did not (tasks/meta/llm.py). `ner`: the NER spans of `name_texts`,
+    when the caller tagged many sources' texts in one batch."""
     seconds = max((p.t_end or 0.0 for p in pages), default=0.0) if source.kind is SourceKind.audio else None
     facts = SourceFacts(
         source_id=source.source_id, version=source.version, kind=source.kind.value if source.kind else None,
         title=title_of(pages), pages=0 if seconds is not None else len(pages), seconds=seconds, owner=source.owner,
         access=source.access, tenant=source.tenant or "default",
     )  # fmt: skip
-    in_references = False
-    for page in pages:
+    for page, names_text in zip(pages, name_texts(pages), strict=True):
         text = page.text
         dates = find_dates(text)
         sentences = [(s.start, s.stop) for s in sentenize(text)] if dates else []
@@ -151,11 +164,8 @@ def extract_facts(source: Source, pages: list[PageResult], llm: LlmEvents | None
             )  # fmt: skip
         if llm is not None and text.strip():
             _add_model_events(facts, llm, source, page, {(d.first, d.last) for d in dates})
-        # names: not from a reference list (its authors are not people the archive is about), from the rest
-        heading = None if in_references else _REFERENCES.search(text)
-        text = "" if in_references else readable_for_names(text[: heading.start()] if heading else text)
-        in_references = in_references or heading is not None
-        for mention in find_mentions(text) if text.strip() else []:
+        text = names_text
+        for mention in find_mentions(text, (ner or {}).get(text)) if text.strip() else []:
             place = _place(source, page, text, mention.start)
             if mention.type == "PER":
                 name = person_name(mention.text, ruled=mention.ruled)

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import re
 import threading
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cache
 from typing import Any
@@ -117,37 +118,47 @@ def readable_for_names(text: str) -> str:
     return re.sub(r"[ \t]*\|[ \t]*", " ", text)
 
 
-def find_mentions(text: str) -> list[Mention]:
-    """PER and ORG spans in `text`, in order: organisations with evidence and persons written with their initials
-    by rule, then what natasha's slovnet NER marks, where no rule has spoken and (for ORG) with evidence."""
-    from natasha import Doc
+NerSpan = tuple[int, int, str]
+"""(start, stop, type) of a span natasha's slovnet NER marks."""
 
-    segmenter, tagger, _ = _models()
+
+def ner_spans(texts: Sequence[str]) -> list[list[NerSpan]]:
+    """What the NER tagger marks in each text, the texts tagged in batches (slovnet's own batches of 8): on 270
+    generated letters 0.64 s against 1.98 s one text at a time, the same spans."""
+    _, tagger, _ = _models()
+    filled = [text for text in texts if text.strip()]
     with _LOCK:  # the tagger keeps state while it runs
-        doc = Doc(text)
-        doc.segment(segmenter)
-        doc.tag_ner(tagger)
+        marked = iter([[(s.start, s.stop, s.type) for s in markup.spans] for markup in tagger.map(filled)])
+    return [next(marked) if text.strip() else [] for text in texts]
+
+
+def find_mentions(text: str, spans: list[NerSpan] | None = None) -> list[Mention]:
+    """PER and ORG spans in `text`, in order: organisations with evidence and persons written with their initials
+    by rule, then what natasha's slovnet NER marks (`spans`, when the caller tagged texts in a batch), where no rule
+    has spoken and (for ORG) with evidence."""
+    if spans is None:
+        spans = ner_spans([text])[0]
     ruled_mentions = _ruled(text)
     ruled = [(m.start, m.end) for m in ruled_mentions]
     mentions: list[Mention] = []  # NER's, in order
-    for span in doc.spans:
-        if span.type not in ("PER", "ORG") or any(span.start < b and a < span.stop for a, b in ruled):
+    for start, stop, kind in spans:
+        if kind not in ("PER", "ORG") or any(start < b and a < stop for a, b in ruled):
             continue
-        kind = span.type
-        if kind == "ORG" and _LATIN_PERSON.match(span.text) and not _LATIN_COMPANY.search(span.text):
+        span_text = text[start:stop]
+        if kind == "ORG" and _LATIN_PERSON.match(span_text) and not _LATIN_COMPANY.search(span_text):
             kind = "PER"  # «Alex Graves», «Bob Marley»: NER calls Latin-script names organisations
         if kind == "ORG":
-            stop = _closing_quote(text, span.start, span.stop)
-            name = text[span.start : stop]
-            if not (is_organisation_name(name) and has_organisation_evidence(text, span.start, stop)):
+            stop = _closing_quote(text, start, stop)
+            name = text[start:stop]
+            if not (is_organisation_name(name) and has_organisation_evidence(text, start, stop)):
                 continue
-            mentions.append(Mention("ORG", span.start, stop, name))
+            mentions.append(Mention("ORG", start, stop, name))
             continue
         last = mentions[-1] if mentions else None
-        if last and last.type == kind == "PER" and not text[last.end : span.start].strip():
-            mentions[-1] = Mention("PER", last.start, span.stop, text[last.start : span.stop])  # «Петрову | Ивану»
+        if last and last.type == kind == "PER" and not text[last.end : start].strip():
+            mentions[-1] = Mention("PER", last.start, stop, text[last.start : stop])  # «Петрову | Ивану»
         else:
-            mentions.append(Mention(kind, span.start, span.stop, span.text))
+            mentions.append(Mention(kind, start, stop, span_text))
     return sorted(mentions + ruled_mentions, key=lambda m: m.start)
 
 

@@ -26,8 +26,9 @@ from korpus.core.datamodel import FURNITURE_SECTION, META_PREFIX, Chunk, PageRes
 from tasks.contract.chunking import page_chunks
 from tasks.index.sqlite import SqliteIndex
 from tasks.meta.documents import LAYOUT_VERSION, TITLES, meta_texts
-from tasks.meta.facts import EXTRACTOR_VERSION, FactCache, SourceFacts, extract_facts
+from tasks.meta.facts import EXTRACTOR_VERSION, FactCache, SourceFacts, extract_facts, name_texts
 from tasks.meta.llm import LlmEvents
+from tasks.meta.names import ner_spans
 
 logger = logging.getLogger("korpus.meta")
 META_OWNER = "korpus"
@@ -73,29 +74,61 @@ def served_pages(index: SqliteIndex, row: dict[str, Any]) -> tuple[Source, list[
     return source, results
 
 
-def _facts(
-    index: SqliteIndex, cache: FactCache, row: dict[str, Any], counts: dict[str, int], llm: LlmEvents | None
-) -> SourceFacts:
-    facts = cache.get(Source(source_id=row["source_id"], version=row["version"], path=row["source_id"]), row["served"])
-    if facts is not None:
-        counts["facts_cached"] += 1
-    else:  # only a source without cached facts has its chunks read
-        source, pages = served_pages(index, row)
-        try:
-            facts = extract_facts(source, pages, llm=llm)
-        except Exception as exc:  # one source's text must not stop the collection's documents: it is listed bare
-            logger.exception("meta facts of %s could not be extracted; listed without dates or names", source.source_id)
-            counts["facts_failed"] += 1
-            facts = SourceFacts(source_id=source.source_id, version=source.version, kind=row["kind"], title="",
-                                pages=len(pages), owner=row["owner"], access=row["access"], tenant=row["tenant"],
-                                extraction_error=f"{type(exc).__name__}: {exc}")  # fmt: skip
+NER_BATCH_SOURCES = 64
+"""Sources whose texts go to the NER tagger together (batched tagging is ~3× faster on short letters)."""
+
+
+def _all_facts(
+    index: SqliteIndex, cache: FactCache, rows: list[dict[str, Any]], counts: dict[str, int], llm: LlmEvents | None
+) -> list[SourceFacts]:
+    """Each row's facts: from the cache, else extracted (only a source without cached facts has its chunks read) —
+    read and NER-tagged NER_BATCH_SOURCES at a time."""
+    found: dict[str, SourceFacts] = {}
+    missing = []
+    for row in rows:
+        facts = cache.get(Source(source_id=row["source_id"], version=row["version"], path=row["source_id"]),
+                          row["served"])  # fmt: skip
+        if facts is not None:
+            counts["facts_cached"] += 1
+            found[row["source_id"]] = facts
         else:
-            cache.put(facts, source, row["served"])
-            counts["facts_extracted"] += 1
-            if llm is not None:
-                counts["llm_records"] += facts.llm_records
-                counts["llm_added"] += facts.llm_added
-                counts["llm_refused"] += facts.llm_refused
+            missing.append(row)
+    for at in range(0, len(missing), NER_BATCH_SOURCES):
+        read = [(row, *served_pages(index, row)) for row in missing[at : at + NER_BATCH_SOURCES]]
+        texts = list(dict.fromkeys(t for _row, _source, pages in read for t in name_texts(pages) if t.strip()))
+        try:
+            ner = dict(zip(texts, ner_spans(texts), strict=True))
+        except Exception:  # containment: each source is then tagged alone, and one that fails is listed bare
+            logger.exception("batched NER failed; the %d sources are tagged one by one", len(read))
+            ner = {}
+        for row, source, pages in read:
+            found[row["source_id"]] = _extracted(cache, row, source, pages, counts, llm, ner)
+    return [_labelled(found[row["source_id"]], row) for row in rows]
+
+
+def _extracted(
+    cache: FactCache, row: dict[str, Any], source: Source, pages: list[PageResult], counts: dict[str, int],
+    llm: LlmEvents | None, ner: dict[str, list],
+) -> SourceFacts:  # fmt: skip
+    try:
+        facts = extract_facts(source, pages, llm=llm, ner=ner)
+    except Exception as exc:  # one source's text must not stop the collection's documents: it is listed bare
+        logger.exception("meta facts of %s could not be extracted; listed without dates or names", source.source_id)
+        counts["facts_failed"] += 1
+        facts = SourceFacts(source_id=source.source_id, version=source.version, kind=row["kind"], title="",
+                            pages=len(pages), owner=row["owner"], access=row["access"], tenant=row["tenant"],
+                            extraction_error=f"{type(exc).__name__}: {exc}")  # fmt: skip
+    else:
+        cache.put(facts, source, row["served"])
+        counts["facts_extracted"] += 1
+        if llm is not None:
+            counts["llm_records"] += facts.llm_records
+            counts["llm_added"] += facts.llm_added
+            counts["llm_refused"] += facts.llm_refused
+    return facts
+
+
+def _labelled(facts: SourceFacts, row: dict[str, Any]) -> SourceFacts:
     # Labels, size and the switch time belong to the catalog, not to the file's contents.
     pages_count = facts.pages if facts.seconds is not None else (row["pages"] or facts.pages)
     return facts.model_copy(update={"owner": row["owner"], "access": row["access"], "switched_at": row["switched_at"],
@@ -161,7 +194,7 @@ def refresh_meta(
         if built.get(f"{tenant}/{access}") == fingerprint:
             counts["scopes_unchanged"] += 1
             continue
-        facts = [_facts(index, cache, row, counts, llm) for row in members]
+        facts = _all_facts(index, cache, members, counts, llm)
         for kind, parts in meta_texts(facts).items():
             source_id = meta_source_id(tenant, access, kind)
             version = hashlib.sha256("\f".join(parts).encode()).hexdigest()
