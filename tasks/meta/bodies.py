@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import re
 
-from tasks.meta.models import _models
+from tasks.meta.models import parse
 
 # --- evidence for an organisation (docs/meta.md «Organisations») --------------------------------------------------
 # A name NER marks ORG is an organisation only with evidence: a legal form, a quoted name after an organisation word, a
@@ -72,8 +72,16 @@ _LATIN_COMPANY = re.compile(
 _LATIN_PERSON = re.compile(r"^[A-Z][a-z]+(?:[-'][A-Z]?[a-z]+)?(?:\s+[A-Z]\.)?(?:\s+[A-Z][a-z]+(?:-[A-Z][a-z]+)?){1,2}$")
 
 
+_ZEROS_FOR_OOO = re.compile(r"^000(?=\s*[«\"„“])")
+
+
+def ooo_as_read(name: str) -> str:
+    """«000 "Ромашка"» → «ООО "Ромашка"»: OCR's zeros for the letters of the legal form before a quoted name."""
+    return _ZEROS_FOR_OOO.sub("ООО", name)
+
+
 def _cases(word: str) -> set[str]:
-    parses = _models()[2].parse(word)
+    parses = parse(word)
     if any({"Geox", "Fixd", "UNKN"} & set(p.tag.grammemes) for p in parses[:2]):
         return {"gent"}  # «Тыва», «Планка»: a place or an unknown word names the body
     return {p.tag.case for p in parses if p.tag.case}
@@ -109,7 +117,7 @@ def body_end(text: str, start: int) -> int | None:
         if word[0].isupper():
             if word != "РФ" and (word.isupper() or not _cases(word) & {"gent", "datv", "loct", "ablt"}):
                 break
-            if {"Name", "Surn", "Patr", "nomn"} <= set(_models()[2].parse(word)[0].tag.grammemes) | {"Surn", "Patr"}:
+            if {"Name", "nomn"} <= parse(word)[0].tag.grammemes:
                 break  # «… партнерств Александр Баженов»; not «Институт Макса Планка»
             phase = "caps" if phase == "lower" else phase
         elif phase == "lower" and "gent" in _cases(word):
@@ -120,7 +128,7 @@ def body_end(text: str, start: int) -> int | None:
             free += 1
         else:
             break
-        adjective = "ADJF" in _models()[2].parse(word)[0].tag
+        adjective = "ADJF" in parse(word)[0].tag
         at = end = token.end()
         if phase == "free" and text.startswith(", ", at) and (more := _TOKEN.match(text, at + 1)) is not None:
             if more.group(1)[0].islower() and "gent" in _cases(more.group(1)) and not _pronoun(more.group(1)):
@@ -136,11 +144,9 @@ def body_end(text: str, start: int) -> int | None:
 
 def _pronoun(word: str) -> bool:
     """«иных», «других», «таких»: a pronoun-like adjective opens a list of other things, not more of the name."""
-    return "Apro" in _models()[2].parse(word)[0].tag
+    return "Apro" in parse(word)[0].tag
 
 
 def _plain_word(word: str) -> bool:
     """A word that may stand in a body's «по …» name: not a verb or a participle («по надзору в сфере связи»)."""
-    return not {"VERB", "PRTS", "PRTF", "INFN", "GRND", "CONJ", "NPRO", "PREP"} & set(
-        _models()[2].parse(word)[0].tag.grammemes
-    )
+    return not {"VERB", "PRTS", "PRTF", "INFN", "GRND", "CONJ", "NPRO", "PREP"} & set(parse(word)[0].tag.grammemes)

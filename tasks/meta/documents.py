@@ -18,12 +18,12 @@ one part and its address line says what it is: `[Хронология событ
 from __future__ import annotations
 
 import hashlib
-import re
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 from korpus.core.datamodel import NO_ENTRIES, timecode
+from tasks.meta.bodies import ooo_as_read
 from tasks.meta.dates import spoken
 from tasks.meta.facts import OrganisationMention, PersonMention, Place, SourceFacts
 from tasks.meta.names import is_nominative_name
@@ -154,7 +154,7 @@ class Organisation:
         """The most frequent form the documents write in the nominative; with none, the most frequent form as
         written (never a form korpus made up; OCR's «000» before a quoted name is read «ООО»). An all-capitals heading
         counts after a form in normal case."""
-        forms = Counter(re.sub(r"^000(?=\s*[«\"„“])", "ООО", m.name) for m in self.mentions)  # OCR's zeros
+        forms = Counter(ooo_as_read(m.name) for m in self.mentions)
         return max(forms, key=lambda name: (is_nominative_name(name), not name.isupper(), forms[name], "«" in name,
                                             len(name)))  # fmt: skip
 

@@ -3,7 +3,7 @@ embeddings; inside the `natasha` wheel) and pymorphy3's Russian dictionary."""
 
 from __future__ import annotations
 
-from functools import cache
+from functools import cache, lru_cache
 from typing import Any
 
 
@@ -13,6 +13,12 @@ def _models() -> tuple[Any, Any, Any]:
     from pymorphy3 import MorphAnalyzer
 
     return Segmenter(), NewsNERTagger(NewsEmbedding()), MorphAnalyzer()
+
+
+@lru_cache(maxsize=100_000)
+def parse(word: str) -> list[Any]:
+    """pymorphy3's readings of a word, most likely first: asked several times per word by the body and name rules."""
+    return _models()[2].parse(word)
 
 
 def warm_up() -> None:

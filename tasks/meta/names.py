@@ -38,8 +38,10 @@ from tasks.meta.bodies import (
     _ORG_WORD_QUOTED,
     QUOTED_NAME,
     body_end,
+    ooo_as_read,
 )
 from tasks.meta.models import _models
+from tasks.meta.models import parse as parse_word  # `parse` names a reading below
 from tasks.text.identifiers import valid_inn, valid_ogrn
 
 _LOCK = threading.Lock()
@@ -196,7 +198,7 @@ def _ruled(text: str) -> list[Mention]:
 
 
 def _is_place(word: str) -> bool:
-    return "Geox" in _models()[2].parse(word)[0].tag
+    return "Geox" in parse_word(word)[0].tag
 
 
 def has_organisation_evidence(text: str, start: int, stop: int) -> bool:
@@ -256,8 +258,7 @@ def _best(parses: list[Any], tag: str, gender: str | None) -> Any | None:
 
 def _nominative(parse: Any, gender: str | None) -> str:
     if "-" in parse.word:  # «Гарина-Михайловского» → «Гарин-Михайловский»: each part declines
-        morph = _models()[2]
-        return "-".join(_nominative(_best(morph.parse(part), "Surn", gender) or morph.parse(part)[0], gender)
+        return "-".join(_nominative(_best(readings := parse_word(part), "Surn", gender) or readings[0], gender)
                         for part in parse.word.split("-"))  # fmt: skip
     wanted = {"nomn", "sing"} | ({gender} if gender and parse.tag.gender else set())
     form = parse.inflect(wanted) or parse.inflect({"nomn"})
@@ -368,7 +369,7 @@ def is_nominative_name(name: str) -> bool:
 
 def legal_form(name: str) -> str:
     """Long legal forms as abbreviations: «Общество с ограниченной ответственностью «Ромашка»» → «ООО «Ромашка»»."""
-    name = re.sub(r"^000(?=\s*[«\"„“])", "ООО", name.strip())  # OCR's zeros for the letters
+    name = ooo_as_read(name.strip())
     lowered = name.lower()
     for long, short in LEGAL_FORMS.items():
         at = lowered.find(long)
