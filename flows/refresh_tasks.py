@@ -6,6 +6,7 @@ catalog-changes), with its retries and tags. The flow module decides which run, 
 from __future__ import annotations
 
 import os
+import time
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -88,9 +89,12 @@ def discover(root: str, settings: Settings) -> list[Source]:
     `settings.verify` (`korpus refresh --verify`, the weekly deployment) hashes every file. The readings are kept
     for the next refresh."""
     with SqliteIndex(settings.index_path) as index:
-        readings = None if settings.verify else index.file_readings()
-        sources = discover_sources(Path(root), settings, readings)
-        index.record_file_readings({s.source_id: r for s in sources if (r := reading_of(s)) is not None})
+        last = index.file_readings()
+        sources = discover_sources(Path(root), settings, None if settings.verify else last)
+        now = time.time_ns()
+        readings = {s.source_id: r for s in sources if (r := reading_of(s, now)) is not None}
+        if readings != last:  # an unchanged archive rewrites nothing
+            index.record_file_readings(readings)
     return sources
 
 

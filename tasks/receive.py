@@ -233,10 +233,9 @@ def _discovered(
             detail = "not a regular file (a pipe, socket or device): korpus reads regular files only"
             return Source(version="not-read", unreadable=detail, **common)
         return None
+    last = (readings or {}).get(source_id)
+    hashed = last is None or tuple(last[1:]) != (stat.st_size, stat.st_mtime_ns, stat.st_ctime_ns, stat.st_ino)
     try:
-        last = (readings or {}).get(source_id)
-        seen = (stat.st_size, stat.st_mtime_ns, stat.st_ctime_ns, stat.st_ino)
-        hashed = last is None or tuple(last[1:]) != seen
         version = file_sha256(path) if hashed else last[0]
     except FileNotFoundError:
         return None
