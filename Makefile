@@ -64,7 +64,7 @@ demo: setup
 	@echo; echo "== about the collection: the register of persons, built by code per access scope"
 	$(BIN)/korpus meta persons --data $(DEMO)/data
 	@echo; echo "== status"; $(BIN)/korpus status --data $(DEMO)/data
-	@echo; echo "== every refresh is in the Prefect UI (korpus's local server, reused by each refresh)"; $(BIN)/korpus prefect
+	@echo; echo "== every refresh is in the Prefect UI (korpus's local server, reused by each refresh)"; $(BIN)/korpus prefect; echo "(it stays up for the UI; \`korpus prefect stop\` stops it)"
 	@echo; echo "== search: answered from a 300-dpi scan (Tesseract)"
 	$(BIN)/korpus search "когда отремонтируют крышу склада" --data $(DEMO)/data -k 2
 	@echo; echo "== search: a scan whose old text layer was garbage («AkT npoBepkn»), OCR'd again"
