@@ -218,6 +218,12 @@ class PageResult(BaseModel):
     label: str | None = Field(
         default=None, description="The locator a citation shows instead of «лист N» (a sheet's rows, a letter)."
     )
+    size: tuple[float, float] | None = Field(
+        default=None, description="Width and height of the page as stored, in points (an image: pixels × 72 / dpi)."
+    )
+    boxes: str = Field(
+        default="", description="Every placed word's offsets in `text` and box on the page (tasks/text/regions.py)."
+    )
 
 
 def timecode(seconds: float) -> str:
@@ -241,6 +247,19 @@ class Locator(BaseModel):
         return self
 
 
+class Region(BaseModel):
+    """A rectangle of a page that a chunk's words cover (one per line), in the page's points, origin top-left."""
+
+    page: int
+    x0: float
+    y0: float
+    x1: float
+    y1: float
+    width: float = Field(description="The page's width in points.")
+    height: float = Field(description="The page's height in points.")
+    whole_page: bool = Field(default=False, description="No word boxes: the reader gave the page, not the words.")
+
+
 class Chunk(BaseModel):
     """A retrievable unit of evidence. `text` starts with the chunk's own address line."""
 
@@ -259,6 +278,11 @@ class Chunk(BaseModel):
     lifecycle: Lifecycle = Lifecycle.current
     policy_version: str = Field(description="The chunking policy that cut it (tasks/contract/policies.py POLICIES).")
     language: str = "ru"
+    regions: list[Region] = Field(
+        default_factory=list,
+        description="Where on its page the body's words are; empty when the page has no "
+        "geometry (text, speech) or its text was edited after reading.",
+    )
 
 
 class QuarantineItem(BaseModel):

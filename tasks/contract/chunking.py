@@ -36,6 +36,7 @@ from korpus.core.datamodel import (
 )
 from tasks.contract.furniture import content_units, drop_running_lines, furniture_spans
 from tasks.contract.policies import DEFAULT_POLICY, POLICIES, ChunkPolicy
+from tasks.text.regions import regions
 
 TokenCounter = Callable[[str], int]
 
@@ -340,6 +341,7 @@ def build_chunks(
                     tenant=source.tenant or "default",
                     policy_version=policy.name,
                     language=language,
+                    regions=regions(page, start, end),
                 )
             )  # fmt: skip
         trail.update(page.text, page.units, len(page.text) + 1)

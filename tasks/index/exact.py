@@ -8,6 +8,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from korpus.core.datamodel import timecode
+from tasks.text.regions import unpack
 
 _STAMP = re.compile(r"\[(\d\d:\d\d:\d\d)\]")
 
@@ -17,15 +18,16 @@ def no_occurrences(text: str) -> dict[str, Any]:
 
 
 def locate_occurrences(
-    text: str, rows: Iterable[tuple[str, int | None, float | None, str, str]], limit: int
+    text: str, rows: Iterable[tuple[str, int | None, float | None, str, str, str | None]], limit: int
 ) -> dict[str, Any]:
     """Every occurrence of `text` (case-insensitive, any run of whitespace between its words) in the bodies of
-    `rows` — (source id, page, start time, body, chunk id) of chunks that matched the phrase — with file, page or
-    timecode, the line, ±80 characters of context, counts per source and the total."""
+    `rows` — (source id, page, start time, body, chunk id, packed regions) of chunks that matched the phrase — with
+    file, page or timecode, the line, ±80 characters of context, the chunk's regions, counts per source and the
+    total."""
     pattern = re.compile(r"\s+".join(re.escape(part) for part in text.split()), re.IGNORECASE)
     occurrences: list[dict[str, Any]] = []
     by_source: dict[str, int] = {}
-    for source_id, page, t_start, body, chunk_id in rows:
+    for source_id, page, t_start, body, chunk_id, regions in rows:
         for match in pattern.finditer(body):
             by_source[source_id] = by_source.get(source_id, 0) + 1
             if len(occurrences) >= limit:
@@ -41,6 +43,7 @@ def locate_occurrences(
                     "line": body[line_start : line_end if line_end >= 0 else len(body)].strip(),
                     "context": body[max(0, match.start() - 80) : match.end() + 80].replace("\n", " "),
                     "chunk_id": chunk_id,
+                    "regions": unpack(regions),
                 }
             )
     return {"query": text, "total": sum(by_source.values()), "by_source": by_source, "occurrences": occurrences}

@@ -35,6 +35,7 @@ from tasks.index.backend import IndexMismatchError, idf_coverage
 from tasks.index.exact import locate_occurrences, no_occurrences
 from tasks.index.opensearch_requests import (
     HIT_FIELDS,
+    REGIONS_FIELD,
     chunk_document,
     identifier_body,
     index_name,
@@ -46,6 +47,7 @@ from tasks.index.opensearch_requests import (
 )
 from tasks.runtime.retry import RetryPolicy, TransientError, with_retries
 from tasks.text.analysis import analyse, words
+from tasks.text.regions import unpack
 from tasks.text.typos import MIN_LENGTH, expand
 
 if TYPE_CHECKING:
@@ -90,6 +92,8 @@ class OpenSearchIndex:
                     f"alias {self.alias} serves {', '.join(serving)}; the configured model is {model!r} ({dims} "
                     f"dims, index {name}). Use that model, or reindex into {name} and move the alias."
                 )
+            # an index made before chunks had regions: add the field (the mapping is strict)
+            self.client.indices.put_mapping(index=name, body={"properties": {"regions": REGIONS_FIELD}})
             return name
         self.client.indices.put_index_template(name=f"{self.prefix}-chunks", body=index_template(self.prefix, dims))
         if not self.client.indices.exists(index=name):
@@ -321,6 +325,7 @@ class OpenSearchIndex:
         hit = {field: source.get(field) for field in HIT_FIELDS}
         hit["section_path"] = list(hit["section_path"] or [])
         hit["exception"] = bool(hit["exception"])
+        hit["regions"] = unpack(hit["regions"])
         hit["score"] = round(score, 6)
         return hit
 
@@ -342,10 +347,10 @@ class OpenSearchIndex:
         if not tokens or not scopes:
             return no_occurrences(text)
         query = {"bool": {"must": [{"match_phrase": {"text.exact": " ".join(tokens)}}], "filter": visible(scopes)}}
-        fields = ["source_id", "page", "t_start", "body", "chunk_id"]
+        fields = ["source_id", "page", "t_start", "body", "chunk_id", "regions"]
         rows = [
             (h["_source"]["source_id"], h["_source"].get("page"), h["_source"].get("t_start"), h["_source"]["body"],
-             h["_source"]["chunk_id"])
+             h["_source"]["chunk_id"], h["_source"].get("regions"))
             for h in self._every(query, source=fields, sort=("source_id", "page", "chunk_id"))
         ]  # fmt: skip
         return locate_occurrences(text, rows, limit)

@@ -12,9 +12,12 @@ import numpy as np
 
 from korpus.core.datamodel import Chunk
 from tasks.text.identifiers import extract_identifiers
+from tasks.text.regions import pack
 
 HIT_FIELDS = ["chunk_id", "source_id", "source_version", "page", "t_start", "t_end", "section_path", "text",
-              "lifecycle", "access", "exception"]  # fmt: skip
+              "lifecycle", "access", "exception", "regions"]  # fmt: skip
+REGIONS_FIELD = {"type": "text", "index": False}
+"""A chunk's regions (tasks/text/regions.py `pack`): stored, never searched."""
 _SLUG = re.compile(r"[^a-z0-9]+")
 
 
@@ -55,6 +58,7 @@ def index_template(prefix: str, dims: int) -> dict[str, Any]:
                         "fields": {"exact": {"type": "text", "analyzer": "korpus_exact"}},
                     },
                     "body": {"type": "text", "index": False},
+                    "regions": REGIONS_FIELD,
                     "identifiers": keyword,
                     "owner": keyword,
                     "access": keyword,
@@ -125,6 +129,6 @@ def chunk_document(
         "section_path": chunk.section_path, "text": chunk.text, "body": chunk.body,
         "identifiers": extract_identifiers(chunk.body), "owner": chunk.owner, "access": chunk.access_rule,
         "tenant": chunk.tenant, "lifecycle": "staged", "doc_type": doc_type, "language": chunk.language,
-        "policy_version": chunk.policy_version, "exception": exception,
+        "policy_version": chunk.policy_version, "exception": exception, "regions": pack(chunk.regions),
         "embedding": [float(x) for x in vector],
     }  # fmt: skip

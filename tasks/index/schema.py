@@ -38,7 +38,7 @@ CREATE TABLE IF NOT EXISTS chunks (
     heading TEXT, start_off INTEGER, end_off INTEGER, section_path TEXT NOT NULL, text TEXT NOT NULL,
     body TEXT NOT NULL, previous_id TEXT, next_id TEXT, owner TEXT NOT NULL, access TEXT NOT NULL,
     tenant TEXT NOT NULL, lifecycle TEXT NOT NULL, policy_version TEXT NOT NULL, language TEXT NOT NULL,
-    exception INTEGER NOT NULL DEFAULT 0);
+    exception INTEGER NOT NULL DEFAULT 0, regions TEXT);
 CREATE INDEX IF NOT EXISTS chunks_by_source ON chunks (source_id, source_version);
 CREATE INDEX IF NOT EXISTS chunks_by_filter ON chunks (lifecycle, access);
 CREATE VIRTUAL TABLE IF NOT EXISTS chunk_terms USING fts5(
@@ -67,7 +67,8 @@ CREATE INDEX IF NOT EXISTS quarantine_by_status ON quarantine (status, first_see
 """
 # Columns added after the first release: (table, column, type). An older index gets them on open.
 ADDED_COLUMNS = (("quarantine", "access", "TEXT"), ("quarantine", "kind", "TEXT"), ("quarantine", "readings", "TEXT"),
-                 ("quarantine_decisions", "text", "TEXT"), ("sources", "superseded_at", "TEXT"))  # fmt: skip
+                 ("quarantine_decisions", "text", "TEXT"), ("sources", "superseded_at", "TEXT"),
+                 ("chunks", "regions", "TEXT"))  # fmt: skip
 
 
 # What a filter needs, in a table of two narrow columns: `visible` is the access rule of a current chunk and NULL

@@ -44,6 +44,7 @@ from tasks.index.vector_tables import VectorTables
 from tasks.runtime.crash_points import crash_point
 from tasks.text.analysis import terms_of, words
 from tasks.text.identifiers import extract_identifiers
+from tasks.text.regions import pack
 
 
 class IndexWriteError(RuntimeError):
@@ -284,8 +285,8 @@ class SqliteIndex(VectorTables, QuarantineStore, RefreshRecords):
         self.conn.execute(
             "INSERT INTO chunks (chunk_id, source_id, source_version, ordinal, page, t_start, t_end, heading, "
             "start_off, end_off, section_path, text, body, previous_id, next_id, owner, access, tenant, "
-            "lifecycle, policy_version, language, exception) "
-            f"VALUES ({', '.join('?' * 22)})",
+            "lifecycle, policy_version, language, exception, regions) "
+            f"VALUES ({', '.join('?' * 23)})",
             (
                 chunk.chunk_id,
                 chunk.source_id,
@@ -309,6 +310,7 @@ class SqliteIndex(VectorTables, QuarantineStore, RefreshRecords):
                 chunk.policy_version,
                 chunk.language,
                 int(exception),
+                pack(chunk.regions),
             ),
         )
         return self.conn.last_insert_rowid()

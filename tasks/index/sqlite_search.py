@@ -20,8 +20,10 @@ import numpy as np
 from tasks.index.backend import IndexMismatchError, idf_coverage
 from tasks.index.bm25_memory import MEMORY_BM25_MIN_MATCHES, memory_bm25_for
 from tasks.index.exact import locate_occurrences, no_occurrences
+from tasks.index.schema import row_dicts
 from tasks.index.vector_cache import Snapshot, cache_for
 from tasks.text.analysis import analyse, words
+from tasks.text.regions import unpack
 from tasks.text.typos import expand
 
 
@@ -205,13 +207,13 @@ class SqliteSearch:
         marks = ", ".join("?" for _ in scored)
         cursor = self.conn.execute(
             "SELECT rowid, chunk_id, source_id, source_version, page, t_start, t_end, section_path, text, "
-            f"lifecycle, access, exception FROM chunks WHERE rowid IN ({marks})",
+            f"lifecycle, access, exception, regions FROM chunks WHERE rowid IN ({marks})",
             [rowid for rowid, _ in scored],
         )
         rows = {row[0]: row[1:] for row in cursor}
         hits = []
         for rowid, score in scored:
-            chunk_id, source_id, version, page, t0, t1, section, text, lifecycle, access, exception = rows[rowid]
+            chunk_id, source_id, version, page, t0, t1, section, text, lifecycle, access, exception, boxes = rows[rowid]
             hits.append(
                 (
                     rowid,
@@ -228,10 +230,26 @@ class SqliteSearch:
                         "lifecycle": lifecycle,
                         "access": access,
                         "exception": bool(exception),
+                        "regions": unpack(boxes),
                     },
                 )
             )
         return hits
+
+    def cited(self, chunk_id: str, scopes: Sequence[str]) -> dict[str, Any] | None:
+        """A current chunk the scopes may see, with its regions and its source version's kind and path; None for
+        any other id (unknown, superseded, quarantined or out of scope: the caller cannot tell which)."""
+        where, params = filter_sql(scopes)
+        rows = row_dicts(self.conn.execute(
+            "SELECT c.chunk_id, c.source_id, c.source_version, c.page, c.t_start, c.t_end, c.previous_id, "
+            "c.next_id, c.regions, c.access, s.kind, s.path, s.size FROM chunks c JOIN sources s "
+            f"ON s.source_id = c.source_id AND s.version = c.source_version WHERE c.chunk_id = ? AND {where}",
+            [chunk_id, *params],
+        ))  # fmt: skip
+        if not rows:
+            return None
+        rows[0]["regions"] = unpack(rows[0]["regions"])
+        return rows[0]
 
     def health(self) -> dict[str, Any]:
         served = self.conn.execute("SELECT count(*) FROM chunk_visibility WHERE visible IS NOT NULL").fetchall()[0][0]
@@ -246,7 +264,7 @@ class SqliteSearch:
         where, params = filter_sql(scopes)
         phrase = '"' + " ".join(t.replace('"', '""') for t in tokens) + '"'
         rows = self.conn.execute(
-            "SELECT c.source_id, c.page, c.t_start, c.body, c.chunk_id FROM chunk_terms "
+            "SELECT c.source_id, c.page, c.t_start, c.body, c.chunk_id, c.regions FROM chunk_terms "
             f"JOIN chunks c ON c.rowid = chunk_terms.rowid WHERE chunk_terms MATCH ? AND {where} "
             "ORDER BY c.source_id, c.page, c.t_start, c.rowid",
             [f"exact : {phrase}", *params],

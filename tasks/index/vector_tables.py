@@ -13,8 +13,9 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from korpus.core.datamodel import Chunk, Locator
+from korpus.core.datamodel import Chunk, Locator, Region
 from tasks.index.backend import IndexMismatchError
+from tasks.text.regions import unpack
 
 if TYPE_CHECKING:
     import apsw
@@ -146,17 +147,18 @@ class VectorTables:
         marks = ", ".join("?" for _ in chunk_ids)
         cursor = self.conn.execute(
             "SELECT c.chunk_id, c.source_id, c.source_version, c.ordinal, c.page, c.t_start, c.t_end, "
-            "c.section_path, c.text, c.body, c.owner, c.access, c.tenant, c.language, c.policy_version, "
-            f"c.exception, s.kind, v.embedding FROM chunks c JOIN {self.vector_table()} v ON v.rowid = c.rowid "
+            "c.section_path, c.text, c.body, c.owner, c.access, c.tenant, c.language, c.policy_version, c.exception, "
+            f"c.regions, s.kind, v.embedding FROM chunks c JOIN {self.vector_table()} v ON v.rowid = c.rowid "
             "LEFT JOIN sources s ON s.source_id = c.source_id AND s.version = c.source_version "
             f"WHERE c.chunk_id IN ({marks})",
             list(chunk_ids),
         )
         for row in cursor:
             (chunk_id, source_id, version, ordinal, page, t0, t1, section, text, body, owner, access, tenant,
-             language, policy, exception, kind, blob) = row  # fmt: skip
+             language, policy, exception, regions, kind, blob) = row  # fmt: skip
             chunk = Chunk(chunk_id=chunk_id, source_id=source_id, source_version=version,
                           section_path=json.loads(section), locator=Locator(page=page, t_start=t0, t_end=t1),
                           text=text, body=body, owner=owner, access_rule=access, tenant=tenant,
-                          policy_version=policy, language=language)  # fmt: skip
+                          policy_version=policy, language=language,
+                          regions=[Region(**r) for r in unpack(regions)])  # fmt: skip
             yield StoredChunk(chunk, ordinal, np.frombuffer(blob, dtype=np.float32), kind, bool(exception))

@@ -29,6 +29,7 @@ from korpus.core.datamodel import PageResult, PageWord, Source
 from korpus.core.settings import Settings
 from tasks.runtime.crash_points import crash_point
 from tasks.runtime.page_cache import PageCache
+from tasks.text.regions import ocr_boxes
 from tasks.text.structure import text_structure
 
 
@@ -60,6 +61,8 @@ class OcrRead:
     engine: str
     words: list[PageWord] = field(default_factory=list)
     rotation: int = 0
+    size: tuple[float, float] | None = None
+    """The page as stored (before any turning), in points: where the word boxes are mapped back to."""
 
 
 class OcrEngine(Protocol):
@@ -119,7 +122,7 @@ def cached_read(
     result = PageResult(
         source_id=source.source_id, source_version=source.version, page=page, text=read.text, method=engine.name,
         engine=read.engine, tier=engine.tier, words=read.words, units=text_structure(read.text),
-        rotation=read.rotation,
+        rotation=read.rotation, size=read.size, boxes=ocr_boxes(read.text, read.words, read.rotation, read.size),
     )  # fmt: skip
     cache.put(result, source.version, unit, engine.name, key)
     crash_point("after-ocr-page")

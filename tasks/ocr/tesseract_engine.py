@@ -78,7 +78,8 @@ class TesseractEngine:
     def read(self, image: PageImageSource, earlier: PageResult | None) -> OcrRead:
         page = image(self.dpi, self.image_format)
         first = self._words(page.data, page.dpi)
-        best = OcrRead(text=first.text, engine=tesseract_version(), words=first.words)
+        size = (page.width_pt, page.height_pt)
+        best = OcrRead(text=first.text, engine=tesseract_version(), words=first.words, size=size)
         sideways = vertical_share(first.words) >= 0.5
         if not self.orientation or (mean_confidence(first.words) >= LOW_CONFIDENCE and not sideways):
             return best
@@ -88,7 +89,7 @@ class TesseractEngine:
         upright = self._words(turn_image(page, degrees).data, page.dpi)
         gain = mean_confidence(upright.words) - mean_confidence(first.words)
         if gain > 0 or (sideways and gain > -5):  # a sideways reading may be right, but its boxes are not upright
-            return OcrRead(text=upright.text, engine=best.engine, words=upright.words, rotation=degrees)
+            return OcrRead(upright.text, best.engine, upright.words, rotation=degrees, size=size)
         return best
 
     def _words(self, data: bytes, dpi: int) -> OcrPage:

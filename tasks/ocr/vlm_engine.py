@@ -42,5 +42,9 @@ class VlmEngine:
         text = read_page(page.data, self.settings)
         words = place_on_lines(text, earlier.words if earlier else [], page.width_pt, page.height_pt)
         return OcrRead(
-            text=text, engine=self.settings.vlm_model, words=words, rotation=earlier.rotation if earlier else 0
+            text=text,
+            engine=self.settings.vlm_model,
+            words=words,
+            rotation=earlier.rotation if earlier else 0,
+            size=(page.width_pt, page.height_pt),
         )

@@ -17,6 +17,7 @@ from korpus.core.settings import Settings
 from tasks.ocr.engine import PageImage
 from tasks.readers.base import UnreadableSourceError
 from tasks.text.quality import PageFacts, TextLayerQuality, text_layer_quality
+from tasks.text.regions import Box, page_boxes
 from tasks.text.structure import pdf_page_structure
 
 
@@ -52,6 +53,9 @@ class PdfPageText:
     quality: TextLayerQuality
     """The detector's verdict on the layer as the PDF holds it (PyMuPDF's plain text, not the rebuilt one)."""
     units: list[Unit] = field(default_factory=list)
+    size: tuple[float, float] | None = None
+    boxes: str = ""
+    """The layer's words placed on `text` (tasks/text/regions.py)."""
 
 
 def open_pdf(path: str) -> pymupdf.Document:
@@ -79,8 +83,15 @@ def read_text_layers(path: str, settings: Settings) -> list[PdfPageText]:
                 raise UnreadablePdfError(f"page {number} cannot be loaded (a damaged page tree): {exc}") from exc
             text, units = pdf_page_structure(page)
             quality = text_layer_quality(page.get_text(), settings, page_facts(page))
-            pages.append(PdfPageText(page=number, text=text, quality=quality, units=units))
+            size = (page.rect.width, page.rect.height)
+            pages.append(PdfPageText(number, text, quality, units, size, layer_boxes(page, text)))
     return pages
+
+
+def layer_boxes(page: pymupdf.Page, text: str) -> str:
+    """The text layer's words (PyMuPDF, page coordinates in points) aligned with the page text built from it."""
+    words = [Box(w[4], w[0], w[1], w[2], w[3], w[5] * 1000 + w[6]) for w in page.get_text("words")]
+    return page_boxes(text, words)
 
 
 def render_dpi(page: pymupdf.Page, dpi: int) -> int:

@@ -27,7 +27,7 @@ def layer_pages(source: Source, path: str, settings: Settings, engine: str = "py
         result = PageResult(
             source_id=source.source_id, source_version=source.version, page=layer.page, text=layer.text,
             method="text-layer", engine=engine, units=layer.units, tier=0, quality=layer.quality.score,
-            quality_reasons=layer.quality.reasons,
+            quality_reasons=layer.quality.reasons, size=layer.size, boxes=layer.boxes,
         )  # fmt: skip
         outcome.add_layer(result, layer.quality)
     return outcome

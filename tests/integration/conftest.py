@@ -163,3 +163,17 @@ def prefect_server(tmp_path_factory: pytest.TempPathFactory) -> str:
     proc.terminate()
     proc.wait(timeout=30)
     log.close()
+
+
+@pytest.fixture(scope="session")
+def real_refreshed(models: dict[str, Path], tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Settings, dict]:
+    """tests/fixtures/real-archive (real third-party files) through one real refresh: (root, settings, summary)."""
+    from flows.corpus_refresh import run_refresh
+
+    base = tmp_path_factory.mktemp("real")
+    root = base / "archive"
+    fixture = Path(__file__).resolve().parents[1] / "fixtures" / "real-archive"
+    shutil.copytree(fixture, root, ignore=shutil.ignore_patterns("LICENSE", "README.md"))
+    (root / "korpus.yaml").write_text("defaults:\n  owner: Архив\n  access: public\n", encoding="utf-8")
+    settings = Settings(data=base / "data")
+    return root, settings, run_refresh(root, settings)

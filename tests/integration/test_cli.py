@@ -16,7 +16,7 @@ pytestmark = pytest.mark.integration
 runner = CliRunner()
 HIT_KEYS = {
     "chunk_id", "source_id", "source_version", "page", "t_start", "t_end", "section_path", "text", "score",
-    "lifecycle", "access", "exception",
+    "lifecycle", "access", "exception", "regions",
 }  # fmt: skip
 
 
@@ -28,6 +28,7 @@ def test_search_json_prints_cited_hits(refreshed: Refreshed) -> None:
     assert 1 <= len(hits) <= 3
     assert all(set(h) == HIT_KEYS for h in hits)
     assert hits[0]["source_id"] == "сканы/протокол_1998.pdf" and hits[0]["page"] == 1
+    assert hits[0]["regions"] and all(r["page"] == 1 and r["x1"] > r["x0"] for r in hits[0]["regions"])  # OCR'd
     assert all(h["lifecycle"] == "current" and h["access"] == "public" for h in hits)
 
 

@@ -27,14 +27,10 @@ pytestmark = pytest.mark.integration
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "real-archive"
 
 
-@pytest.fixture(scope="module")
-def refreshed(models: dict[str, Path], tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Settings, dict]:
-    base = tmp_path_factory.mktemp("real")
-    root = base / "archive"
-    shutil.copytree(FIXTURE, root, ignore=shutil.ignore_patterns("LICENSE", "README.md"))
-    (root / "korpus.yaml").write_text("defaults:\n  owner: Архив\n  access: public\n", encoding="utf-8")
-    settings = Settings(data=base / "data")
-    return root, settings, run_refresh(root, settings)
+@pytest.fixture
+def refreshed(real_refreshed: tuple[Path, Settings, dict]) -> tuple[Path, Settings, dict]:
+    """The fixtures through one real refresh (tests/integration/conftest.py), shared with test_regions.py."""
+    return real_refreshed
 
 
 def _pages(settings: Settings, source_id: str) -> list[PageResult]:

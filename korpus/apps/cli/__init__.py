@@ -1,6 +1,6 @@
 """`korpus`, the command line: one Typer app whose commands live in small modules by what they are about —
-`sources` (sample, refresh, chunks, sources, quarantine, ocr), `search` (search, exact, eval, import-beir), `review`
-(the `korpus review …` group), `meta`, `models` (models, reindex), `serve`, `ops` (status, gc, sync-opensearch,
+`sources` (sample, refresh, chunks, sources, quarantine, ocr), `search` (search, exact, cite, eval, import-beir),
+`review` (the `korpus review …` group), `meta`, `models` (models, reindex), `serve`, `ops` (status, gc, sync-opensearch,
 prefect) — listed in `COMMANDS` below, the one place that names them; `common` holds the shared options and errors.
 """
 
@@ -25,6 +25,7 @@ COMMANDS = (
     ("ocr", sources.ocr),
     ("chunks", sources.chunks),
     ("exact", search.exact),
+    ("cite", search.cite),
     ("eval", search.evaluate_cmd),
     ("import-beir", search.import_beir_cmd),
     ("reindex", models.reindex),
@@ -44,7 +45,7 @@ app.add_typer(review_app, name="review")
 for _name, _command in COMMANDS:
     app.command(_name)(_command)
 
-WATCHED_COMMANDS = frozenset({"refresh", "serve", "reindex", "review", "eval", "sync-opensearch", "gc"})
+WATCHED_COMMANDS = frozenset({"refresh", "serve", "reindex", "review", "eval", "sync-opensearch", "gc", "cite"})
 """Commands that start other programs (a temporary Prefect server, LibreOffice, Tesseract, ffmpeg): run as the
 `korpus` program, they get a watchdog that kills whatever they leave running, also when they are SIGKILLed
 (tasks/runtime/processes.py)."""

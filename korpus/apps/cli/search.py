@@ -204,3 +204,44 @@ def import_beir_cmd(
     if not (folder / "corpus.jsonl").is_file():
         _fail(f"{folder} has no corpus.jsonl")
     typer.echo(json.dumps(import_beir(folder, out, eval_out)))
+
+
+def cite(
+    chunk_id: Annotated[str, typer.Argument(help="A hit's chunk_id (from `korpus search --json` or the API).")],
+    png: Annotated[Path | None, typer.Option("--png", help="Write the page with the chunk highlighted here.")] = None,
+    scopes: Annotated[str | None, typer.Option("--scopes", help="Access scopes, comma-separated.")] = None,
+    data: DataOption = None,
+    as_json: Annotated[bool, typer.Option("--json")] = False,
+) -> None:
+    """Where a hit is: its file, page or timecode and the rectangles its words cover; `--png` draws them on the
+    page."""
+    from korpus.core.datamodel import Source
+    from tasks.index.sqlite import SqliteIndex
+    from tasks.readers.page_view import page_png
+
+    settings = _indexed(data)
+    scope_list = parse_scopes(scopes) if scopes else settings.default_scopes
+    with SqliteIndex(settings.index_path) as index:
+        found = index.searcher.cited(chunk_id, scope_list)
+    if found is None:
+        _fail(f"no current chunk {chunk_id!r} that the scopes {', '.join(scope_list)} may see")
+    if png is not None:
+        if found["page"] is None:
+            _fail(f"{found['source_id']} has no pages: the hit starts at {found['t_start']} s of the recording")
+        source = Source(source_id=found["source_id"], version=found["source_version"], path=found["path"],
+                        kind=found["kind"], size=found["size"] or 0)  # fmt: skip
+        try:
+            image, _size = page_png(source, found["page"], settings, found["regions"])
+        except (OSError, ValueError) as exc:
+            _fail(f"cannot render {found['source_id']} page {found['page']}: {exc}")
+        png.write_bytes(image)
+    if as_json:
+        typer.echo(json.dumps({k: found[k] for k in ("chunk_id", "source_id", "page", "t_start", "regions")},
+                              ensure_ascii=False, indent=2))  # fmt: skip
+        return
+    where = f"лист {found['page']}" if found["page"] is not None else f"{found['t_start']} s"
+    typer.echo(f"{found['source_id']} · {where}: {len(found['regions'])} region(s)" + (f" → {png}" if png else ""))
+    for r in found["regions"]:
+        whole = " (the whole page: no word boxes)" if r["whole_page"] else ""
+        typer.echo(f"  ({r['x0']:.1f}, {r['y0']:.1f}) – ({r['x1']:.1f}, {r['y1']:.1f}) of "
+                   f"{r['width']:.0f}×{r['height']:.0f} pt{whole}")  # fmt: skip
