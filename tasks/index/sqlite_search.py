@@ -251,6 +251,17 @@ class SqliteSearch:
         rows[0]["regions"] = unpack(rows[0]["regions"])
         return rows[0]
 
+    def visible_source(self, source_id: str, scopes: Sequence[str]) -> dict[str, Any] | None:
+        """The current version of a file the scopes may see (kind, path, size, access); None otherwise."""
+        if not scopes:
+            return None
+        rows = row_dicts(self.conn.execute(
+            "SELECT source_id, version, kind, path, size, access FROM sources WHERE source_id = ? AND lifecycle = "
+            f"'current' AND kind IS NOT 'meta' AND access IN ({', '.join('?' for _ in scopes)})",
+            [source_id, *scopes],
+        ))  # fmt: skip
+        return rows[0] if rows else None
+
     def health(self) -> dict[str, Any]:
         served = self.conn.execute("SELECT count(*) FROM chunk_visibility WHERE visible IS NOT NULL").fetchall()[0][0]
         return {"backend": self.name, "status": "ok", "chunks_served": served}

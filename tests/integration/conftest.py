@@ -13,6 +13,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -177,3 +178,52 @@ def real_refreshed(models: dict[str, Path], tmp_path_factory: pytest.TempPathFac
     (root / "korpus.yaml").write_text("defaults:\n  owner: Архив\n  access: public\n", encoding="utf-8")
     settings = Settings(data=base / "data")
     return root, settings, run_refresh(root, settings)
+
+
+@contextmanager
+def served_app(app: Any) -> Iterator[str]:
+    """`app` (korpus serve's FastAPI app) run by uvicorn on a free loopback port in a thread; yields its base URL."""
+    import threading
+
+    import uvicorn
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 30
+    while not server.started:
+        assert time.monotonic() < deadline, "uvicorn did not start"
+        time.sleep(0.05)
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        server.should_exit = True
+        thread.join(10)
+
+
+CHROMIUM, CHROMEDRIVER = Path("/usr/bin/chromium"), Path("/usr/bin/chromedriver")
+
+
+@pytest.fixture(scope="module")
+def browser(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    """Debian's chromium, headless, driven by selenium through Debian's chromedriver (never looked for online)."""
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
+    assert CHROMIUM.exists() and CHROMEDRIVER.exists(), "make system installs Debian's chromium and chromium-driver"
+    os.environ["SE_OFFLINE"] = "true"  # selenium never looks for a driver online: the driver is given
+    options = webdriver.ChromeOptions()
+    options.binary_location = str(CHROMIUM)
+    for arg in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                "--disable-background-networking", "--disable-component-update", "--disable-sync",
+                "--disable-dev-shm-usage", "--window-size=1400,1000", "--lang=ru",
+                "--autoplay-policy=no-user-gesture-required",
+                f"--user-data-dir={tmp_path_factory.mktemp('chromium')}"):  # fmt: skip
+        options.add_argument(arg)
+    driver = webdriver.Chrome(service=Service(str(CHROMEDRIVER)), options=options)
+    driver.set_page_load_timeout(60)
+    yield driver
+    driver.quit()

@@ -9,18 +9,13 @@ from __future__ import annotations
 
 import json
 import os
-import socket
-import threading
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-import uvicorn
 from selenium import webdriver
 from selenium.common.exceptions import WebDriverException
-from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
 from selenium.webdriver.remote.webelement import WebElement
 from selenium.webdriver.support import expected_conditions
@@ -32,21 +27,15 @@ from korpus.apps.cli import app as cli
 from korpus.core.settings import Settings
 from tasks.index.sqlite import SqliteIndex
 
+from .conftest import served_app
 from .review_corpus import CORRECTED, copy_data
 
 pytestmark = pytest.mark.integration
-CHROMIUM, CHROMEDRIVER = Path("/usr/bin/chromium"), Path("/usr/bin/chromedriver")
 KEYS = {
     "rev-all": {"name": "Петрова", "scopes": ["public", "hr"]},
     "rev-public": {"name": "Иванов", "scopes": ["public"]},
 }
 SEARCH_KEYS = {"search-1": ["public", "hr"]}
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @pytest.fixture(scope="module")
@@ -55,34 +44,8 @@ def served(
 ) -> Iterator[tuple[str, Settings]]:
     data = copy_data(review_archive[1], tmp_path_factory.mktemp("review-browser") / "data")
     settings = Settings(data=data, review_keys=KEYS, api_keys=SEARCH_KEYS)
-    port = _free_port()
-    server = uvicorn.Server(uvicorn.Config(create_app(settings), host="127.0.0.1", port=port, log_level="warning"))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 30
-    while not server.started:
-        assert time.monotonic() < deadline, "uvicorn did not start"
-        time.sleep(0.05)
-    yield f"http://127.0.0.1:{port}", settings
-    server.should_exit = True
-    thread.join(10)
-
-
-@pytest.fixture(scope="module")
-def browser(tmp_path_factory: pytest.TempPathFactory) -> Iterator[webdriver.Chrome]:
-    assert CHROMIUM.exists() and CHROMEDRIVER.exists(), "make system installs Debian's chromium and chromium-driver"
-    os.environ["SE_OFFLINE"] = "true"  # selenium never looks for a driver online: the driver is given
-    options = webdriver.ChromeOptions()
-    options.binary_location = str(CHROMIUM)
-    for arg in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                "--disable-background-networking", "--disable-component-update", "--disable-sync",
-                "--disable-dev-shm-usage", "--window-size=1400,1000", "--lang=ru",
-                f"--user-data-dir={tmp_path_factory.mktemp('chromium')}"):  # fmt: skip
-        options.add_argument(arg)
-    driver = webdriver.Chrome(service=Service(str(CHROMEDRIVER)), options=options)
-    driver.set_page_load_timeout(60)
-    yield driver
-    driver.quit()
+    with served_app(create_app(settings)) as base:
+        yield base, settings
 
 
 @pytest.fixture(scope="module")

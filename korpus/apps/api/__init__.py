@@ -6,7 +6,7 @@ them (403). With no keys configured the API is anonymous and sees `KORPUS_DEFAUL
 
 One router a concern, each a small module: `search` (/search, /exact, /count), `sources` (/sources, /meta),
 `health`, `tools`; `access` holds what they all declare (scopes, the index, the retriever); the review workbench
-is korpus/apps/review_web.py.
+is korpus/apps/review_web.py, the hit viewer korpus/apps/viewer.py.
 """
 
 from fastapi import FastAPI, Request
@@ -18,6 +18,7 @@ from korpus.apps.api.search import search_router
 from korpus.apps.api.sources import sources_router
 from korpus.apps.api.tools import TOOLS, tools_router
 from korpus.apps.review_web import install_review
+from korpus.apps.viewer import viewer_router
 from korpus.core.model_store import set_offline_switches
 from korpus.core.settings import Settings
 from tasks.index.backend import IndexMismatchError
@@ -39,6 +40,7 @@ def create_app(settings: Settings) -> FastAPI:
     app.include_router(search_router(deps))
     app.include_router(sources_router(deps))
     app.include_router(health_router(deps))
+    app.include_router(viewer_router(deps))  # /view: a hit on its page (korpus/apps/viewer.py)
     install_review(app, settings)  # /review: the quarantine workbench (korpus/apps/review_web.py)
     app.include_router(tools_router())
     return app

@@ -1,17 +1,22 @@
-"""Who may ask what, decided on the server for every route: an API key (header `X-API-Key` or `Authorization:
-Bearer …`) maps to the scopes `KORPUS_API_KEYS` grants it; a request may narrow them with `scopes=` but never widen
-them (403); with no keys configured the API is anonymous and sees `KORPUS_DEFAULT_SCOPES` only. Also the index a
-request reads and the retriever that answers it (`backend_for`, tasks/index/registry.py, as everywhere)."""
+"""Who may ask what, decided on the server for every route: an API key (header `X-API-Key`, `Authorization:
+Bearer …`, or the viewer's login cookie) maps to the scopes `KORPUS_API_KEYS` grants it; a request may narrow them
+with `scopes=` but never widen them (403); with no keys configured the API is anonymous and sees
+`KORPUS_DEFAULT_SCOPES` only. Also the index a request reads and the retriever that answers it (`backend_for`,
+tasks/index/registry.py, as everywhere)."""
 
 from dataclasses import dataclass
 from typing import Annotated, Any
 
-from fastapi import Depends, Header, HTTPException, Query
+from fastapi import Cookie, Depends, Header, HTTPException, Query
 
 from korpus.core.settings import Settings, parse_scopes
 from tasks.index.registry import backend_entry, backend_for
 from tasks.index.sqlite import SqliteIndex
 from tasks.retrieval.retriever import Retriever
+
+KEY_COOKIE = "korpus_key"
+"""The cookie /view/login sets (HttpOnly, SameSite=Strict) so a browser can follow viewer links; it carries the same
+API key a header would, and grants exactly that key's scopes."""
 
 
 @dataclass(frozen=True)
@@ -32,10 +37,11 @@ def served(settings: Settings) -> Served:
     def granted(
         x_api_key: Annotated[str | None, Header()] = None,
         authorization: Annotated[str | None, Header()] = None,
+        korpus_key: Annotated[str | None, Cookie()] = None,
     ) -> list[str]:
         if not settings.api_keys:
             return list(settings.default_scopes)
-        key = x_api_key or (authorization.removeprefix("Bearer ").strip() if authorization else None)
+        key = x_api_key or (authorization.removeprefix("Bearer ").strip() if authorization else None) or korpus_key
         if not key or key not in settings.api_keys:
             raise HTTPException(status_code=401, detail="a valid API key is required (X-API-Key)")
         return list(settings.api_keys[key])

@@ -5,6 +5,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, HTTPException, Query
 
 from korpus.apps.api.access import Served
+from korpus.apps.viewer import view_link
 from korpus.core.model_store import embed_model_path
 from tasks.index.backend import SEARCH_MODES
 from tasks.retrieval.embedding import shared_query_batcher
@@ -43,7 +44,10 @@ def search_router(served: Served) -> APIRouter:
 
         # greetings, links, invisible characters and quoted replies do not steer ranking; each question of a
         # message is searched on its own and the hits interleaved
-        return search_message(q, one, embed, k)
+        hits = search_message(q, one, embed, k)
+        for hit in hits:
+            hit["view"] = view_link(hit)  # the hit on its page, or its recording from its second (/view)
+        return hits
 
     @app.get("/exact", summary="search_exact: every occurrence of a phrase")
     def exact(text: str, read: Reader, allowed: Scopes, limit: Annotated[int, Query(ge=1, le=1000)] = 200) -> dict:

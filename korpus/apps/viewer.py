@@ -1,0 +1,94 @@
+"""`/view` in `korpus serve`: a hit shown where it is — the page rendered from the file as stored with the chunk's
+regions highlighted and its neighbours one key away, or a recording playing from the hit's second beside its
+transcript.
+
+    /view/{source}?chunk=ID          the chunk's page (or recording), the chunk highlighted
+    /view/{source}?page=N            a page with nothing highlighted
+    /view/{source}?page=N&png=1      the page image itself; ?audio=1 the recording
+
+The same access rule as /search, on every route: the caller's scopes (API key as `X-API-Key`, `Authorization:
+Bearer …`, or the HttpOnly cookie /view/login sets for a browser) must include the source's access, else 404 — a
+caller cannot tell a source it may not see from one that does not exist. Server-rendered HTML with review.css and
+an inline script; nothing is loaded from outside.
+"""
+
+from pathlib import Path
+from typing import Annotated, Any
+from urllib.parse import quote
+
+from fastapi import APIRouter, Form, HTTPException, Query, Request
+from fastapi.responses import FileResponse, HTMLResponse, RedirectResponse, Response
+from jinja2 import Environment, FileSystemLoader, select_autoescape
+
+from korpus.apps.api.access import KEY_COOKIE, Served
+from korpus.core.datamodel import META_PREFIX, Source, SourceKind, timecode
+from tasks.readers.page_view import page_png
+
+ASSETS = Path(__file__).parent / "review_assets"
+_templates = Environment(loader=FileSystemLoader(ASSETS), autoescape=select_autoescape(["html"]))
+
+
+def view_link(hit: dict[str, Any]) -> str | None:
+    """Where the viewer shows a hit: its source and chunk (None for a meta-document, which has no file)."""
+    if hit["source_id"].startswith(META_PREFIX) or (hit.get("page") is None and hit.get("t_start") is None):
+        return None
+    return f"/view/{quote(hit['source_id'], safe='/')}?chunk={hit['chunk_id']}"
+
+
+def viewer_router(deps: Served) -> APIRouter:
+    settings, Index, Scopes = deps.settings, deps.Index, deps.Scopes
+    router = APIRouter(include_in_schema=False)
+
+    @router.get("/view/login")
+    def login_form(next: str = "/view/login") -> HTMLResponse:
+        return HTMLResponse(_templates.get_template("view_login.html").render(next=next, failed=False))
+
+    @router.post("/view/login")
+    def login(key: Annotated[str, Form()], next: Annotated[str, Form()] = "/") -> Response:
+        if key not in settings.api_keys:
+            page = _templates.get_template("view_login.html").render(next=next, failed=True)
+            return HTMLResponse(page, status_code=401)
+        target = next if next.startswith("/view/") else "/view/login"  # never a redirect off this server
+        response = RedirectResponse(target, status_code=303)
+        response.set_cookie(KEY_COOKIE, key, httponly=True, samesite="strict")
+        return response
+
+    @router.get("/view/{source_id:path}")
+    def view(
+        request: Request,
+        source_id: str,
+        idx: Index,
+        allowed: Scopes,
+        chunk: str | None = None,
+        page: Annotated[int | None, Query(ge=1)] = None,
+        png: bool = False,
+        audio: bool = False,
+    ) -> Response:
+        searcher = idx.searcher
+        found = searcher.visible_source(source_id, allowed)
+        cited = searcher.cited(chunk, allowed) if chunk else None
+        if found is None or (chunk and (cited is None or cited["source_id"] != source_id)):
+            raise HTTPException(status_code=404, detail="no such source or chunk for these scopes")
+        source = Source(source_id=source_id, version=found["version"], path=found["path"], kind=found["kind"],
+                        size=found["size"] or 0)  # fmt: skip
+        if audio:
+            if found["kind"] != SourceKind.audio.value or not Path(found["path"]).is_file():
+                raise HTTPException(status_code=404, detail="no recording")
+            return FileResponse(found["path"])
+        number = page or (cited["page"] if cited else None) or 1
+        if png:
+            try:
+                image, _size = page_png(source, number, settings)
+            except (OSError, ValueError, IndexError) as exc:
+                raise HTTPException(status_code=404, detail=f"no page {number}: {exc}") from exc
+            return Response(image, media_type="image/png")
+        chunks = idx.source_chunks(source_id)
+        html = _templates.get_template("view.html").render(
+            source=found, chunk=cited, page=number, chunks=chunks, timecode=timecode,
+            link=lambda **q: f"/view/{quote(source_id, safe='/')}?" + "&".join(f"{k}={v}" for k, v in q.items()),
+            pages=max([c["page"] or 0 for c in chunks] + [number]), recording=found["kind"] == SourceKind.audio.value,
+            paged=SourceKind(found["kind"]).paged,
+        )  # fmt: skip
+        return HTMLResponse(html)
+
+    return router
