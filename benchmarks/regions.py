@@ -8,7 +8,8 @@ regions against the same index without them, side by side.
    chunk's stored `regions`, and what they come to per 100k chunks.
 2. Latency: the generated 100k-chunk index of benchmarks/index_scale.py built twice from the same chunks, once with
    regions (each chunk given the stored regions of a real chunk, drawn at random) and once without; the same hybrid
-   queries (filters on, k=10) run alternately on both, each going first on every other query. Reported: p50/p95 of each and the p95 ratio (goal ≤ 1.1).
+   queries (filters on, k=10) run alternately on both, each going first on every other query. Reported: p50/p95 of
+   each and the p95 ratio (goal ≤ 1.1).
 """
 
 from __future__ import annotations
