@@ -16,6 +16,7 @@ from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import partial
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -47,6 +48,7 @@ from korpus.core.settings import Settings
 from tasks.audio.speech import RecordingOutcome, RecordingPlan
 from tasks.contract.splitter import LlmSplitter
 from tasks.parse import ParseOutcome
+from tasks.pdf.destinations import name_chunks
 from tasks.readers.base import failure, problem
 from tasks.receive import RefreshPlan, unchanged_since_discovery
 from tasks.runtime.crash_points import crash_point
@@ -316,16 +318,20 @@ class Indexer:
                 return
             found += given_up
         self.tally.by_method.update(p.method for p in outcome.pages)
+        copy = None
         if any((p.tier or 0) >= 1 for p in outcome.pages):
             try:
-                searchable(**sealed(source=source, pages=outcome.pages, settings=self.settings))
+                copy = (searchable(**sealed(source=source, pages=outcome.pages, settings=self.settings)) or {}).get(
+                    "path"
+                )
             except Exception as exc:  # the text is read: a searchable copy failing must not keep it out of the index
                 get_run_logger().warning("%s: no searchable copy written (%s)", source.source_id, failure(exc))
         if self.settings.quarantine_whole_document and any(p.page for p in found):
             self.problems += [*found, whole_document(source, outcome)]
             self._settle(1)
             return
-        self.group.append(Ready(source, outcome, quarantined_pages=any(p.page for p in found), problems=found))
+        self.group.append(Ready(source, outcome, quarantined_pages=any(p.page for p in found), problems=found,
+                                copy=copy))  # fmt: skip
         if len(self.group) >= self.group_limit() or sum(len(r.outcome.pages) for r in self.group) >= GROUP_PAGES:
             self.flush()
 
@@ -347,6 +353,14 @@ class Indexer:
             ready.problems += [item for item in refused if item.source_id == ready.source.source_id]
         crash_point("after-chunk")
         logger = get_run_logger()
+        for ready in group:
+            if ready.copy and ready.passed:  # the searchable copy links back: #nameddest=<chunk id>
+                try:
+                    name_chunks(Path(ready.copy), ready.passed, ready.outcome.pages,
+                                turned=ready.source.kind == SourceKind.image)  # fmt: skip
+                except Exception as exc:  # a copy without links is still a searchable copy
+                    logger.warning("%s: no chunk links in the searchable copy (%s)", ready.source.source_id,
+                                   failure(exc))  # fmt: skip
         for r in group:
             logger.info("%s → %d/%d pages, %d chunks", r.source.source_id, len(r.outcome.pages),
                         r.outcome.page_count, r.chunks)  # fmt: skip

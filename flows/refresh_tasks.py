@@ -211,6 +211,8 @@ class Ready:
     """The document's quarantine items (pages, refused chunks): recorded in its publish transaction."""
     passed: list[Chunk] = field(default_factory=list)
     chunks: int = 0
+    copy: str | None = None
+    """The searchable copy written of it, whose chunk links are added once it is chunked."""
 
     @property
     def publish(self) -> bool:

@@ -230,6 +230,7 @@ def install_review(app: FastAPI, settings: Settings) -> None:
             media=item["kind"] == SourceKind.audio.value and source is not None,
             advice=[ADVICE_RU[ReasonCode(code)] for code in item["reasons"]],
             edit_text=chunk.body if chunk is not None else (item["evidence"] or ""),
+            regions=chunk.regions if chunk is not None else [],  # the refused chunk's words, highlighted
             next_id=following if following != item_id else None,
             filters=urlencode(filters_of(query)),
             vlm=bool(settings.vlm_url),

@@ -71,10 +71,11 @@ class SearchBackend(Protocol):
         ...
 
     def hits(
-        self, scored: Sequence[tuple[Hashable, float]], scopes: Sequence[str]
+        self, scored: Sequence[tuple[Hashable, float]], scopes: Sequence[str], regions: bool = True
     ) -> list[tuple[Hashable, dict[str, Any]]]:
         """(key, hit dict with its score), in the given order; a backend without snapshots re-applies the filters
-        here (a chunk switched out since it was ranked is dropped)."""
+        here (a chunk switched out since it was ranked is dropped). `regions=False`: the hits' `regions` are left
+        empty (the retriever's look at up to 150 candidates needs none: unpacking them cost 1.8 ms a query)."""
         ...
 
     def health(self) -> dict[str, Any]:

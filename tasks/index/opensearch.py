@@ -310,7 +310,9 @@ class OpenSearchIndex:
         df = {t: held[t].get("doc_freq", 1) for t in terms if t in held}
         return idf_coverage(terms, held, df, total)
 
-    def hits(self, scored: Sequence[tuple[str, float]], scopes: Sequence[str]) -> list[tuple[str, dict[str, Any]]]:
+    def hits(
+        self, scored: Sequence[tuple[str, float]], scopes: Sequence[str], regions: bool = True
+    ) -> list[tuple[str, dict[str, Any]]]:
         """The ranked chunks' fields, fetched by id under the same filters as the ranking."""
         if not scored:
             return []
@@ -318,14 +320,14 @@ class OpenSearchIndex:
         wanted = {"terms": {"chunk_id": ids}}
         body = {"size": len(ids), "_source": HIT_FIELDS, "query": {"bool": {"filter": [wanted, *visible(scopes)]}}}
         found = {h["_id"]: h["_source"] for h in self.client.search(index=self.alias, body=body)["hits"]["hits"]}
-        return [(c, self._hit(found[c], score)) for c, score in scored if c in found]
+        return [(c, self._hit(found[c], score, regions)) for c, score in scored if c in found]
 
     @staticmethod
-    def _hit(source: dict[str, Any], score: float) -> dict[str, Any]:
+    def _hit(source: dict[str, Any], score: float, regions: bool = True) -> dict[str, Any]:
         hit = {field: source.get(field) for field in HIT_FIELDS}
         hit["section_path"] = list(hit["section_path"] or [])
         hit["exception"] = bool(hit["exception"])
-        hit["regions"] = unpack(hit["regions"])
+        hit["regions"] = unpack(hit["regions"]) if regions else []
         hit["score"] = round(score, 6)
         return hit
 

@@ -200,7 +200,9 @@ class SqliteSearch:
         )
         return [(rowid, 1.0 - distance) for rowid, distance in rows]
 
-    def hits(self, scored: Sequence[tuple[int, float]], scopes: Sequence[str] = ()) -> list[tuple[int, dict[str, Any]]]:
+    def hits(
+        self, scored: Sequence[tuple[int, float]], scopes: Sequence[str] = (), regions: bool = True
+    ) -> list[tuple[int, dict[str, Any]]]:
         """The ranked chunks' fields (read in the ranking's snapshot, so the filters need not be applied again)."""
         if not scored:
             return []
@@ -230,7 +232,7 @@ class SqliteSearch:
                         "lifecycle": lifecycle,
                         "access": access,
                         "exception": bool(exception),
-                        "regions": unpack(boxes),
+                        "regions": unpack(boxes) if regions else [],
                     },
                 )
             )

@@ -121,7 +121,7 @@ def write_searchable_pdf(source_pdf: str, pages: list[PageResult], out: Path) ->
     before, after = Path(source_pdf).stat().st_size, out.stat().st_size
     return {
         "pages_with_text": len(by_page), "words": placed, "pages_repaired_in_place": len(repaired),
-        "size_growth": round(after / before - 1, 4),
+        "size_growth": round(after / before - 1, 4), "path": str(out),
     }  # fmt: skip
 
 
@@ -147,4 +147,5 @@ def write_searchable_images(
             return {"pages_with_text": 0, "words": 0, "size_growth": 0.0}
         save_atomically(doc, out)
     growth = out.stat().st_size / original_size - 1 if original_size else 0.0
-    return {"pages_with_text": sum(1 for p in pages if p.words), "words": placed, "size_growth": round(growth, 4)}
+    return {"pages_with_text": sum(1 for p in pages if p.words), "words": placed, "size_growth": round(growth, 4),
+            "path": str(out)}  # fmt: skip

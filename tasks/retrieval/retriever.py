@@ -156,7 +156,7 @@ class Retriever:
         unique = list(dict.fromkeys(keys))
         if not unique:
             return [], set()
-        hits = self.backend.hits([(key, 0.0) for key in unique], scopes)
+        hits = self.backend.hits([(key, 0.0) for key in unique], scopes, regions=False)
         meta = {key for key, hit in hits if hit["source_id"].startswith(META_PREFIX)}
         furniture = {key for key, hit in hits if hit.get("section_path") == [FURNITURE_SECTION]}
         dropped = {key for key, hit in hits if key in meta and NO_ENTRIES in hit["text"]}

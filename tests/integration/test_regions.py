@@ -123,3 +123,23 @@ def test_search_exact_and_cite_give_the_regions(real_refreshed: tuple, tmp_path:
     assert inside[2] < 200 <= inside[0] and outside == (255, 255, 255)  # yellow over the words, white margin
     denied = CliRunner().invoke(app, ["cite", hit["chunk_id"], "--scopes", "hr", "--data", str(settings.data)])
     assert denied.exit_code != 0 and "no current chunk" in denied.output
+
+
+@pytest.mark.parametrize("source_id", ["scans/law_image.png", "scans/orient_3.png", "broken-layer/ukodeksrf.pdf"])
+def test_a_searchable_copy_names_each_chunk_at_its_first_word(real_refreshed: tuple, source_id: str) -> None:
+    """`copy.pdf#nameddest=<chunk id>` opens where the chunk starts: at Tesseract's own box of the chunk's first
+    word on the copy's page — for a photo taken sideways too, whose copy holds the page turned upright."""
+    _root, settings, _summary = real_refreshed
+    copy = settings.data / "searchable" / (source_id + (".pdf" if source_id.endswith(".png") else ""))
+    cited = _cited(settings, source_id)
+    with SqliteIndex(settings.index_path) as index:
+        _source, pages = index.current_source(source_id)
+    read = {p.page: p.words for p in pages}  # as OCR read them: on the upright page
+    assert cited and copy.is_file()
+    with pymupdf.open(copy) as doc:
+        for found, body in cited:
+            page, x, y = doc.resolve_link(f"#nameddest={found['chunk_id']}")
+            assert page == found["page"] - 1
+            first = _WORD.findall(body)[0]
+            boxes = [(w.x0, w.y0) for w in read[found["page"]] if w.text == first]
+            assert min(abs(bx - x) + abs(by - y) for bx, by in boxes) < 12, (first, boxes[:3], x, y)

@@ -193,3 +193,20 @@ def test_cli_edit_goes_through_the_same_decision(workbench: tuple[Settings, Test
     hits = [h for h in json.loads(found.stdout) if not h["source_id"].startswith(META_PREFIX)]
     assert hits[0]["source_id"] == "кадры/приказ.pdf" and hits[0]["page"] == 1 and hits[0]["access"] == "hr"
     assert _items(client, "rev-all", folder="кадры", status="resolved")["total"] == 1
+
+
+def test_a_refused_chunk_has_its_words_highlighted_on_the_page(workbench: tuple[Settings, TestClient]) -> None:
+    from korpus.core.datamodel import QuarantineItem, ReasonCode
+
+    settings, client = workbench
+    with SqliteIndex(settings.index_path) as index:
+        row = next(r for r in index.source_chunks("сканы/опись.pdf") if r["page"] == 1)
+        stored = next(index.stored_chunks([row["chunk_id"]])).chunk
+        assert stored.regions  # the typed first page: its words' boxes
+        refused = stored.model_copy(update={"chunk_id": "refused-" + stored.chunk_id})
+        item = QuarantineItem(source_id=stored.source_id, source_version=stored.source_version, page=1,
+                              chunk_id=refused.chunk_id, reasons=[ReasonCode.oversized], chunk=refused,
+                              evidence=refused.body, access="public", kind="pdf")  # fmt: skip
+        index.record_quarantine([item])
+    page = client.get(f"/review/items/{item.item_id}", headers={"X-API-Key": "rev-all"})
+    assert page.status_code == 200 and page.text.count('class="region"') == len(stored.regions)

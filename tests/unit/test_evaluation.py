@@ -110,7 +110,7 @@ class _OneAnswerBackend:
     def identifiers(self, *_args: object) -> list[str]:
         return []
 
-    def hits(self, scored: list[tuple[str, float]], _scopes: object) -> list[tuple[str, dict]]:
+    def hits(self, scored: list[tuple[str, float]], _scopes: object, regions: bool = True) -> list[tuple[str, dict]]:
         return [
             (key, {"source_id": "a.pdf", "page": 1, "access": "public", "lifecycle": "current"}) for key, _ in scored
         ]
