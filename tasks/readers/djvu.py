@@ -17,6 +17,7 @@ from tasks.ocr.engine import PageImage, PageImageSource
 from tasks.readers.base import ParseOutcome, UnreadableSourceError, problem
 from tasks.runtime.processes import run_owned
 from tasks.text.quality import text_layer_quality
+from tasks.text.regions import Box, page_boxes
 from tasks.text.structure import text_structure
 
 TIMEOUT = 120
@@ -58,6 +59,24 @@ def page_dpi(path: str, page: int) -> tuple[int, int, int]:
     return width, height, 300
 
 
+_LINE = re.compile(r"\(line ")
+_WORD = re.compile(r'\(word (-?\d+) (-?\d+) (-?\d+) (-?\d+) "((?:[^"\\]|\\.)*)"')
+
+
+def hidden_words(path: str, page: int) -> list[Box]:
+    """The page's hidden-text words with their boxes, in points from the top-left (DjVu counts pixels from the
+    bottom-left), one line number per `line` zone."""
+    _width, height, dpi = page_dpi(path, page)
+    scale = 72 / dpi
+    words = []
+    for line, zone in enumerate(_LINE.split(_djvu("djvutxt", f"--page={page}", "--detail=word", path))[1:]):
+        for x0, y0, x1, y1, text in _WORD.findall(zone):
+            text = text.replace('\\"', '"').replace("\\\\", "\\")
+            words.append(Box(text, int(x0) * scale, (height - int(y1)) * scale, int(x1) * scale,
+                             (height - int(y0)) * scale, line))  # fmt: skip
+    return words
+
+
 def djvu_page_image(path: str, page: int, dpi: int, fmt: str) -> PageImage:
     width, height, own = page_dpi(path, page)
     with tempfile.TemporaryDirectory(prefix="korpus-djvu-") as tmp:
@@ -89,10 +108,12 @@ class DjvuReader:
         outcome = ParseOutcome(page_count=count)
         for page, text in enumerate(texts, start=1):
             quality = text_layer_quality(text, settings)
+            width, height, dpi = page_dpi(source.path, page)
+            boxes = page_boxes(text, hidden_words(source.path, page)) if text.strip() else ""
             result = PageResult(
                 source_id=source.source_id, source_version=source.version, page=page, text=text,
                 method="text-layer", engine="djvutxt", units=text_structure(text), tier=0, quality=quality.score,
-                quality_reasons=quality.reasons,
+                quality_reasons=quality.reasons, size=(width * 72 / dpi, height * 72 / dpi), boxes=boxes,
             )  # fmt: skip
             outcome.add_layer(result, quality)
         return outcome

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import io
 import re
+import shutil
 import subprocess
 from pathlib import Path
 
@@ -143,3 +144,32 @@ def test_a_searchable_copy_names_each_chunk_at_its_first_word(real_refreshed: tu
             first = _WORD.findall(body)[0]
             boxes = [(w.x0, w.y0) for w in read[found["page"]] if w.text == first]
             assert min(abs(bx - x) + abs(by - y) for bx, by in boxes) < 12, (first, boxes[:3], x, y)
+
+
+def test_a_djvu_pages_hidden_text_gives_its_word_boxes(tmp_path: Path) -> None:
+    """A DjVu page's own hidden text (djvused set-txt on a copy of the real fixture) keeps its zones' boxes: DjVu
+    counts pixels from the bottom-left at the page's resolution, regions are points from the top-left."""
+    from korpus.core.datamodel import Source
+    from tasks.contract.chunking import build_chunks
+    from tasks.readers.djvu import DjvuReader, page_dpi
+
+    djvu = tmp_path / "тз.djvu"
+    shutil.copyfile(Path(__file__).resolve().parents[1] / "fixtures" / "real-archive" / "scans" /
+                    "example_with_table7.djvu", djvu)  # fmt: skip
+    _w, height, dpi = page_dpi(str(djvu), 1)
+    zones = (f"(page 0 0 2480 {height} (line 100 3300 1200 3400 (word 100 3300 600 3400 \"Техническое\") "
+             "(word 650 3300 1200 3400 \"задание\")) (line 100 3100 900 3200 (word 100 3100 500 3200 \"на\") "
+             "(word 550 3100 900 3200 \"поставку\")))")  # fmt: skip
+    (tmp_path / "zones.sexp").write_text(zones, encoding="utf-8")
+    subprocess.run(["djvused", str(djvu), "-e", f"select 1; remove-txt; set-txt {tmp_path / 'zones.sexp'}; save"],
+                   check=True, capture_output=True)  # fmt: skip
+    source = Source(source_id="тз.djvu", version="v" * 64, path=str(djvu), kind="djvu", owner="o", access="public")
+    outcome = DjvuReader().read(source, Settings(data=tmp_path / "data"))
+    page = next(p for p in outcome.pages if p.page == 1)
+    assert page.method == "text-layer" and "Техническое задание" in page.text
+    chunks, _ = build_chunks(source, [page])
+    s = 72 / dpi
+    lines = {(r.x0, r.y0, r.x1, r.y1) for c in chunks for r in c.regions}
+    expected = {(100 * s, (height - 3400) * s, 1200 * s, (height - 3300) * s),
+                (100 * s, (height - 3200) * s, 900 * s, (height - 3100) * s)}  # fmt: skip
+    assert {tuple(round(v, 1) for v in box) for box in lines} == {tuple(round(v, 1) for v in b) for b in expected}
