@@ -7,7 +7,12 @@ Corpora, each refreshed into a fresh data directory by the real flow:
   and numbers, memos/minutes/orders asked about in other words, restricted HR orders, court notes; refreshed,
   changed, refreshed again; 92 questions), with the default chunk policy and again with structure-v1;
 - the sample archive with its eval set (`eval/sample-archive.jsonl`);
-- XQuAD-ru (240 paragraphs, 623 dev questions), imported with `import_beir`.
+- XQuAD-ru (240 paragraphs, 623 dev questions), imported with `import_beir`;
+- real-colloquial (`eval/real-colloquial`): the real files of tests/fixtures/real-archive, and 26 questions a person
+  wrote about them, each as a formal question and as the colloquial rewrite a user would type (52 in all; the
+  answer is the chunk holding a quoted phrase: docs/retrieval.md).
+`--only NAME …` runs only those sets; `--embed-model PATH` refreshes every set with that embedder instead of the
+default (the embedder comparison of #31).
 Retrievers: bm25-nostem, bm25, dense, hybrid-rrf (plain equal-weight RRF), hybrid (routed by lexical coverage).
 
 `--meta-check`: each set refreshed twice, meta-documents on (the default) and off, and the default hybrid compared
@@ -20,6 +25,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import sys
 import tempfile
 import time
@@ -40,10 +46,22 @@ from tasks.retrieval.evaluation import RETRIEVERS, calibrate_no_answer, evaluate
 
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_XQUAD = ROOT / "eval" / "xquad-ru"
+REAL_FILES = ROOT / "tests" / "fixtures" / "real-archive"
+REAL_QUESTIONS = ROOT / "eval" / "real-colloquial" / "questions.jsonl"
+
+
+def write_real_colloquial(root: Path) -> None:
+    """The real-colloquial set's corpus: the repository's real files, one owner, public."""
+    shutil.copytree(REAL_FILES, root, ignore=shutil.ignore_patterns("LICENSE", "README.md"))
+    (root / "korpus.yaml").write_text("defaults:\n  owner: Архив\n  access: public\n", encoding="utf-8")
+
+
+EMBED_MODEL: list[Path] = []  # --embed-model, when given
 
 
 def run(root: Path, questions: Path, data: Path, changes=None, policy: str | None = None) -> dict:
-    settings = Settings(data=data, **({"chunk_policy": policy} if policy else {}))
+    extra = {"chunk_policy": policy} if policy else {}
+    settings = Settings(data=data, **extra, **({"embed_model": EMBED_MODEL[0]} if EMBED_MODEL else {}))
     run_refresh(root, settings)
     if changes is not None:
         changes(root)
@@ -116,7 +134,11 @@ def main() -> None:
     parser.add_argument("--xquad", type=Path, default=DEFAULT_XQUAD)
     parser.add_argument("--json", action="store_true")
     parser.add_argument("--meta-check", action="store_true", help="hybrid with meta-documents on vs off, per set")
+    parser.add_argument("--only", nargs="+", help="run only these sets (names as printed)")
+    parser.add_argument("--embed-model", type=Path, help="refresh every set with this embedding model folder")
     args = parser.parse_args()
+    EMBED_MODEL[:] = [args.embed_model] if args.embed_model else []
+    wanted = (lambda name: name in args.only) if args.only else (lambda name: True)
     ensure_models(Settings())
     if args.meta_check:
         with tempfile.TemporaryDirectory(prefix="korpus-meta-check-") as tmp:
@@ -144,16 +166,24 @@ def main() -> None:
         questions = Path(tmp) / "archive-style.jsonl"
         archive_eval.write_questions(questions)
         for name, policy in (("archive-style", None), ("archive-style, structure-v1 chunks", "structure-v1")):
+            if not wanted(name):
+                continue
             root = Path(tmp) / f"archive-{policy}"
             archive_eval.write_archive(root)
             report[name] = run(root, questions, Path(tmp) / f"archive-data-{policy}", archive_eval.apply_changes,
                                policy)  # fmt: skip
-        sample = Path(tmp) / "sample"
-        write_sample_archive(sample)
-        report["sample-archive"] = run(sample, ROOT / "eval" / "sample-archive.jsonl", Path(tmp) / "sample-data")
-        corpus, questions = Path(tmp) / "xquad", Path(tmp) / "xquad.jsonl"
-        import_beir(args.xquad, corpus, questions)
-        report["xquad-ru"] = run(corpus, questions, Path(tmp) / "xquad-data")
+        if wanted("sample-archive"):
+            sample = Path(tmp) / "sample"
+            write_sample_archive(sample)
+            report["sample-archive"] = run(sample, ROOT / "eval" / "sample-archive.jsonl", Path(tmp) / "sample-data")
+        if wanted("xquad-ru"):
+            corpus, questions = Path(tmp) / "xquad", Path(tmp) / "xquad.jsonl"
+            import_beir(args.xquad, corpus, questions)
+            report["xquad-ru"] = run(corpus, questions, Path(tmp) / "xquad-data")
+        if wanted("real-colloquial"):
+            real = Path(tmp) / "real"
+            write_real_colloquial(real)
+            report["real-colloquial"] = run(real, REAL_QUESTIONS, Path(tmp) / "real-data")
     if args.json:
         print(json.dumps(report, indent=2, ensure_ascii=False))
         return

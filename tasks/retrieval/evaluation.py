@@ -1,8 +1,8 @@
 """EVALUATE: retrieval quality over the indexed corpus, per question type, with leak counts; BEIR import.
 
 An eval file holds one question per line:
-`{"id", "question", "type", "expected": [{"source_id", "page": int|null}], "scopes": [...]?}`.
-A hit matches an expected item when the source id matches and, if a page is given, the page. Types:
+`{"id", "question", "type", "expected": [{"source_id", "page": int|null, "contains": str?}], "scopes": [...]?}`.
+A hit matches an expected item when the source id matches and, if given, the page and the phrase its text holds. Types:
 normal, paraphrase, identifier, boundary, table, denied-access, changed-source, collection (answered by a
 meta-document about the whole collection, docs/meta.md), no-answer. A `no-answer`
 question passes when the best dense similarity stays below the threshold; a `denied-access` question is
@@ -33,6 +33,14 @@ RETRIEVERS = ("bm25-nostem", "bm25", "dense", "hybrid-rrf", "hybrid", "hybrid+re
 class Expected(BaseModel):
     source_id: str
     page: int | None = None
+    contains: str | None = None
+    """A phrase the answering chunk holds (whitespace and case aside): finer than a page, for long pages and text
+    files, and the same whatever chunk policy cut the page."""
+
+    def holds(self, hit: dict[str, Any]) -> bool:
+        if hit["source_id"] != self.source_id or (self.page is not None and hit["page"] != self.page):
+            return False
+        return self.contains is None or " ".join(self.contains.lower().split()) in " ".join(hit["text"].lower().split())
 
 
 class Question(BaseModel):
@@ -56,11 +64,7 @@ def _relevance_flags(hits: list[dict[str, Any]], expected: list[Expected]) -> li
     flags = []
     for hit in hits:
         index = next(
-            (
-                i
-                for i, e in enumerate(expected)
-                if i not in matched and hit["source_id"] == e.source_id and (e.page is None or hit["page"] == e.page)
-            ),
+            (i for i, e in enumerate(expected) if i not in matched and e.holds(hit)),
             None,
         )
         flags.append(index is not None)
@@ -72,7 +76,7 @@ def _relevance_flags(hits: list[dict[str, Any]], expected: list[Expected]) -> li
 def _scores(hits: list[dict[str, Any]], expected: list[Expected]) -> dict[str, float]:
     # An item labelled twice (a message of two questions about one page) is one relevant item: counted twice, the
     # ideal DCG would hold a second hit no ranking can give, and a perfect answer would score 0.61.
-    expected = list({(e.source_id, e.page): e for e in expected}.values())
+    expected = list({(e.source_id, e.page, e.contains): e for e in expected}.values())
     flags = _relevance_flags(hits[:10], expected)
     first = next((i for i, f in enumerate(flags) if f), None)
     dcg = sum(1 / math.log2(i + 2) for i, f in enumerate(flags) if f)

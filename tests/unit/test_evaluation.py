@@ -157,3 +157,14 @@ def test_the_no_answer_check_judges_what_the_retriever_returned(tmp_path: Path) 
     assert checks["dense"]["no-answer"] == {"n": 3, "passed": round(2 / 3, 4)}  # 0.95 is as close as an answer
     assert checks["hybrid"]["no-answer"] == {"n": 3, "passed": round(2 / 3, 4)}
     assert checks["bm25"]["no-answer"] == {"n": 3, "passed": round(1 / 3, 4)}  # «чего нет вовсе»: no hit at all
+
+
+def test_an_expected_phrase_pins_the_answer_inside_a_long_page() -> None:
+    from tasks.retrieval.evaluation import Expected, _scores
+
+    expected = [Expected(source_id="приказ.txt", contains="Ограничение  неуспешных\nпопыток входа")]
+    other = {"source_id": "приказ.txt", "page": 1, "text": "[приказ.txt]\nУПД.5 Назначение прав"}
+    answer = {"source_id": "приказ.txt", "page": 1, "text": "[приказ.txt]\nУПД.6 ограничение неуспешных попыток входа"}
+    assert _scores([other, answer], expected)["recall@1"] == 0.0
+    assert _scores([other, answer], expected)["recall@3"] == 1.0
+    assert _scores([answer, other], expected)["ndcg@10"] == 1.0
