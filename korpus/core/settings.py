@@ -66,7 +66,7 @@ class Settings(BaseSettings):
     embed_model: Path | None = Field(
         default=None,
         description="Any sentence-transformers model folder, or an ONNX one `korpus models` exported; default: "
-        "e5-small-int8 under home/models.",
+        "e5-small-onnx under home/models.",
     )
     embed_threads: int = Field(
         default=0,

@@ -2,8 +2,8 @@
 
 Two kinds of folder, one interface (`Embedder`):
 - an ONNX folder korpus exported (`korpus-onnx.json`, `model.onnx`, `tokenizer.json`), run by ONNX Runtime with
-  mean pooling and L2 normalisation in numpy — the default, multilingual-e5-small with int8 weights
-  (`e5-small-int8`, built by `korpus models`);
+  mean pooling and L2 normalisation in numpy — the default, multilingual-e5-small with its fp32 weights
+  (`e5-small-onnx`, built by `korpus models`; `e5-small-int8` with `--int8`);
 - any sentence-transformers folder (`KORPUS_EMBED_MODEL`: the torch e5-small, bge-m3 and the like).
 Models that define `query`/`passage` prompts get them; others embed text as is.
 """
@@ -49,10 +49,11 @@ class _SentenceTransformerModel:
 
 
 class _OnnxModel:
-    """An exported encoder (korpus/core/model_store.py `export_onnx_int8`): the folder's fast tokenizer, one ONNX
+    """An exported encoder (korpus/core/model_build.py `export_onnx_folder`): the folder's fast tokenizer, one ONNX
     Runtime session, mean pooling and L2 normalisation.
 
-    One text a run, never a padded batch: dynamic int8 quantisation scales the activations over the whole input,
+    One text a run, never a padded batch (kept for the fp32 default too, so every folder behaves alike): dynamic
+    int8 quantisation scales the activations over the whole input,
     so in a batch a text's vector would depend on its neighbours (cosine 0.995 to itself alone) — a query's
     answer would change with the server's load. Measured in one run on 2 cores (XQuAD-ru, all-int8 export):
     paragraphs are no slower alone (35 a second, 30 in length-sorted batches of 16); short queries give up speed
@@ -92,7 +93,7 @@ class Embedder:
     """Passages and queries → L2-normalised float32 vectors, through an ONNX folder korpus exported or any
     sentence-transformers folder.
 
-    >>> embedder = Embedder(Path("~/.cache/korpus/models/e5-small-int8").expanduser())
+    >>> embedder = Embedder(Path("~/.cache/korpus/models/e5-small-onnx").expanduser())
     >>> embedder.embed_query("ремонт кровли").shape
     (384,)
     """

