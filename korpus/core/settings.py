@@ -250,6 +250,14 @@ class Settings(BaseSettings):
         description="Hybrid routing: BM25's ranking joins the fusion only when its best hit holds at least this "
         "IDF-weighted share of the query's terms; below it the query is a paraphrase and dense ranks alone.",
     )
+    hybrid_lexical_coverage: float = Field(
+        default=0.6,
+        ge=0.0,
+        le=1.01,
+        description="Hybrid routing the other way: when BM25's best hit holds at least this share of the query's "
+        "terms, the query is worded as the text and BM25 ranks alone (1.01: never). Fitted leave-one-set-out "
+        "(benchmarks/fusion.py): 0.6 on every fold.",
+    )
     rerank_model: Path | None = Field(
         default=None, description="A local sentence-transformers CrossEncoder folder for retriever hybrid+rerank."
     )

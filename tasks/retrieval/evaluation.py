@@ -114,6 +114,7 @@ def evaluate(
     checks: dict[str, list[float]] = defaultdict(list)
     leaks = {"denied_access": 0, "superseded": 0}
     joined: list[bool] = []  # per searched question of a routed mode: did BM25 join the fusion?
+    alone: list[bool] = []  # …and did it rank alone (dense left out: the query worded as the text)?
     # Each question read as korpus search and the API read a message (cleaned, split into its questions), and every
     # part of every question embedded in batched forward passes (801 questions: minutes → seconds).
     parts = [split_questions(clean_query(q.question)) for q in questions]
@@ -132,6 +133,7 @@ def evaluate(
             hits = ranker.search(part, vector, scopes, k=10, mode=retriever, explain=decided)
             if decided.get("coverage") is not None:
                 joined.append(bool(decided["bm25_joined"]))
+                alone.append(not decided.get("dense_joined", True))
             if decided.get("answer_similarity") is not None:
                 closeness.append(decided["answer_similarity"])
             return hits
@@ -157,7 +159,12 @@ def evaluate(
         "by_type": {t: {"n": len(rows), **{k: mean(rows, k) for k in keys}} for t, rows in sorted(per_type.items())},
         "checks": {t: {"n": len(v), "passed": round(sum(v) / len(v), 4)} for t, v in sorted(checks.items())},
         "leaks": leaks,
-        "routing": {"routed": len(joined), "bm25_joined": sum(joined), "dense_only": len(joined) - sum(joined)},
+        "routing": {
+            "routed": len(joined),
+            "bm25_joined": sum(joined),
+            "dense_only": len(joined) - sum(joined),
+            "bm25_only": sum(alone),
+        },
     }
 
 

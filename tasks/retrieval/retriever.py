@@ -6,6 +6,10 @@
 - **hybrid** (default): RRF over BM25 and kNN, *routed* — when BM25's best hit holds less than `min_coverage` of the
   query (IDF-weighted), BM25 matched a stray word of a paraphrase and its ranking is left out; any weight it kept
   would reorder dense's top ranks, which RRF spaces only 1/(k+r) - 1/(k+r+1) apart.
+  And the other way: when it holds at least `lexical_coverage` (0.6), the query is worded as the text and BM25 ranks
+  alone — dense's votes would only pull its exact matches down (real-colloquial formal questions: BM25 0.957
+  nDCG@10, fused 0.872). Both cuts leave hybrid ≥ either side on every set, the second fitted leave-one-set-out
+  (benchmarks/fusion.py, docs/retrieval.md).
 - **hybrid-rrf**: plain equal-weight RRF, the baseline evaluations compare against; **hybrid+rerank**: the routed
   fusion's top `rerank_top` reordered by a cross-encoder.
 - **bm25**, **bm25-nostem** (no Russian morphology: the baseline), **dense**: one side alone.
@@ -49,6 +53,7 @@ class Retriever:
     depth: int = 50
     rrf_k: int = 60
     min_coverage: float = 0.35
+    lexical_coverage: float = 0.6
     reranker: Reranker | None = None
     rerank_top: int = 20
 
@@ -59,7 +64,8 @@ class Retriever:
 
         reranker = shared_reranker(str(settings.rerank_model)) if settings.rerank_model is not None else None
         return cls(backend, depth=settings.rrf_depth, rrf_k=settings.rrf_k, min_coverage=settings.hybrid_min_coverage,
-                   reranker=reranker, rerank_top=settings.rerank_top)  # fmt: skip
+                   lexical_coverage=settings.hybrid_lexical_coverage, reranker=reranker,
+                   rerank_top=settings.rerank_top)  # fmt: skip
 
     def check(self, mode: str, vector: np.ndarray | None) -> None:
         """Refuse what cannot be searched, with a message for a person."""
@@ -126,15 +132,20 @@ class Retriever:
             routed = mode in ("hybrid", "hybrid+rerank") and bool(lexical)
             coverage = self.backend.coverage(query, lexical[0], variants) if routed else None
             joined = not (routed and coverage < self.min_coverage)
+            alone = routed and coverage >= self.lexical_coverage  # worded as the text: dense would only blur it
             if joined:
                 rankings.append(lexical)
             sides["bm25"] = lexical
             if explain is not None:
                 explain.update(terms=terms, typo_variants=variants, coverage=coverage,
-                               min_coverage=self.min_coverage, bm25_joined=joined)  # fmt: skip
+                               min_coverage=self.min_coverage, bm25_joined=joined,
+                               lexical_coverage=self.lexical_coverage, dense_joined=not alone)  # fmt: skip
+        else:
+            alone = False
         if mode in HYBRID_MODES or mode == "dense":
             sides["dense"] = dense
-            rankings.append(dense)
+            if not alone:
+                rankings.append(dense)
             if explain is not None:
                 explain["dense_scores"] = dict(dense_scored)
         fused = rrf_fuse(rankings, self.rrf_k)

@@ -98,8 +98,11 @@ def _explanation(part: str, decided: dict[str, Any], mode: str) -> str:
         lines.append(f"  typo? '{term}' not in the index; also searched: {', '.join(variants)}")
     if decided.get("coverage") is not None:
         verdict = "joins the fusion" if decided["bm25_joined"] else "left out: dense ranks alone (a paraphrase)"
-        lines.append(f"  BM25's best hit holds {decided['coverage']:.2f} of the query (threshold "
-                     f"{decided['min_coverage']:.2f}): BM25 {verdict}")  # fmt: skip
+        if not decided.get("dense_joined", True):
+            verdict = "ranks alone: the query is worded as the text (dense left out)"
+        cuts = f"{decided['min_coverage']:.2f} / {decided.get('lexical_coverage', 1.01):.2f}"
+        lines.append(f"  BM25's best hit holds {decided['coverage']:.2f} of the query (thresholds {cuts}): "
+                     f"BM25 {verdict}")  # fmt: skip
     if decided.get("identifier_pins"):
         lines.append(f"  {decided['identifier_pins']} exact identifier match(es) pinned first")
     return "\n".join(lines)
@@ -189,8 +192,8 @@ def evaluate_cmd(
         typer.echo(f"  {kind:<15} n={row['n']:<4} passed={row['passed']}")
     if report["routing"]["routed"]:
         routing = report["routing"]
-        typer.echo(f"  routing: BM25 joined the fusion for {routing['bm25_joined']} of {routing['routed']} questions, "
-                   f"dense ranked alone for {routing['dense_only']}")  # fmt: skip
+        typer.echo(f"  routing: BM25 joined the fusion for {routing['bm25_joined']} of {routing['routed']} questions "
+                   f"(alone for {routing.get('bm25_only', 0)}), dense alone for {routing['dense_only']}")  # fmt: skip
 
 
 def import_beir_cmd(
