@@ -87,7 +87,8 @@ class BatchDecision(BaseModel):
     note: str = Field(default="", max_length=2000)
 
 
-def _templates() -> Environment:
+def templates() -> Environment:
+    """The Jinja environment over korpus/apps/review_assets: the workbench's pages and the hit viewer's."""
     return Environment(loader=FileSystemLoader(ASSETS), autoescape=select_autoescape(["html"]))
 
 
@@ -101,7 +102,7 @@ def _where(item: dict[str, Any]) -> str:
 
 def install_review(app: FastAPI, settings: Settings) -> None:
     """Add the review page, its JSON API and its assets to the API app."""
-    env = _templates()
+    env = templates()
 
     def key_of(request: Request) -> str | None:
         auth = request.headers.get("authorization")

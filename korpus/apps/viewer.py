@@ -18,14 +18,13 @@ from urllib.parse import quote
 
 from fastapi import APIRouter, Form, HTTPException, Query, Request
 from fastapi.responses import FileResponse, HTMLResponse, RedirectResponse, Response
-from jinja2 import Environment, FileSystemLoader, select_autoescape
 
 from korpus.apps.api.access import KEY_COOKIE, Served
+from korpus.apps.review_web import templates
 from korpus.core.datamodel import META_PREFIX, Source, SourceKind, timecode
 from tasks.readers.page_view import page_png
 
-ASSETS = Path(__file__).parent / "review_assets"
-_templates = Environment(loader=FileSystemLoader(ASSETS), autoescape=select_autoescape(["html"]))
+_templates = templates()  # the workbench's templates folder: one look, one region overlay (regions.html)
 
 
 def view_link(hit: dict[str, Any]) -> str | None:

@@ -128,11 +128,12 @@ class Retriever:
         dense = [key for key, _ in dense_scored]
         if mode == "bm25-nostem":
             rankings.append(lexical)
+        alone = False  # BM25 ranks alone: the query is worded as the text (two-way routing)
         if reads_bm25:
             routed = mode in ("hybrid", "hybrid+rerank") and bool(lexical)
             coverage = self.backend.coverage(query, lexical[0], variants) if routed else None
             joined = not (routed and coverage < self.min_coverage)
-            alone = routed and coverage >= self.lexical_coverage  # worded as the text: dense would only blur it
+            alone = routed and coverage >= self.lexical_coverage  # dense would only blur its exact matches
             if joined:
                 rankings.append(lexical)
             sides["bm25"] = lexical
@@ -140,8 +141,6 @@ class Retriever:
                 explain.update(terms=terms, typo_variants=variants, coverage=coverage,
                                min_coverage=self.min_coverage, bm25_joined=joined,
                                lexical_coverage=self.lexical_coverage, dense_joined=not alone)  # fmt: skip
-        else:
-            alone = False
         if mode in HYBRID_MODES or mode == "dense":
             sides["dense"] = dense
             if not alone:
