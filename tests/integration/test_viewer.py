@@ -85,11 +85,14 @@ def site(keyed: Settings) -> Iterator[str]:
         yield base
 
 
-def _login(browser: Any, base: str) -> None:
-    browser.get(f"{base}/view/login")
+def _open_signed_in(browser: Any, base: str, link: str) -> None:
+    """Sign in at /view/login with the viewer link as `next`, and wait until the login's redirect has landed there
+    (no cookie left from an earlier test, no navigation of the login still running when the test looks)."""
+    browser.delete_all_cookies()
+    browser.get(f"{base}/view/login?next={quote(link, safe='')}")
     browser.find_element(By.NAME, "key").send_keys("k-public")
     browser.find_element(By.CSS_SELECTOR, "form button").click()
-    WebDriverWait(browser, 30).until(lambda d: "korpus_key" in {c["name"] for c in d.get_cookies()})
+    WebDriverWait(browser, 60).until(lambda d: d.current_url == base + link)
 
 
 def test_in_a_browser_the_highlight_is_on_the_words_and_the_arrow_opens_the_next_chunk(
@@ -98,8 +101,7 @@ def test_in_a_browser_the_highlight_is_on_the_words_and_the_arrow_opens_the_next
     client = TestClient(create_app(keyed))
     hits = client.get("/search", params={"q": "ремонт кровли склада", "k": 3}, headers={"X-API-Key": "k-public"}).json()
     scan = next(h for h in hits if h["source_id"] == SCAN)
-    _login(browser, site)
-    browser.get(site + scan["view"])
+    _open_signed_in(browser, site, scan["view"])
     WebDriverWait(browser, 60).until(lambda d: d.execute_script(
         "const i = document.getElementById('page'); return i.complete && i.naturalWidth > 0"))  # fmt: skip
     sheet = browser.find_element(By.ID, "page")
@@ -131,8 +133,7 @@ def test_in_a_browser_a_recording_plays_from_the_hits_second(keyed: Settings, si
     hit = {**spoken[0], "source_id": source}
     hit["view"] = view_link(hit)
     assert re.search(r"\?chunk=", hit["view"])
-    _login(browser, site)
-    browser.get(site + hit["view"])
+    _open_signed_in(browser, site, hit["view"])
     WebDriverWait(browser, 60).until(lambda d: d.execute_script(
         "const a = document.getElementById('player'); return a && a.readyState >= 1"))  # fmt: skip
     time.sleep(0.5)
