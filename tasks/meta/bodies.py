@@ -80,6 +80,15 @@ def ooo_as_read(name: str) -> str:
     return _ZEROS_FOR_OOO.sub("ООО", name)
 
 
+_PLACEHOLDER = re.compile(r"[«\"“„']\s*(?:([ХXУYZЯ*_.?])\1{2,}|[ХXУYZ*_.?\s-]{3,}|Название|Наименование)\s*[»\"”“']",
+                          re.IGNORECASE)  # fmt: skip
+
+
+def is_placeholder(name: str) -> bool:
+    """«ОАО «ХХХХХХХХХХХ»», «ООО «Название»»: a form's blank, not an organisation."""
+    return bool(_PLACEHOLDER.search(name))
+
+
 def _cases(word: str) -> set[str]:
     parses = parse(word)
     if any({"Geox", "Fixd", "UNKN"} & set(p.tag.grammemes) for p in parses[:2]):

@@ -27,6 +27,7 @@ from tasks.meta.bodies import ooo_as_read
 from tasks.meta.dates import spoken
 from tasks.meta.facts import OrganisationMention, PersonMention, Place, SourceFacts
 from tasks.meta.names import is_nominative_name
+from tasks.meta.surnames import plainly_oblique
 
 TITLES = {
     "toc": "Оглавление коллекции",
@@ -100,8 +101,12 @@ class Person:
 
     @property
     def shown(self) -> str:
+        """The fullest form; among equals, one that can be a nominative («Бабангида», not «Бабангиду») and the
+        dictionary's own form («Тихонов» beside «Тихонова»: only a man is written both ways), then the most frequent."""
         forms = Counter(m.shown for m in self.mentions)
-        best = max(self.mentions, key=lambda m: (m.fullness, m.certain, forms[m.shown], m.shown))
+        own = lambda m: m.shown.split()[0].lower().replace("ё", "е") == self.surname  # noqa: E731
+        best = max(self.mentions, key=lambda m: (m.fullness, m.certain, not plainly_oblique(m.shown), own(m),
+                                                 forms[m.shown], m.shown))  # fmt: skip
         return best.shown
 
     @property

@@ -19,9 +19,11 @@ from pydantic import BaseModel
 from razdel import sentenize
 
 from korpus.core.datamodel import PageResult, Source, SourceKind, timecode
+from tasks.meta.bodies import is_placeholder
 from tasks.meta.dates import find_dates
 from tasks.meta.llm import LlmEvents
 from tasks.meta.names import find_mentions, organisation_ids, organisation_key, person_name, readable_for_names
+from tasks.meta.surnames import written_in_lower_case
 
 logger = logging.getLogger("korpus.meta")
 
@@ -169,13 +171,14 @@ def extract_facts(
             place = _place(source, page, text, mention.start)
             if mention.type == "PER":
                 name = person_name(mention.text, ruled=mention.ruled)
-                if name is not None:
+                lone = name is not None and name.shown == mention.text.split()[-1] and not name.fullness
+                if name is not None and not (lone and written_in_lower_case(name.shown, text)):
                     facts.persons.append(
                         PersonMention(surname=name.surname, first_initial=name.first_initial,
                                       middle_initial=name.middle_initial, shown=name.shown, fullness=name.fullness,
                                       certain=name.certain, place=place)
                     )  # fmt: skip
-            else:
+            elif not is_placeholder(mention.text):
                 inn, ogrn = organisation_ids(text, mention.end)
                 name = " ".join(mention.text.split())
                 facts.organisations.append(

@@ -9,7 +9,8 @@ nothing is downloaded) marks PER and ORG spans. Normalising a person (pymorphy3 
   «Смирнова») with the two initials, so «Смирновой Е. В.», «Е. В. Смирнова» and «Елена Викторовна Смирнова» are one
   person; the name shown is the fullest form seen, put in the nominative in the person's gender;
 - a mention of a surname alone joins the one person with that surname and is left out when several share it
-  (ambiguous); a first name alone is not a register entry.
+  (ambiguous); a first name alone is not a register entry; a lone word the dictionary does not know is a surname
+  as written (tasks/meta/surnames.py).
 Organisations: an ORG span followed within its sentence by a valid ИНН (checksum) takes that ИНН, and ИНН is the
 merge key; without one, the key is the legal form (long forms as their abbreviations) with the quoted name.
 Limits: a man and a woman with the same surname and initials are one entry; a surname pymorphy does not know is
@@ -42,6 +43,8 @@ from tasks.meta.bodies import (
 )
 from tasks.meta.models import _models
 from tasks.meta.models import parse as parse_word  # `parse` names a reading below
+from tasks.meta.surnames import as_written as _as_written
+from tasks.meta.surnames import surname_key, unknown_surname
 from tasks.text.identifiers import valid_inn, valid_ogrn
 
 _LOCK = threading.Lock()
@@ -276,14 +279,6 @@ def _latin_person(span: str) -> PersonName | None:
                       " ".join(words), certain=False)  # fmt: skip
 
 
-def _as_written(word: str, form: str) -> str:
-    """The document's own spelling kept: «Федорова» is never shown as «Фёдорова»; a form no longer than the word
-    when pymorphy's guess invents one («Монтегю» → «Монтегющий»)."""
-    if "ё" not in word.lower():
-        form = form.replace("ё", "е").replace("Ё", "Е")
-    return form if len(form) <= len(word) + 1 else word
-
-
 def person_name(span: str, ruled: bool = False) -> PersonName | None:
     """Read a PER span as a person's name; None when it holds no surname (a first name alone). `ruled`: the span is
     a surname beside initials (a rule found it), so its word is the surname even if the dictionary knows it as
@@ -320,7 +315,9 @@ def person_name(span: str, ruled: bool = False) -> PersonName | None:
     if surname_word is None:
         return None
     if not (first or middle or first_initial) and not _best(parses[surname_word], "Surn", None):
-        return None  # a lone capitalised word that is not a surname («Смявший» from a misheard recording)
+        # a lone word: a surname the dictionary does not know («Онопко») as written, else none («Смявший», misheard)
+        return PersonName(surname_key(surname_word), None, None, None, None, None, surname_word) if (
+            unknown_surname(surname_word)) else None  # fmt: skip
     # a person's surname is singular: «Тырцев» read as the plural of «Тырец» is left as written
     parses[surname_word] = [p for p in parses[surname_word] if "plur" not in p.tag] or parses[surname_word]
     nominative = [p for p in _ranked(parses[surname_word]) if "Surn" in p.tag and "nomn" in p.tag]
@@ -331,7 +328,10 @@ def person_name(span: str, ruled: bool = False) -> PersonName | None:
     if gender is None and first_initial:  # initials only: the surname's own form tells the gender, if anything
         gender = surname_parse.tag.gender if "Surn" in surname_parse.tag else None
         certain = len({p.tag.gender for p in parses[surname_word] if "Surn" in p.tag}) == 1  # not «Соловьёва»
-    case = _best(parses[middle or first], "Patr" if middle else "Name", None).tag.case if (middle or first) else None
+    # the name's case, among its readings one the surname can share («Александра Паляницу»: accusative, not genitive)
+    named = [p.tag.case for p in _ranked(parses[middle or first]) if ("Patr" if middle else "Name") in p.tag] if (
+        middle or first) else []  # fmt: skip
+    case = next((c for c in named if any(p.tag.case == c for p in parses[surname_word])), named[0] if named else None)
     if "Surn" not in surname_parse.tag or "plur" in surname_parse.tag:
         # not a surname the dictionary knows: as written, or in the nominative when the name beside it is not
         # («Игоря Давыдовича Шаферана» → «Шаферан»)

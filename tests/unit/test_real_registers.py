@@ -6,6 +6,8 @@ from __future__ import annotations
 import pytest
 
 from corpora.real_registers import (
+    HELD_OUT_2_LABELS,
+    HELD_OUT_2_TEXTS,
     HELD_OUT_LABELS,
     HELD_OUT_TEXTS,
     load_labels,
@@ -45,16 +47,44 @@ def test_the_real_labels_are_measured_and_hold_the_figures_reached() -> None:
     ]
 
 
-def test_the_held_out_labels_are_measured_and_hold_their_first_score() -> None:
-    """eval/registers/held-out: 9 real documents labelled after the meta-3 rules were written; the floor is the score
-    they got the first time (docs/meta.md), so a change that loses ground on text nobody tuned for fails here."""
+def test_the_held_out_labels_are_measured_and_hold_their_score() -> None:
+    """eval/registers/held-out: 9 real documents labelled after the meta-3 rules were written. Session 15 read their
+    misses to write the lone-surname rule (tasks/meta/surnames.py), so they are development data now; the floor is
+    what this version reaches on them (0.867 / 0.591 persons, 1.0 / 0.474 organisations)."""
     texts, labels = load_texts(HELD_OUT_TEXTS), load_labels(HELD_OUT_LABELS)
     assert len(texts) == len(labels) == 9
     result = score(registers_of(texts), labels)
-    assert result["persons"]["precision"] >= 0.86 and result["persons"]["recall"] >= 0.43, result["persons"]
+    assert result["persons"]["precision"] >= 0.86 and result["persons"]["recall"] >= 0.59, result["persons"]
     assert result["organisations"]["precision"] >= 0.85 and result["organisations"]["recall"] >= 0.47, result[
         "organisations"
     ]
+
+
+def test_the_second_held_out_set_is_measured_and_holds_its_first_score() -> None:
+    """eval/registers/held-out-2: 33 real files (mostly OCR'd scans) labelled before session 15 changed any rule and
+    scored once after; the floor is that first score (docs/meta.md), far below the issue's goal of 0.9 / 0.8."""
+    texts, labels = load_texts(HELD_OUT_2_TEXTS), load_labels(HELD_OUT_2_LABELS)
+    assert len(texts) == len(labels) == 33
+    result = score(registers_of(texts), labels)
+    assert result["persons"]["labelled"] == 29 and result["organisations"]["labelled"] == 46
+    assert result["persons"]["precision"] >= 0.65 and result["persons"]["recall"] >= 0.65, result["persons"]
+    assert result["organisations"]["precision"] >= 0.93 and result["organisations"]["recall"] >= 0.54, result[
+        "organisations"
+    ]
+
+
+def test_a_surname_the_dictionary_does_not_know_named_alone_is_a_person() -> None:
+    shown, orgs = _registers(
+        "Мяч получает Онопко в центре поля. Сбивают Александра Паляницу. Вот Тихонов бежит за мячом.\n"
+        "Партнеры использовали Тихонова не по назначению. Бабангиду сегодня играет в белых бутсах, а потом "
+        "Бабангида ушёл с поля.",
+        "Альпаку стригут весной. Шерсть альпака даёт тонкую. 2. Распоряже\nние директора. ОАО «ХХХХХХХХ» и "
+        "ООО «Название» — образцы. Договор с ООО «Ромашка».",
+    )
+    assert "Онопко" in shown and "Тихонов" in shown and "Тихонова" not in shown, shown
+    assert "Паляница Александр" in shown and "Бабангида" in shown and "Бабангиду" not in shown, shown
+    assert not any(s.startswith(("Альпак", "Распоряже")) for s in shown), shown
+    assert orgs == ["ООО «Ромашка»"], orgs
 
 
 def test_the_scorer_itself() -> None:
