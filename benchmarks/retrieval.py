@@ -14,6 +14,8 @@ Corpora, each refreshed into a fresh data directory by the real flow:
 `--only NAME …` runs only those sets; `--embed-model PATH` refreshes every set with that embedder instead of the
 default (the embedder comparison of #31).
 Retrievers: bm25-nostem, bm25, dense, hybrid-rrf (plain equal-weight RRF), hybrid (routed by lexical coverage).
+It ends with one table: every set × {bm25, dense, hybrid} × {R@1, nDCG@10}, the hybrid whose routing cut is fitted
+on the other sets (leave-one-set-out, benchmarks/fusion.py's grid), and whether hybrid is ≥ both sides.
 
 `--meta-check`: each set refreshed twice, meta-documents on (the default) and off, and the default hybrid compared
 on the non-collection questions (R@1 must be equal within 0.005: meta parts stay out of their way) and on the
@@ -57,6 +59,7 @@ def write_real_colloquial(root: Path) -> None:
 
 
 EMBED_MODEL: list[Path] = []  # --embed-model, when given
+BUILT: dict[str, tuple[Path, Path]] = {}  # set name → (data folder, questions) of this run, for the summary
 
 
 def run(root: Path, questions: Path, data: Path, changes=None, policy: str | None = None) -> dict:
@@ -172,18 +175,23 @@ def main() -> None:
             archive_eval.write_archive(root)
             report[name] = run(root, questions, Path(tmp) / f"archive-data-{policy}", archive_eval.apply_changes,
                                policy)  # fmt: skip
+            BUILT[name] = (Path(tmp) / f"archive-data-{policy}", questions)
         if wanted("sample-archive"):
             sample = Path(tmp) / "sample"
             write_sample_archive(sample)
             report["sample-archive"] = run(sample, ROOT / "eval" / "sample-archive.jsonl", Path(tmp) / "sample-data")
+            BUILT["sample-archive"] = (Path(tmp) / "sample-data", ROOT / "eval" / "sample-archive.jsonl")
         if wanted("xquad-ru"):
             corpus, questions = Path(tmp) / "xquad", Path(tmp) / "xquad.jsonl"
             import_beir(args.xquad, corpus, questions)
             report["xquad-ru"] = run(corpus, questions, Path(tmp) / "xquad-data")
+            BUILT["xquad-ru"] = (Path(tmp) / "xquad-data", questions)
         if wanted("real-colloquial"):
             real = Path(tmp) / "real"
             write_real_colloquial(real)
             report["real-colloquial"] = run(real, REAL_QUESTIONS, Path(tmp) / "real-data")
+            BUILT["real-colloquial"] = (Path(tmp) / "real-data", REAL_QUESTIONS)
+        loso = leave_one_set_out() if not EMBED_MODEL else {}
     if args.json:
         print(json.dumps(report, indent=2, ensure_ascii=False))
         return
@@ -194,6 +202,40 @@ def main() -> None:
             types += "".join(f"  {t} passed={v['passed']}" for t, v in r["checks"].items())
             print(f"{retriever:>12}: n={r['n']} R@1={r['recall@1']} R@10={r['recall@10']} MRR@10={r['mrr@10']} "
                   f"nDCG@10={r['ndcg@10']} leaks={r['leaks']}  by type nDCG@10: {types}")  # fmt: skip
+    print(summary(report, loso))
+
+
+def leave_one_set_out() -> dict[str, dict[str, float]]:
+    """Per set: the default's two-way routing with its BM25-alone cut fitted on the other sets (benchmarks/fusion.py),
+    on the same candidates as every other fusion — the row that says the default's one parameter was not fitted on
+    the set it is reported on. The structure-v1 variant of the archive set is not a set of its own."""
+    from benchmarks.fusion import CUTS, measure, rankings
+
+    cases = {n: rankings(d, q) for n, (d, q) in BUILT.items() if "structure-v1" not in n}
+    out = {}
+    for name, own in cases.items():
+        others = [c for other, cs in cases.items() if other != name for c in cs]
+        if not others:
+            continue
+        cut = max(CUTS, key=lambda t: (measure(others, "two-way", t)["ndcg@10"], t))
+        out[name] = {"cut": cut, **measure(own, "two-way", cut)}
+    return out
+
+
+def summary(report: dict, loso: dict) -> str:
+    """One table: every set × {bm25, dense, hybrid} × {R@1, nDCG@10}, the leave-one-set-out hybrid beside it, and
+    whether hybrid is at least its better side on both measures."""
+    head = ("| set | bm25 R@1 | bm25 nDCG@10 | dense R@1 | dense nDCG@10 | hybrid R@1 | hybrid nDCG@10 "
+            "| hybrid, cut fitted on the other sets: R@1 / nDCG@10 | hybrid ≥ both sides |")  # fmt: skip
+    rows = [head, "|" + "---|" * 9]
+    for name, by in report.items():
+        b, d, h = by["bm25"], by["dense"], by["hybrid"]
+        holds = all(h[m] >= max(b[m], d[m]) for m in ("recall@1", "ndcg@10"))
+        fitted = loso.get(name)
+        other = f"{fitted['r@1']:.3f} / {fitted['ndcg@10']:.3f} (cut {fitted['cut']})" if fitted else "—"
+        rows.append(f"| {name} | {b['recall@1']:.3f} | {b['ndcg@10']:.3f} | {d['recall@1']:.3f} | {d['ndcg@10']:.3f} "
+                    f"| {h['recall@1']:.3f} | {h['ndcg@10']:.3f} | {other} | {'yes' if holds else 'NO'} |")  # fmt: skip
+    return "\n".join(rows)
 
 
 if __name__ == "__main__":
