@@ -33,14 +33,21 @@ def _model(find: Any, settings: Settings) -> str:
 
 
 def prefect_status() -> str:
-    """Whether PREFECT_API_URL answers its health check; unset means a temporary local server per refresh."""
+    """Whether PREFECT_API_URL answers its health check; unset, the persistent local server korpus starts on the
+    first refresh and reuses (tasks/runtime/prefect_server.py), running or not yet."""
     url = os.environ.get("PREFECT_API_URL")
     if not url:
         from prefect.settings import PREFECT_API_URL
 
         url = PREFECT_API_URL.value()
     if not url:
-        return "not configured: each refresh runs on a temporary local Prefect server (no history kept)"
+        from tasks.runtime.prefect_server import running_server
+
+        server = running_server()
+        if server is None:
+            return "not configured: the next refresh starts korpus's local Prefect server and keeps it (history kept)"
+        api = server["api_url"]
+        return f"korpus's local Prefect server at {api} answers (UI: {api.removesuffix('/api')})"
     try:
         answered = httpx.get(f"{url.rstrip('/')}/health", timeout=PROBE_SECONDS).status_code == 200
     except httpx.HTTPError as exc:

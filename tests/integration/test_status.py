@@ -45,7 +45,14 @@ def test_status_says_what_a_person_asks_first(refreshed: Refreshed, monkeypatch:
     assert report["quarantine_open"]["by_reason"]["missing-metadata"] >= 1
     assert report["index"]["chunks_current"] > 0 and report["index"]["embed_model"]
     assert report["models"]["embed"].endswith("e5-small-onnx") and report["models"]["vlm"] == "not configured"
-    assert report["prefect"].startswith("not configured") and report["dask"].startswith("not configured")
+    # the refresh started korpus's persistent server under this session's PREFECT_HOME; a home without one says so
+    assert report["prefect"].startswith("korpus's local Prefect server at http://127.0.0.1:"), report["prefect"]
+    assert report["prefect"].endswith("answers (UI: " + report["prefect"].split(" at ")[1].split("/api")[0] + ")")
+    assert report["dask"].startswith("not configured")
+    with monkeypatch.context() as empty:
+        empty.setenv("PREFECT_HOME", str(refreshed.settings.data / "no-prefect-here"))
+        bare = json.loads(runner.invoke(app, ["status", "--data", data, "--json"]).stdout)
+    assert bare["prefect"].startswith("not configured: the next refresh starts korpus's local Prefect server")
 
     with serving(Health) as prefect, socket.socket() as scheduler:
         scheduler.bind(("127.0.0.1", 0))
