@@ -1,7 +1,9 @@
 """A folder of many small files through `korpus refresh`: time per file, peak memory and time to the first searchable
 document, against the same stages in a plain loop (issue #14, #32 item 1), side by side in one run.
 
-Generated archive: one-paragraph letters (.txt) and, every tenth file, a one-page born-digital PDF. Each
+Generated archive: one-paragraph letters (.txt) and, every tenth file, a one-page born-digital PDF. Since session 15
+each letter names what real letters name — an addressee (an organisation and a person with initials), a date, and
+the person who wrote it in full — so the registers' NER has real work (the letters before were word salad alone). Each
 configuration refreshes the same archive into its own data directory, in a fresh Python process (so peak RSS is
 its own), with the same models and cores:
 
@@ -9,6 +11,8 @@ its own), with the same models and cores:
   pages a group, embedded while later files are read) and then the meta-documents (table of contents, chronology,
   registers) built and indexed; `meta_s` is their share;
 - `meta off` — the same with KORPUS_META_DOCUMENTS=false (a labelled row, not the headline);
+- `default, NER on every sentence` — KORPUS_NER_ALL_SENTENCES=1: the registers' NER tags every sentence, not only
+  those that may name someone (tasks/meta/ner.py; a labelled row);
 - `per document, meta off` — KORPUS_INDEX_GROUP_SOURCES=1: each document embedded and published alone (korpus
   before #14); only up to `--per-document-max` files;
 - `plain loop` — the same stages (read, chunk, gate, embed in batches of 32 documents, publish) in one Python loop,
@@ -42,6 +46,21 @@ WORDS = ("приказ договор поставка насос протоко
          "расчёт квартал поставщик оборудование смета архив опись дело фонд письмо ответ запрос справка отдел "
          "кадры премия сотрудник бухгалтерия счёт оплата накладная").split()  # fmt: skip
 MANIFEST = "defaults:\n  access: public\n  owner: Канцелярия\n"
+SURNAMES = ("Смирнов Иванов Кузнецов Попов Васильев Петров Соколов Михайлов Новиков Фёдоров Морозов Волков Алексеев "
+            "Лебедев Семёнов Егоров Павлов Козлов Степанов Николаев").split()  # fmt: skip
+WOMEN, MEN = "Анна Ольга Елена Мария Наталья".split(), "Сергей Игорь Павел Андрей Дмитрий".split()
+PATRONYMICS = ("Иванов", "Петров", "Сергеев", "Андреев", "Николаев", "Олегов", "Викторов", "Юрьев")
+ORGS = ("ООО «Северный склад»", "АО «Волга-Снаб»", "ООО «Кровля-Сервис»", "ГБУ «Городской архив»",
+        "Администрация города Твери", "ФНС России", "ООО «Насосные системы»", "ПАО «Региональная сеть»")  # fmt: skip
+
+
+def _person(rng: random.Random, full: bool) -> str:
+    """«Елена Викторовна Алексеева» or «Петров С. О.»: a name, patronymic and surname of one gender."""
+    woman = rng.random() < 0.5
+    first = rng.choice(WOMEN if woman else MEN)
+    middle = rng.choice(PATRONYMICS) + ("на" if woman else "ич")
+    surname = rng.choice(SURNAMES) + ("а" if woman else "")
+    return f"{first} {middle} {surname}" if full else f"{surname} {first[0]}. {middle[0]}."
 
 
 def write_archive(root: Path, files: int, seed: int = 14) -> None:
@@ -51,10 +70,11 @@ def write_archive(root: Path, files: int, seed: int = 14) -> None:
     root.mkdir(parents=True)
     (root / "korpus.yaml").write_text(MANIFEST, encoding="utf-8")
     for n in range(files):
-        text = f"Письмо № {n + 1}. " + " ".join(
+        date = f"{rng.randint(1, 28):02d}.{rng.randint(1, 12):02d}.{rng.randint(2015, 2024)}"
+        text = (f"Кому: {rng.choice(ORGS)}, {_person(rng, False)}\nПисьмо № {n + 1} от {date}.\n" + " ".join(
             " ".join(rng.choice(WORDS) for _ in range(rng.randint(6, 14))).capitalize() + "."
             for _ in range(rng.randint(2, 5))
-        )
+        ) + f"\nИсполнитель: {_person(rng, True)}")  # fmt: skip
         folder = root / f"дела_{n // 100:03d}"
         folder.mkdir(exist_ok=True)
         if n % 10 == 9:
@@ -154,11 +174,13 @@ def plain_loop(archive: Path, data: Path) -> dict:
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
-def refresh(archive: Path, data: Path, prefect_home: Path, group: int | None = None, meta: bool = True) -> dict:
+def refresh(
+    archive: Path, data: Path, prefect_home: Path, group: int | None = None, meta: bool = True, **extra: str
+) -> dict:
     """One refresh in a fresh process on korpus's local server under `prefect_home`; `group` sets
-    KORPUS_INDEX_GROUP_SOURCES (None: korpus's default), `meta` KORPUS_META_DOCUMENTS."""
+    KORPUS_INDEX_GROUP_SOURCES (None: korpus's default), `meta` KORPUS_META_DOCUMENTS, `extra` more variables."""
     env = dict(os.environ, PREFECT_LOGGING_LEVEL="WARNING", PREFECT_SERVER_ANALYTICS_ENABLED="false",
-               PREFECT_HOME=str(prefect_home), KORPUS_META_DOCUMENTS=str(meta).lower())  # fmt: skip
+               PREFECT_HOME=str(prefect_home), KORPUS_META_DOCUMENTS=str(meta).lower(), **extra)  # fmt: skip
     env.pop("KORPUS_INDEX_GROUP_SOURCES", None)
     env.pop("PREFECT_API_URL", None)
     if group is not None:
@@ -175,12 +197,13 @@ def _measure(tmp: Path, files: int, home: Path, per_document_max: int) -> dict:
     write_archive(archive, files)
     row: dict = {}
     before = plain_loop(archive, tmp / f"data-{files}-plain-before")  # the machine drifts: the baseline runs
-    configs = [("default", None, True), ("meta off", None, False)]
+    configs = [("default", None, True, {}), ("meta off", None, False, {}),
+               ("default, NER on every sentence", None, True, {"KORPUS_NER_ALL_SENTENCES": "1"})]  # fmt: skip
     if files <= per_document_max:
-        configs.append(("per document, meta off", 1, False))
-    for label, group, meta in configs:
+        configs.append(("per document, meta off", 1, False, {}))
+    for label, group, meta, extra in configs:
         started = time.perf_counter()
-        result = refresh(archive, tmp / f"data-{files}-{label}", home, group, meta)
+        result = refresh(archive, tmp / f"data-{files}-{label}", home, group, meta, **extra)
         result["wall_s"] = round(time.perf_counter() - started, 1)
         result["s_per_file"] = round(result["seconds"] / files, 3)
         row[label] = result

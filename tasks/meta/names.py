@@ -20,8 +20,6 @@ put in the nominative by its guesser; organisations named without quotes or ИН
 from __future__ import annotations
 
 import re
-import threading
-from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cache
 from typing import Any
@@ -43,11 +41,11 @@ from tasks.meta.bodies import (
 )
 from tasks.meta.models import _models
 from tasks.meta.models import parse as parse_word  # `parse` names a reading below
+from tasks.meta.ner import NerSpan, ner_spans
 from tasks.meta.surnames import as_written as _as_written
 from tasks.meta.surnames import surname_key, unknown_surname
 from tasks.text.identifiers import valid_inn, valid_ogrn
 
-_LOCK = threading.Lock()
 _INITIALS = re.compile(r"([А-ЯЁ])\.\s*(?:([А-ЯЁ])(?:\.|(?![а-яё])))?")
 _WORD = re.compile(r"[А-ЯЁ][а-яё]+(?:-[А-ЯЁа-яё][а-яё]+)?")
 _INN = re.compile(r"ИНН\s*:?\s*(\d{10}|\d{12})(?!\d)")
@@ -121,20 +119,6 @@ def readable_for_names(text: str) -> str:
     text = re.sub(r"(?<=[а-яё])-(?:[ \t]*\n[ \t]*|[ \t]+)(?=[а-яё])", "", text)  # «кафе-кондитерская» stays
     text = re.sub(r"(?<=[А-ЯЁа-яё])-[ \t]*\n[ \t]*(?=[А-ЯЁ])|(?<=[а-яё])- (?=[А-ЯЁ])", "-", text)
     return re.sub(r"[ \t]*\|[ \t]*", " ", text)
-
-
-NerSpan = tuple[int, int, str]
-"""(start, stop, type) of a span natasha's slovnet NER marks."""
-
-
-def ner_spans(texts: Sequence[str]) -> list[list[NerSpan]]:
-    """What the NER tagger marks in each text, the texts tagged in batches (slovnet's own batches of 8): on 270
-    generated letters 0.64 s against 1.98 s one text at a time, the same spans."""
-    _, tagger, _ = _models()
-    filled = [text for text in texts if text.strip()]
-    with _LOCK:  # the tagger keeps state while it runs
-        marked = iter([[(s.start, s.stop, s.type) for s in markup.spans] for markup in tagger.map(filled)])
-    return [next(marked) if text.strip() else [] for text in texts]
 
 
 def find_mentions(text: str, spans: list[NerSpan] | None = None) -> list[Mention]:
@@ -291,7 +275,7 @@ def person_name(span: str, ruled: bool = False) -> PersonName | None:
     first_initial = initials.group(1) if initials else None
     middle_initial = initials.group(2) if initials else None
     words = [w for w in _WORD.findall(_INITIALS.sub(" ", span))]
-    parses = {w: morph.parse(w) for w in words}
+    parses = {w: parse_word(w) for w in words}  # cached: a register reads the same names again and again
     roles = {w: _role(parses[w]) for w in words}
     # «Буренин В.А.»: with initials the words are the surname («Буренин» is also a woman's name in the plural)
     first = None if initials else next((w for w in words if roles[w] == "Name"), None)

@@ -28,7 +28,7 @@ from tasks.index.sqlite import SqliteIndex
 from tasks.meta.documents import LAYOUT_VERSION, TITLES, meta_texts
 from tasks.meta.facts import EXTRACTOR_VERSION, FactCache, SourceFacts, extract_facts, name_texts
 from tasks.meta.llm import LlmEvents
-from tasks.meta.names import ner_spans
+from tasks.meta.ner import ner_spans
 
 logger = logging.getLogger("korpus.meta")
 META_OWNER = "korpus"
