@@ -130,6 +130,11 @@ def measure(cases: list[dict], how: str, a: float = 0.0) -> dict[str, float]:
             "r@1": round(sum(r["recall@1"] for r in rows) / n, 4)}  # fmt: skip
 
 
+def fitted_cut(others: list[dict]) -> float:
+    """Two-way routing's BM25-alone cut, fitted on the other sets' questions (best nDCG@10; the higher cut on a tie)."""
+    return max(CUTS, key=lambda t: (measure(others, "two-way", t)["ndcg@10"], t))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--keep", type=Path)
@@ -152,7 +157,7 @@ def main() -> None:
         fitted = max(EXPONENTS, key=lambda a: (measure(others, "weighted", a)["ndcg@10"], -a))
         row = {how: measure(own, how) for how in ("bm25", "dense", "rrf", "routed")}
         row[f"weighted(a={fitted}, fitted on the others)"] = measure(own, "weighted", fitted)
-        cut = max(CUTS, key=lambda t: (measure(others, "two-way", t)["ndcg@10"], t))
+        cut = fitted_cut(others)
         row[f"two-way(t={cut}, fitted on the others)"] = measure(own, "two-way", cut)
         for kind in sorted({c["type"] for c in own}):
             part = [c for c in own if c["type"] == kind]

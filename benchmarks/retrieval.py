@@ -59,7 +59,6 @@ def write_real_colloquial(root: Path) -> None:
 
 
 EMBED_MODEL: list[Path] = []  # --embed-model, when given
-BUILT: dict[str, tuple[Path, Path]] = {}  # set name → (data folder, questions) of this run, for the summary
 
 
 def run(root: Path, questions: Path, data: Path, changes=None, policy: str | None = None) -> dict:
@@ -164,7 +163,7 @@ def main() -> None:
             }
         print(json.dumps(report, indent=2, ensure_ascii=False))
         return
-    report = {}
+    report, built = {}, {}  # built: set name → (data folder, questions), for the leave-one-set-out summary
     with tempfile.TemporaryDirectory(prefix="korpus-retrieval-") as tmp:
         questions = Path(tmp) / "archive-style.jsonl"
         archive_eval.write_questions(questions)
@@ -175,23 +174,23 @@ def main() -> None:
             archive_eval.write_archive(root)
             report[name] = run(root, questions, Path(tmp) / f"archive-data-{policy}", archive_eval.apply_changes,
                                policy)  # fmt: skip
-            BUILT[name] = (Path(tmp) / f"archive-data-{policy}", questions)
+            built[name] = (Path(tmp) / f"archive-data-{policy}", questions)
         if wanted("sample-archive"):
             sample = Path(tmp) / "sample"
             write_sample_archive(sample)
             report["sample-archive"] = run(sample, ROOT / "eval" / "sample-archive.jsonl", Path(tmp) / "sample-data")
-            BUILT["sample-archive"] = (Path(tmp) / "sample-data", ROOT / "eval" / "sample-archive.jsonl")
+            built["sample-archive"] = (Path(tmp) / "sample-data", ROOT / "eval" / "sample-archive.jsonl")
         if wanted("xquad-ru"):
             corpus, questions = Path(tmp) / "xquad", Path(tmp) / "xquad.jsonl"
             import_beir(args.xquad, corpus, questions)
             report["xquad-ru"] = run(corpus, questions, Path(tmp) / "xquad-data")
-            BUILT["xquad-ru"] = (Path(tmp) / "xquad-data", questions)
+            built["xquad-ru"] = (Path(tmp) / "xquad-data", questions)
         if wanted("real-colloquial"):
             real = Path(tmp) / "real"
             write_real_colloquial(real)
             report["real-colloquial"] = run(real, REAL_QUESTIONS, Path(tmp) / "real-data")
-            BUILT["real-colloquial"] = (Path(tmp) / "real-data", REAL_QUESTIONS)
-        loso = leave_one_set_out() if not EMBED_MODEL else {}
+            built["real-colloquial"] = (Path(tmp) / "real-data", REAL_QUESTIONS)
+        loso = leave_one_set_out(built) if not EMBED_MODEL else {}
     if args.json:
         print(json.dumps(report, indent=2, ensure_ascii=False))
         return
@@ -205,19 +204,19 @@ def main() -> None:
     print(summary(report, loso))
 
 
-def leave_one_set_out() -> dict[str, dict[str, float]]:
+def leave_one_set_out(built: dict[str, tuple[Path, Path]]) -> dict[str, dict[str, float]]:
     """Per set: the default's two-way routing with its BM25-alone cut fitted on the other sets (benchmarks/fusion.py),
     on the same candidates as every other fusion — the row that says the default's one parameter was not fitted on
     the set it is reported on. The structure-v1 variant of the archive set is not a set of its own."""
-    from benchmarks.fusion import CUTS, measure, rankings
+    from benchmarks.fusion import fitted_cut, measure, rankings
 
-    cases = {n: rankings(d, q) for n, (d, q) in BUILT.items() if "structure-v1" not in n}
+    cases = {n: rankings(d, q) for n, (d, q) in built.items() if "structure-v1" not in n}
     out = {}
     for name, own in cases.items():
         others = [c for other, cs in cases.items() if other != name for c in cs]
         if not others:
             continue
-        cut = max(CUTS, key=lambda t: (measure(others, "two-way", t)["ndcg@10"], t))
+        cut = fitted_cut(others)
         out[name] = {"cut": cut, **measure(own, "two-way", cut)}
     return out
 

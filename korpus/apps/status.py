@@ -46,8 +46,7 @@ def prefect_status() -> str:
         server = running_server()
         if server is None:
             return "not configured: the next refresh starts korpus's local Prefect server and keeps it (history kept)"
-        api = server["api_url"]
-        return f"korpus's local Prefect server at {api} answers (UI: {api.removesuffix('/api')})"
+        return f"korpus's local Prefect server at {server['api_url']} answers (UI: {server['ui_url']})"
     try:
         answered = httpx.get(f"{url.rstrip('/')}/health", timeout=PROBE_SECONDS).status_code == 200
     except httpx.HTTPError as exc:

@@ -6,7 +6,7 @@ in lower case, and whose first word is a common dictionary word («Постав�
 Such sentences are not tagged unless next to one that may name someone (the tagger reads a sentence's neighbours
 as context): the text it sees is each run of kept sentences as the page writes it, one run a line, and the spans it
 finds are put back at their places in the page. `KORPUS_NER_ALL_SENTENCES=1` tags every sentence (the
-comparison of benchmarks/meta.py --ner).
+labelled comparison row of benchmarks/scale.py).
 """
 
 from __future__ import annotations
@@ -44,7 +44,8 @@ def may_name(sentence: str) -> bool:
 
 
 def _kept(text: str) -> tuple[str, list[tuple[int, int]]]:
-    """The sentences that may name someone, one per line, and (offset in the kept text, offset in `text`) of each."""
+    """The runs of kept sentences (those that may name someone and their neighbours), one run a line, and (offset in
+    the kept text, offset in `text`) of each run."""
     if os.environ.get("KORPUS_NER_ALL_SENTENCES") == "1":
         return text, [(0, 0)]
     sentences = list(_SENTENCE.finditer(text))
