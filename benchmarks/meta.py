@@ -57,6 +57,8 @@ def quality() -> dict:
     from corpora.real_registers import (
         HELD_OUT_2_LABELS,
         HELD_OUT_2_TEXTS,
+        HELD_OUT_3_LABELS,
+        HELD_OUT_3_TEXTS,
         HELD_OUT_LABELS,
         HELD_OUT_TEXTS,
         load_labels,
@@ -94,9 +96,12 @@ def quality() -> dict:
     real = score(registers_of(load_texts()), load_labels())
     held_out = score(registers_of(load_texts(HELD_OUT_TEXTS)), load_labels(HELD_OUT_LABELS))
     held_out_2 = score(registers_of(load_texts(HELD_OUT_2_TEXTS)), load_labels(HELD_OUT_2_LABELS))
+    held_out_3 = score(registers_of(load_texts(HELD_OUT_3_TEXTS)), load_labels(HELD_OUT_3_LABELS))
     return {"generated corpus": generated, "real documents (35, hand labels)": real,
             "real, first held-out set (9; development data since session 15)": held_out,
-            "real, second held-out set (33, labelled before session 15's rules)": held_out_2}  # fmt: skip
+            "real, second held-out set (33; development data since session 16)": held_out_2,
+            "third held-out set (41, real files and XQuAD-ru; labelled before session 16's rules)": held_out_3,
+            }  # fmt: skip
 
 
 def main() -> None:

@@ -198,7 +198,11 @@ def write_texts(shared: Path, out: Path, documents: list[tuple[str, str]] = DOCU
 
 
 def _xquad_passages() -> dict[str, str]:
-    lines = (Path(__file__).resolve().parents[1] / "eval" / "xquad-ru" / "corpus.jsonl").read_text(encoding="utf-8").splitlines()
+    lines = (
+        (Path(__file__).resolve().parents[1] / "eval" / "xquad-ru" / "corpus.jsonl")
+        .read_text(encoding="utf-8")
+        .splitlines()
+    )
     return {row["_id"]: row["text"] for row in map(json.loads, filter(None, lines))}
 
 

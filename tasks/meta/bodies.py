@@ -20,7 +20,8 @@ _BODY_HEADS = (
     r"|Конституционн\w+\s+Суд\w*|Арбитражн\w+\s+суд\w*|Съезд\w*\s+народных\s+депутатов|Управлени[еяюи]м?"
     r"|Территориальн\w+\s+орган\w*|Правительственн\w+\s+комисси\w+|Департамент\w*|Комитет\w*|Прокуратур\w+"
     r"|Генеральн\w+\s+прокуратур\w+|Центральн\w+\s+банк\w*|Пенсионн\w+\s+фонд\w*|Институт\w*|Академи\w+"
-    r"|Университет\w*|Национальн\w+\s+центр\w*|Палат\w+|Агентств\w+|Служб\w+"
+    r"|Университет\w*|Национальн\w+\s+центр\w*|Палат\w+|Агентств\w+|Служб\w+|Законодательн\w+\s+[Сс]обрани\w+"
+    r"|(?:Межведомственн|Государственн|Центральн|Федеральн)\w+\s+(?:техническ\w+\s+)?комисси\w+"
 )
 _BODY_HEAD = re.compile(rf"(?<![А-ЯЁа-яё])(?:{_BODY_HEADS})(?![а-яё])")
 _INSTITUTION = re.compile(r"Институт|Университет|Академи|Управлени")
@@ -38,7 +39,8 @@ _TOKEN = re.compile(r"[ \t]*\n?[ \t]*([А-ЯЁа-яё][А-ЯЁа-яё-]*)")
 _ADJ_BODY = re.compile(
     r"(?<![А-ЯЁа-яё])(?:[А-ЯЁ][а-яё]+(?:ая|ий|ый|ое|ой|ую|ого|ых|им|ым|ому|ему)\s+)"
     r"(?:[а-яё]+(?:ая|ий|ый|ое|ой|ую|ого|ых|им|ым|ому|ему)\s+){0,3}"
-    r"(?:библиотек\w*|школ\w*|[Дд]ум\w*|союз\w*|академи\w+|палат\w+|корпораци\w+|банк\w*|университет\w*|больниц\w*|фонд\w*|палат\w*)"
+    r"(?:библиотек\w*|школ\w*|[Дд]ум\w*|союз\w*|академи\w+|палат\w+|корпораци\w+|банк\w*|университет\w*|больниц\w*|фонд\w*|палат\w*"
+    r"|АЭС|ГЭС|ГРЭС|ТЭЦ|электростанци\w+|атомн\w+\s+станци\w+)"
     r"(?:\s+реконструкции\s+и\s+развития)?"
 )
 _AGENCY_OF_RUSSIA = re.compile(r"(?<![А-ЯЁа-яё])(?:[А-ЯЁ]{2,6}|Мин[а-яё]{3,}|Рос[а-яё]{4,})\s+России(?![а-яё])")
@@ -55,16 +57,37 @@ QUOTED_NAME = (
 """A quoted name, one quote nested in it the way names are written and OCR'd: «Ромашка», «Кафе-кондитерская
 «Зефир»», "Торговый дом "Комплексный"" and its outer quote lost, “Управляющая компания “Кузбассразрезуголь”. A nested
 name opens after a space, so «"Ромашка" и ООО "Лютик"» stays two names. Group 1 or 2 holds the name."""
+# ОКОПФ's abbreviations, by how they are made: institutions «[level][kind]У» (ГУ, МБУ, ФГБУ, КГАУ, МБДОУ, ГБУЗ),
+# enterprises «[level]УП/КП» (ФГУП, МКП), public bodies «[М/Р]ОО», banks, partnerships, co-operatives. Case-sensitive:
+# «ОО» is a form, «оо» is not.
+OKOPF = (
+    r"(?-i:[ФКО]?[ГМ]?[БКА]?(?:Д?О)?УЗ?|[ФКО]?[ГМ]?[УК]П|[МР]?ОО|АКБ|КБ|НАО|ТОО|НКО|НП|ТСЖ|ТСН|СНТ|С?ПК|КФХ|ЧОП"
+    r"|БФ)"
+)
 _ORG_WORD_ABBREVIATION = re.compile(
     r"(?<![А-ЯЁа-яё])(?:[Кк]омпани|[Хх]олдинг|[Кк]онцерн)\w*\s+([А-ЯЁ]{2,6})(?![А-ЯЁа-яё])"
 )
 """«компании РКС»: an organisation word and an abbreviation; the abbreviation is the name."""
+_LOWER_HEAD = re.compile(
+    r"(?<![А-ЯЁа-яё])(?:администраци|правительств|министерств|законодательн\w+\s+собрани)\w*\s+(?=[А-ЯЁ][а-яё])"
+)
+"""A body's head word in lower case, a capitalised genitive right after it: «администрации Пушкинского района»."""
 _KNOWN_BODY_WORD = re.compile(r"(?<![А-ЯЁа-яё])(?:Ростехрегулировани|Роскомнадзор|Росстат|Госкомстат|Минюст)[а-яё]*")
 _ORG_WORD_QUOTED = re.compile(
     r"(?<![А-ЯЁа-яё])(?:(?:[Кк]омпани|[Аа]гентств|[Бб]анк|[Фф]онд|[Оо]рганизаци|[Кк]орпораци|[Пп]артнерств|[Ии]здательств"
     r"|[Хх]олдинг|[Кк]онцерн|[Зз]авод|[Кк]омбинат|[Тт]орговый\s+дом|РИА|ИА|БФ|МОО|ГБУЗ|МБУ|ГБУ|ФГБУ|НКО|ТД)\w*"
     rf"(?:\s+[А-ЯЁ]{{2,5}})?\s*{QUOTED_NAME})"
 )
+_QUOTED_ALONE = re.compile(r"[«\"“„][A-ZА-ЯЁ][\w-]{2,}(?:\s[\w-]+){0,3}[»\"”“]")
+_ADJECTIVE_END = re.compile(r"(?:[сц]ки[йх]|[сц]к(?:ой|ая|ое|ие)|[ыиоа]й|ая|ое)$")
+
+
+def quoted_alone(span: str) -> bool:
+    """«"Спартак"», «"Лацио"»: a capitalised quoted name of up to four words, the quotes around it — not a quoted
+    adjective, which names a place or a plot («№ 7 "Копканский"»)."""
+    return bool(_QUOTED_ALONE.fullmatch(span)) and not _ADJECTIVE_END.search(span[1:-1])
+
+
 _LATIN_COMPANY = re.compile(
     r"\b[A-Z][\w&'’`.-]*(?:\s+[A-Z][\w&'’`.-]*){0,4}\s+(?:Inc|Ltd|LLC|GmbH|AG|SA|Corp|Corporation|Company|Bank|Group"
     r"|Agency|Service|Services|International|University|Institute|Foundation)\b\.?"

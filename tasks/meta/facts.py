@@ -28,7 +28,7 @@ from tasks.meta.surnames import written_in_lower_case
 logger = logging.getLogger("korpus.meta")
 
 # Bump when extraction changes: every cached fact is read again.
-EXTRACTOR_VERSION = "meta-3"
+EXTRACTOR_VERSION = "meta-5"  # meta-4 (session 15) did not bump it: cached facts of older rules were kept
 _STAMP = re.compile(r"\[(\d\d):(\d\d):(\d\d)\]\s*")
 _SENTENCE_CHARS = 300
 # A reference list's heading: what follows it on the page, and the pages after, are not read for names.

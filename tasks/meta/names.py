@@ -33,21 +33,26 @@ from tasks.meta.bodies import (
     _KNOWN_BODY_WORD,
     _LATIN_COMPANY,
     _LATIN_PERSON,
+    _LOWER_HEAD,
     _ORG_WORD_ABBREVIATION,
     _ORG_WORD_QUOTED,
+    OKOPF,
     QUOTED_NAME,
     body_end,
     ooo_as_read,
+    quoted_alone,
 )
+from tasks.meta.initials import WORD as _WORD
+from tasks.meta.initials import initialled
 from tasks.meta.models import _models
 from tasks.meta.models import parse as parse_word  # `parse` names a reading below
 from tasks.meta.ner import NerSpan, ner_spans
+from tasks.meta.scanned import after_street, cyrillic_lookalikes, full_names
 from tasks.meta.surnames import as_written as _as_written
 from tasks.meta.surnames import surname_key, unknown_surname
 from tasks.text.identifiers import valid_inn, valid_ogrn
 
 _INITIALS = re.compile(r"([А-ЯЁ])\.\s*(?:([А-ЯЁ])(?:\.|(?![а-яё])))?")
-_WORD = re.compile(r"[А-ЯЁ][а-яё]+(?:-[А-ЯЁа-яё][а-яё]+)?")
 _INN = re.compile(r"ИНН\s*:?\s*(\d{10}|\d{12})(?!\d)")
 _OGRN = re.compile(r"ОГРНИП?\s*:?\s*(\d{13}|\d{15})(?!\d)")
 _QUOTED = re.compile(r"[«\"“„']([^»\"”“']+)[»\"”“']")
@@ -65,15 +70,11 @@ LEGAL_FORMS = {
     "автономная некоммерческая организация": "АНО",
 }
 _FORM_WORDS = "|".join([*sorted(LEGAL_FORMS, key=len, reverse=True), "ООО", "ПАО", "ЗАО", "ОАО", "АО", "ФГУП", "ГУП",
-                         "МУП", "АНО"])  # fmt: skip
+                         "МУП", "АНО", OKOPF])  # fmt: skip
 _LEGAL_NAME = re.compile(rf"(?<![А-ЯЁа-яё\d])(?:{_FORM_WORDS}|000(?=\s*[«\"„“]))\s*{QUOTED_NAME}", re.IGNORECASE)
 """A legal form and its quoted name; «000» is how OCR reads «ООО» before a quote."""
 _SHORT_FORMS = {"ООО", "ПАО", "ЗАО", "ОАО", "АО", "ИП", "ФГУП", "ГУП", "МУП", "АНО", "НКО", "ГБУ", "МБУ", "ФГБУ"}
 
-# --- persons by their initials: «С.А.Тырцев», «Абрамов Г. С.», «В.СЕЛИН» -----------------------------------------
-_SURNAME = r"[А-ЯЁ][а-яё]+(?:-[А-ЯЁа-яё][а-яё]+)?|[А-ЯЁ]{3,}(?:-[А-ЯЁ]{2,})?"
-_INITIALS_FIRST = re.compile(rf"(?<![А-ЯЁа-яё.])[А-ЯЁ]\.\s?(?:[А-ЯЁ]\.\s?)?(?:{_SURNAME})(?![а-яёА-ЯЁ])")
-_INITIALS_AFTER = re.compile(rf"(?<![А-ЯЁа-яё])(?:{_SURNAME})\s[А-ЯЁ]\.\s?[А-ЯЁ]\.(?![а-яё])")
 _NOT_NAME_PARTS = {"VERB", "INFN", "PRTF", "PRTS", "GRND", "ADJS", "ADVB", "CONJ", "PREP", "PRCL", "NPRO", "COMP"}
 _NOT_SURNAMES = {"Москва", "Россия", "Российской", "Федерации", "Статья", "Глава", "Приложение", "Раздел", "Пункт"}
 
@@ -118,7 +119,7 @@ def readable_for_names(text: str) -> str:
     «Алексе- ева»), table cells one sentence («Иванов | Иван | Иванович»)."""
     text = re.sub(r"(?<=[а-яё])-(?:[ \t]*\n[ \t]*|[ \t]+)(?=[а-яё])", "", text)  # «кафе-кондитерская» stays
     text = re.sub(r"(?<=[А-ЯЁа-яё])-[ \t]*\n[ \t]*(?=[А-ЯЁ])|(?<=[а-яё])- (?=[А-ЯЁ])", "-", text)
-    return re.sub(r"[ \t]*\|[ \t]*", " ", text)
+    return cyrillic_lookalikes(re.sub(r"[ \t]*\|[ \t]*", " ", text))  # «OOO «Тройка»», «A.C. Глебова»
 
 
 def find_mentions(text: str, spans: list[NerSpan] | None = None) -> list[Mention]:
@@ -133,6 +134,8 @@ def find_mentions(text: str, spans: list[NerSpan] | None = None) -> list[Mention
     for start, stop, kind in spans:
         if kind not in ("PER", "ORG") or any(start < b and a < stop for a, b in ruled):
             continue
+        if kind == "PER" and after_street(text, start):
+            continue  # «ул. Коптева»
         span_text = text[start:stop]
         if kind == "ORG" and _LATIN_PERSON.match(span_text) and not _LATIN_COMPANY.search(span_text):
             kind = "PER"  # «Alex Graves», «Bob Marley»: NER calls Latin-script names organisations
@@ -174,11 +177,16 @@ def _ruled(text: str) -> list[Mention]:
         end = body_end(text, head.start())
         if end is not None:
             candidates.append(("ORG", head.start(), end))
+    for head in _LOWER_HEAD.finditer(text):  # «в администрации Пушкинского муниципального района»
+        at = head.start()
+        end = body_end(text[:at] + text[at].upper() + text[at + 1 :], at)
+        if end is not None:
+            candidates.append(("ORG", at, end))
     candidates.sort(key=lambda c: (c[1] - c[2], c[1]))
     # persons after organisations; «Федорова А. И.» before «А. И. Решили»; a place is no surname («Москвы Ю.М.»)
-    initials = (*_INITIALS_AFTER.finditer(text), *_INITIALS_FIRST.finditer(text))
-    candidates += [("PER", m.start(), m.end()) for m in initials
-                   if not any(w in _NOT_SURNAMES or _is_place(w) for w in _WORD.findall(m.group(0)))]  # fmt: skip
+    candidates += [("PER", start, end) for start, end in full_names(text)]  # «Петров | Пётр | Петрович»
+    candidates += [("PER", m.start(), m.end()) for m in initialled(text) if not after_street(text, m.start())
+                   and not any(w in _NOT_SURNAMES or _is_place(w) for w in _WORD.findall(m.group(0)))]  # fmt: skip
     for kind, start, end in candidates:
         add(kind, start, _closing_quote(text, start, end) if kind == "ORG" else end)
     return found
@@ -197,6 +205,8 @@ def has_organisation_evidence(text: str, start: int, stop: int) -> bool:
         return True
     if any(organisation_ids(text, stop)):
         return True
+    if quoted_alone(text[max(0, start - 1) : stop + 1].strip()):
+        return True  # «"Спартак"», «"Лацио"»: a quoted name NER reads as an organisation; not «№ 7 "Копканский"»
     words = re.findall(r"[А-ЯЁа-яёA-Za-z]+", name)
     if (words and words[0] in _KNOWN_ACRONYMS) or _AGENCY_OF_RUSSIA.search(name):
         return True

@@ -8,6 +8,8 @@ import pytest
 from corpora.real_registers import (
     HELD_OUT_2_LABELS,
     HELD_OUT_2_TEXTS,
+    HELD_OUT_3_LABELS,
+    HELD_OUT_3_TEXTS,
     HELD_OUT_LABELS,
     HELD_OUT_TEXTS,
     load_labels,
@@ -18,6 +20,7 @@ from corpora.real_registers import (
     score,
 )
 from korpus.core.datamodel import PageResult, Source
+from tasks.meta.bodies import quoted_alone
 from tasks.meta.documents import organisations, persons
 from tasks.meta.facts import extract_facts
 
@@ -60,17 +63,52 @@ def test_the_held_out_labels_are_measured_and_hold_their_score() -> None:
     ]
 
 
-def test_the_second_held_out_set_is_measured_and_holds_its_first_score() -> None:
-    """eval/registers/held-out-2: 33 real files (mostly OCR'd scans) labelled before session 15 changed any rule and
-    scored once after; the floor is that first score (docs/meta.md), far below the issue's goal of 0.9 / 0.8."""
+def test_the_second_held_out_set_is_measured_and_holds_its_score() -> None:
+    """eval/registers/held-out-2: 33 real files (mostly OCR'd scans) labelled before session 15 changed any rule; its
+    first score was 0.655 / 0.655 persons, 0.935 / 0.543 organisations. Session 16 read its misses to write the scan
+    and table rules (tasks/meta/scanned.py, initials.py, ОКОПФ forms), so it is development data now; the floor is what
+    this version reaches on it (0.80 / 0.828 persons, 0.93 / 0.761 organisations)."""
     texts, labels = load_texts(HELD_OUT_2_TEXTS), load_labels(HELD_OUT_2_LABELS)
     assert len(texts) == len(labels) == 33
     result = score(registers_of(texts), labels)
     assert result["persons"]["labelled"] == 29 and result["organisations"]["labelled"] == 46
-    assert result["persons"]["precision"] >= 0.65 and result["persons"]["recall"] >= 0.65, result["persons"]
-    assert result["organisations"]["precision"] >= 0.93 and result["organisations"]["recall"] >= 0.54, result[
+    assert result["persons"]["precision"] >= 0.8 and result["persons"]["recall"] >= 0.82, result["persons"]
+    assert result["organisations"]["precision"] >= 0.93 and result["organisations"]["recall"] >= 0.76, result[
         "organisations"
     ]
+
+
+def test_the_third_held_out_set_is_measured_and_holds_its_first_score() -> None:
+    """eval/registers/held-out-3: 17 real files no set used and 24 XQuAD-ru passages, labelled before session 16
+    changed any rule and scored once after: the floor is that score (docs/meta.md), far below the goal of 0.9 / 0.8 —
+    encyclopedia prose names agencies and companies by bare abbreviations (НАСА, НФЛ, BSkyB) korpus has no evidence
+    for."""
+    texts, labels = load_texts(HELD_OUT_3_TEXTS), load_labels(HELD_OUT_3_LABELS)
+    assert len(texts) == len(labels) == 41
+    result = score(registers_of(texts), labels)
+    assert result["persons"]["labelled"] == 39 and result["organisations"]["labelled"] == 14
+    assert result["persons"]["precision"] >= 0.6 and result["persons"]["recall"] >= 0.61, result["persons"]
+    assert result["organisations"]["recall"] >= 0.07, result["organisations"]
+
+
+def test_names_as_scans_and_tables_write_them() -> None:
+    """Session 16's rules, from the second held-out set's misses: a full name over a table row's cells, OCR's Latin
+    look-alikes in legal forms and initials, ОКОПФ abbreviations, two signatures side by side, a street, a numbered
+    heading, a body in lower case, a quoted club."""
+    shown, orgs = _registers(
+        "Фамилия | Имя | Отчество\nИванов | Иван | Иванович\nПетров | Пётр | Петрович",
+        "OOO «Тройка» № 5\nMOO «Общество охотников»\nв АКБ «Надежный»\nКГАУ «КРИТБИ» и МКП «УКС»\nA.C. Глебова",
+        "О.В. Пургина И.И. Сидоров\nПроживает: ул. Коптева, д. 1\nШ. Применение корректирующих поправок\n"
+        "Письмо направлено в администрации Пушкинского муниципального района Московской области.",
+    )
+    for person in ("Иванов Иван Иванович", "Петров Пётр Петрович", "Глебова А. С.", "Пургина О. В.", "Сидоров И. И."):
+        assert person in shown, (person, shown)
+    assert not any(s.startswith(("Коптев", "Применение", "Пургина И")) for s in shown), shown
+    for org in ("ООО «Тройка»", "МОО «Общество охотников»", "АКБ «Надежный»", "КГАУ «КРИТБИ»", "МКП «УКС»"):
+        assert org in orgs, (org, orgs)
+    assert "администрации Пушкинского муниципального района Московской области" in orgs, orgs
+    # a quoted name NER marks as an organisation is one («"Спартак"»), a quoted adjective naming a plot is not
+    assert quoted_alone('"Спартак"') and quoted_alone("«Лацио»") and not quoted_alone('"Копканский"')
 
 
 def test_a_surname_the_dictionary_does_not_know_named_alone_is_a_person() -> None:

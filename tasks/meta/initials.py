@@ -1,0 +1,39 @@
+"""Persons by their initials: «С.А.Тырцев», «Абрамов Г. С.», «В.СЕЛИН» (docs/meta.md «Persons»). tasks/meta/names.py
+takes every surname `initialled` finds beside initials as a person's mention.
+"""
+
+from __future__ import annotations
+
+import re
+
+from tasks.meta.models import _models, parse
+
+WORD = re.compile(r"[А-ЯЁ][а-яё]+(?:-[А-ЯЁа-яё][а-яё]+)?")
+_SURNAME = r"[А-ЯЁ][а-яё]+(?:-[А-ЯЁа-яё][а-яё]+)?|[А-ЯЁ]{3,}(?:-[А-ЯЁ]{2,})?"
+_INITIALS_FIRST = re.compile(rf"(?<![А-ЯЁа-яё.])[А-ЯЁ]\.\s?(?:[А-ЯЁ]\.\s?)?(?:{_SURNAME})(?![а-яёА-ЯЁ])")
+_INITIALS_AFTER = re.compile(rf"(?<![А-ЯЁа-яё])(?:{_SURNAME})\s[А-ЯЁ]\.\s?[А-ЯЁ]\.(?![а-яё])")
+
+
+def initialled(text: str) -> list[re.Match]:
+    """Surnames beside initials, the initials after first. Two signatures side by side («О.В. Пургина И.И. Сидоров»)
+    pair each surname with the initials before it; a numbered heading is no person («Ш. Применение …», «Б. Общие
+    положения»: one letter at a line's start, then a word the dictionary knows and not as a name)."""
+    first = list(_INITIALS_FIRST.finditer(text))
+    starts, ends = {m.start() for m in first}, {m.end() for m in first}
+    after = [m for m in _INITIALS_AFTER.finditer(text)
+             if not (_surname_end(m) + 1 in starts and _surname_end(m) in ends)]  # fmt: skip
+    return after + [m for m in first if not _numbered_heading(text, m)]
+
+
+def _surname_end(m: re.Match) -> int:
+    return m.start() + re.match(_SURNAME, m.group(0)).end()
+
+
+def _numbered_heading(text: str, m: re.Match) -> bool:
+    at_line_start = not text[text.rfind("\n", 0, m.start()) + 1 : m.start()].strip()
+    words = WORD.findall(m.group(0))
+    if not at_line_start or len(re.findall(r"[А-ЯЁ]\.", m.group(0))) != 1 or not words:
+        return False
+    parses = parse(words[-1])
+    known = _models()[2].word_is_known(words[-1].lower())
+    return known and not any({"Surn", "Name", "Patr"} & set(p.tag.grammemes) for p in parses)
