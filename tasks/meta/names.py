@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from functools import cache
+from functools import cache, lru_cache
 from typing import Any
 
 from tasks.meta.bodies import (
@@ -253,7 +253,9 @@ def _best(parses: list[Any], tag: str, gender: str | None) -> Any | None:
     return fitting[0] if fitting else None
 
 
+@lru_cache(maxsize=65536)
 def _nominative(parse: Any, gender: str | None) -> str:
+    """Cached by the reading and gender: a register reads the same names again and again."""
     if "-" in parse.word:  # «Гарина-Михайловского» → «Гарин-Михайловский»: each part declines
         return "-".join(_nominative(_best(readings := parse_word(part), "Surn", gender) or readings[0], gender)
                         for part in parse.word.split("-"))  # fmt: skip
