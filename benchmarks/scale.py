@@ -192,7 +192,7 @@ def refresh(
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
-def _measure(tmp: Path, files: int, home: Path, per_document_max: int) -> dict:
+def _measure(tmp: Path, files: int, home: Path, per_document_max: int, without: tuple[str, ...] = ()) -> dict:
     archive = tmp / f"archive-{files}"
     write_archive(archive, files)
     row: dict = {}
@@ -201,6 +201,7 @@ def _measure(tmp: Path, files: int, home: Path, per_document_max: int) -> dict:
                ("default, NER on every sentence", None, True, {"KORPUS_NER_ALL_SENTENCES": "1"})]  # fmt: skip
     if files <= per_document_max:
         configs.append(("per document, meta off", 1, False, {}))
+    configs = [c for c in configs if c[0] not in without or c[0] in ("default", "meta off")]
     for label, group, meta, extra in configs:
         started = time.perf_counter()
         result = refresh(archive, tmp / f"data-{files}-{label}", home, group, meta, **extra)
@@ -231,6 +232,13 @@ def main() -> None:
         default=300,
         help="run the per-document configuration only up to this many files (it is slow)",
     )
+    parser.add_argument(
+        "--without",
+        nargs="*",
+        default=[],
+        metavar="ROW",
+        help='labelled rows to leave out (e.g. "default, NER on every sentence"); never the default',
+    )
     args = parser.parse_args()
     report: dict = {}
     with tempfile.TemporaryDirectory(prefix="korpus-scale-") as tmp:
@@ -239,7 +247,7 @@ def main() -> None:
             write_archive(Path(tmp) / "warm-up", 2)  # starts korpus's local server: no measured run pays for it
             refresh(Path(tmp) / "warm-up", Path(tmp) / "data-warm-up", home)
             for files in args.files:
-                report[files] = _measure(Path(tmp), files, home, args.per_document_max)
+                report[files] = _measure(Path(tmp), files, home, args.per_document_max, tuple(args.without))
         finally:
             stop_server(home)
         if len(args.files) >= 2:
