@@ -211,7 +211,12 @@ def _xquad_passages() -> dict[str, str]:
 
 
 if __name__ == "__main__":
-    chosen = {"--held-out": HELD_OUT, "--held-out-2": HELD_OUT_2, "--held-out-3": HELD_OUT_3, "--held-out-4": HELD_OUT_4}
+    chosen = {
+        "--held-out": HELD_OUT,
+        "--held-out-2": HELD_OUT_2,
+        "--held-out-3": HELD_OUT_3,
+        "--held-out-4": HELD_OUT_4,
+    }
     write_texts(Path(sys.argv[1]), Path(sys.argv[2]), next((chosen[a] for a in sys.argv[3:] if a in chosen), DOCUMENTS))
 
 

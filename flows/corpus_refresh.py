@@ -18,15 +18,13 @@ from prefect.artifacts import create_markdown_artifact, create_progress_artifact
 from prefect.runtime import flow_run
 
 from flows import events
+from flows.after_documents import build_meta_documents, collect_garbage, sync_opensearch
 from flows.refresh_stream import Indexer, Inflight, Parse, Tally
 from flows.refresh_tasks import (
     apply_catalog_changes,
-    build_meta_documents,
-    collect_garbage,
     dask_task_runner,
     discover,
     read_catalog,
-    sync_opensearch,
 )
 from korpus.core.model_store import set_offline_switches
 from korpus.core.settings import Settings

@@ -1,14 +1,14 @@
 """The Prefect tasks of `corpus_refresh` (flows/corpus_refresh.py): each a thin wrapper over a stage in `tasks/`,
 named as the Prefect UI shows it (catalog, discover, read-source, ocr-page, speech-segments, transcribe-windows,
-transcript, searchable-pdf, chunk-and-gate, embed, publish, meta-documents, sync-opensearch, hold-back,
-catalog-changes), with its retries and tags. The flow module decides which run, in what order, fanned out how."""
+transcript, searchable-pdf, chunk-and-gate, embed, publish, hold-back, catalog-changes), with its retries and tags;
+the tasks after the documents (meta-documents, collect-garbage, sync-opensearch) are flows/after_documents.py. The
+flow module decides which run, in what order, fanned out how."""
 
 from __future__ import annotations
 
 import os
 import time
 from collections import Counter
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -43,7 +43,6 @@ from tasks.readers.registry import reader_for
 from tasks.receive import RefreshPlan, discover_sources, reading_of
 from tasks.retrieval.embedding import shared_embedder, token_counter
 from tasks.runtime.crash_points import crash_point
-from tasks.runtime.retry import RetryPolicy, TransientError, counting_retries
 from tasks.text.quality import text_language
 
 
@@ -261,21 +260,6 @@ def embed(chunks: list[Chunk], settings: Settings) -> np.ndarray:
     return embedder.embed_passages([c.text for c in chunks])
 
 
-def embed_on_every_core(chunks: list[Chunk], settings: Settings) -> np.ndarray:
-    """`embed` for work that runs alone, after the documents (the meta-documents' parts): the texts dealt out to as
-    many side-by-side runs of the one shared ONNX session as the cores allow, instead of one run on one task's share
-    (two single-core runs side by side: 125 texts/s, one: 73 — benchmarks/scale.py). No second session is loaded."""
-    ways = max(1, len(os.sched_getaffinity(0)) // embed_threads(settings))
-    if ways == 1 or len(chunks) < 2 * 16:
-        return embed.fn(chunks, settings)
-    with ThreadPoolExecutor(ways) as pool:
-        dealt = list(pool.map(lambda n: embed.fn(chunks[n::ways], settings), range(ways)))
-    out = np.zeros((len(chunks), dealt[0].shape[1]), dtype=np.float32)
-    for n, vectors in enumerate(dealt):
-        out[n::ways] = vectors
-    return out
-
-
 def embed_threads(settings: Settings) -> int:
     """Cores one embedding task uses: `KORPUS_EMBED_THREADS`, else this process's cores shared out among the
     worker's threads — embedding tasks then run side by side with each other and with reading, not one at a time
@@ -310,53 +294,6 @@ def publish(group: list[Ready], vectors: np.ndarray, settings: Settings) -> list
             published.append((ready.source, len(ready.passed), len(pages), Counter(p.method for p in pages)))
     events.sources_indexed(str(settings.data), published)
     return counts
-
-
-@task(name="meta-documents", cache_policy=NO_CACHE)
-def build_meta_documents(settings: Settings) -> dict[str, Any]:
-    """The collection's table of contents, chronology and registers, per access scope, rebuilt where the sources
-    they come from changed (tasks/meta)."""
-    from tasks.meta.facts import FactCache
-    from tasks.meta.llm import LlmEvents
-    from tasks.meta.publish import refresh_meta
-    from tasks.runtime.chat import ChatClient
-
-    llm = None
-    if settings.llm_url:
-        client = ChatClient(
-            settings.llm_url, settings.llm_model, settings.llm_timeout, RetryPolicy.from_settings(settings)
-        )
-        llm = LlmEvents(client)
-    cache = FactCache(settings.meta_cache_dir, variant=llm.variant if llm else "")
-    with SqliteIndex(settings.index_path) as index:
-        return refresh_meta(index, cache, lambda chunks: embed_on_every_core(chunks, settings),
-                            embed_model_path(settings).name, llm=llm)  # fmt: skip
-
-
-@task(name="collect-garbage", cache_policy=NO_CACHE)
-def collect_garbage(settings: Settings) -> dict[str, Any]:
-    """Versions past `KORPUS_RETENTION_DAYS` removed from the catalog and the disk (tasks/index/retention.py), under
-    the refresh's own lock."""
-    from tasks.index.retention import collect_garbage as collect
-
-    return collect(settings, take_lock=False)
-
-
-@task(name="sync-opensearch", cache_policy=NO_CACHE)
-def sync_opensearch(settings: Settings) -> dict[str, Any]:
-    """Mirror what the catalog serves to the cluster (KORPUS_BACKEND=opensearch). Each request is retried with
-    backoff while the cluster is down or overloaded; when it stays down the catalog's changes stand, the cluster
-    keeps serving what it served, and the answer says `pending` — the sync is idempotent, so the next refresh (or
-    `korpus sync-opensearch`) completes it."""
-    from tasks.index.opensearch import opensearch_index
-
-    with SqliteIndex(settings.index_path) as index, counting_retries() as retries:
-        try:
-            report: dict[str, Any] = opensearch_index(settings).sync_from(index)
-        except TransientError as exc:
-            get_run_logger().error("OpenSearch mirror left pending: %s", exc)
-            report = {"pending": True, "error": str(exc)}
-    return report | {"retries": retries[0]}
 
 
 @task(name="hold-back", cache_policy=NO_CACHE)

@@ -8,6 +8,7 @@ from __future__ import annotations
 import re
 
 from tasks.meta.models import parse
+from tasks.text.identifiers import valid_inn, valid_ogrn
 
 # --- evidence for an organisation (docs/meta.md «Organisations») --------------------------------------------------
 # A name NER marks ORG is an organisation only with evidence: a legal form, a quoted name after an organisation word, a
@@ -20,11 +21,11 @@ _BODY_HEADS = (
     r"|Конституционн\w+\s+Суд\w*|Арбитражн\w+\s+суд\w*|Съезд\w*\s+народных\s+депутатов|Управлени[еяюи]м?"
     r"|Территориальн\w+\s+орган\w*|Правительственн\w+\s+комисси\w+|Департамент\w*|Комитет\w*|Прокуратур\w+"
     r"|Генеральн\w+\s+прокуратур\w+|Центральн\w+\s+банк\w*|Пенсионн\w+\s+фонд\w*|Институт\w*|Академи\w+"
-    r"|Университет\w*|Национальн\w+\s+центр\w*|Палат\w+|Агентств\w+|Служб\w+|Законодательн\w+\s+[Сс]обрани\w+"
+    r"|Университет\w*|Национальн\w+\s+центр\w*|Центр\w*|Палат\w+|Агентств\w+|Служб\w+|Законодательн\w+\s+[Сс]обрани\w+"
     r"|(?:Межведомственн|Государственн|Центральн|Федеральн)\w+\s+(?:техническ\w+\s+)?комисси\w+"
 )
 _BODY_HEAD = re.compile(rf"(?<![А-ЯЁа-яё])(?:{_BODY_HEADS})(?![а-яё])")
-_INSTITUTION = re.compile(r"Институт|Университет|Академи|Управлени")
+_INSTITUTION = re.compile(r"Институт|Университет|Академи|Управлени|Центр")
 _WHOLE_NAME = re.compile(
     r"Государственн\w+\s+Дум\w+|Совет\w*\s+(?:Федерации|Безопасности)|Конституционн\w+\s+Суд\w*|Верховн\w+\s+Суд\w*"
     r"|Федеральн\w+\s+[Сс]обрани\w+"
@@ -37,12 +38,25 @@ _CAPS_BODY = re.compile(
 )
 _TOKEN = re.compile(r"[ \t]*\n?[ \t]*([А-ЯЁа-яё][А-ЯЁа-яё-]*)")
 _ADJ_BODY = re.compile(
-    r"(?<![А-ЯЁа-яё])(?:[А-ЯЁ][а-яё]+(?:ая|ий|ый|ое|ой|ую|ого|ых|им|ым|ому|ему)\s+)"
-    r"(?:[а-яё]+(?:ая|ий|ый|ое|ой|ую|ого|ых|им|ым|ому|ему)\s+){0,3}"
+    r"(?<![А-ЯЁа-яё])(?:(?!Акционерн)[А-ЯЁ][а-яё]+(?:ая|ий|ый|ое|ой|ую|ого|ых|им|ым|ому|ему|ом|ем)\s+)"
+    r"(?:(?!акционерн)[а-яё]+(?:ая|ий|ый|ое|ой|ую|ого|ых|им|ым|ому|ему|ом|ем)\s+){0,3}"  # not «… акционерное общество»
     r"(?:библиотек\w*|школ\w*|[Дд]ум\w*|союз\w*|академи\w+|палат\w+|корпораци\w+|банк\w*|университет\w*|больниц\w*|фонд\w*|палат\w*"
+    r"|совет(?:а|у|ом|е)?(?![а-яё])|обществ(?:о|а|у|ом|е)(?![а-яё])"
     r"|АЭС|ГЭС|ГРЭС|ТЭЦ|электростанци\w+|атомн\w+\s+станци\w+)"
     r"(?:\s+реконструкции\s+и\s+развития)?"
 )
+_NEXT_WORD = re.compile(r"[ \t]+([А-ЯЁ][а-яё]+)")
+
+
+def with_place(text: str, end: int) -> int:
+    """«Королевское географическое общество Лондона»: a place's name in the genitive right after a body's name is
+    part of it."""
+    word = _NEXT_WORD.match(text, end)
+    if word and any({"Geox", "gent"} <= set(p.tag.grammemes) for p in parse(word.group(1))):
+        return word.end()
+    return end
+
+
 _AGENCY_OF_RUSSIA = re.compile(r"(?<![А-ЯЁа-яё])(?:[А-ЯЁ]{2,6}|Мин[а-яё]{3,}|Рос[а-яё]{4,})\s+России(?![а-яё])")
 _KNOWN_ACRONYMS = {
     "ФСТЭК", "ФСБ", "ФНС", "МВД", "МЧС", "ГИБДД", "ФСИН", "ФАС", "ФТС", "ФМС", "СВР", "ФСО", "ЦБ", "РАН", "ЕБРР",
@@ -85,7 +99,12 @@ _ADJECTIVE_END = re.compile(r"(?:[сц]ки[йх]|[сц]к(?:ой|ая|ое|ие
 def quoted_alone(span: str) -> bool:
     """«"Спартак"», «"Лацио"»: a capitalised quoted name of up to four words, the quotes around it — not a quoted
     adjective, which names a place or a plot («№ 7 "Копканский"»)."""
-    return bool(_QUOTED_ALONE.fullmatch(span)) and not _ADJECTIVE_END.search(span[1:-1])
+    if not _QUOTED_ALONE.fullmatch(span) or _ADJECTIVE_END.search(span[1:-1]):
+        return False
+    words = re.findall(r"[\w-]+", span)  # one word declines in running text («"Спартака"»); a phrase opening on
+    if len(words) == 1:  # an oblique word is a title or a place («"Посланию Галатам"», «"Юго-западным Фресно"»)
+        return True
+    return any(p.tag.case in (None, "nomn") or {"Fixd", "UNKN"} & set(p.tag.grammemes) for p in parse(words[0]))
 
 
 _LATIN_COMPANY = re.compile(
@@ -182,3 +201,15 @@ def _pronoun(word: str) -> bool:
 def _plain_word(word: str) -> bool:
     """A word that may stand in a body's «по …» name: not a verb or a participle («по надзору в сфере связи»)."""
     return not {"VERB", "PRTS", "PRTF", "INFN", "GRND", "CONJ", "NPRO", "PREP"} & set(parse(word)[0].tag.grammemes)
+
+
+_INN = re.compile(r"ИНН\s*:?\s*(\d{10}|\d{12})(?!\d)")
+_OGRN = re.compile(r"ОГРНИП?\s*:?\s*(\d{13}|\d{15})(?!\d)")
+
+
+def organisation_ids(text: str, end: int, limit: int = 120) -> tuple[str | None, str | None]:
+    """A valid ИНН and ОГРН written right after an organisation (within `limit` characters, same sentence)."""
+    tail = re.split(r"(?<=[.!?])\s+[А-ЯЁ]", text[end : end + limit], maxsplit=1)[0]
+    inn = next((m.group(1) for m in _INN.finditer(tail) if valid_inn(m.group(1))), None)
+    ogrn = next((m.group(1) for m in _OGRN.finditer(tail) if valid_ogrn(m.group(1))), None)
+    return inn, ogrn

@@ -19,16 +19,16 @@ from pydantic import BaseModel
 from razdel import sentenize
 
 from korpus.core.datamodel import PageResult, Source, SourceKind, timecode
-from tasks.meta.bodies import is_placeholder
+from tasks.meta.bodies import is_placeholder, organisation_ids
 from tasks.meta.dates import find_dates
 from tasks.meta.llm import LlmEvents
-from tasks.meta.names import find_mentions, organisation_ids, organisation_key, person_name, readable_for_names
+from tasks.meta.names import find_mentions, organisation_key, person_name, readable_for_names
 from tasks.meta.surnames import written_in_lower_case
 
 logger = logging.getLogger("korpus.meta")
 
 # Bump when extraction changes: every cached fact is read again.
-EXTRACTOR_VERSION = "meta-5"  # meta-4 (session 15) did not bump it: cached facts of older rules were kept
+EXTRACTOR_VERSION = "meta-6"  # bump on every extraction change (meta-4 did not: cached facts of older rules stayed)
 _STAMP = re.compile(r"\[(\d\d):(\d\d):(\d\d)\]\s*")
 _SENTENCE_CHARS = 300
 # A reference list's heading: what follows it on the page, and the pages after, are not read for names.
@@ -170,7 +170,8 @@ def extract_facts(
         for mention in find_mentions(text, (ner or {}).get(text)) if text.strip() else []:
             place = _place(source, page, text, mention.start)
             if mention.type == "PER":
-                name = person_name(mention.text, ruled=mention.ruled)
+                at_edge = text[mention.end : mention.end + 1] in ("", "\n", "-", "|", ".")  # cut short or abbreviated
+                name = person_name(mention.text, ruled=mention.ruled, at_edge=at_edge)
                 lone = name is not None and name.shown == mention.text.split()[-1] and not name.fullness
                 if name is not None and not (lone and written_in_lower_case(name.shown, text)):
                     facts.persons.append(

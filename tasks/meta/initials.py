@@ -14,15 +14,28 @@ _INITIALS_FIRST = re.compile(rf"(?<![А-ЯЁа-яё.])[А-ЯЁ]\.\s?(?:[А-ЯЁ]
 _INITIALS_AFTER = re.compile(rf"(?<![А-ЯЁа-яё])(?:{_SURNAME})\s[А-ЯЁ]\.\s?[А-ЯЁ]\.(?![а-яё])")
 
 
-def initialled(text: str) -> list[re.Match]:
-    """Surnames beside initials, the initials after first. Two signatures side by side («О.В. Пургина И.И. Сидоров»)
-    pair each surname with the initials before it; a numbered heading is no person («Ш. Применение …», «Б. Общие
-    положения»: one letter at a line's start, then a word the dictionary knows and not as a name)."""
+def initialled(text: str) -> list[tuple[int, int]]:
+    """Where surnames stand beside initials, the initials after first. Two signatures side by side («О.В. Пургина И.И.
+    Сидоров») pair each surname with the initials before it; a numbered heading is no person («Ш. Применение …», «Б.
+    Общие положения»: one letter at a line's start, then a word the dictionary knows and not as a name); a first name
+    before one initial belongs to the person («Николаса Э. Головина»)."""
     first = list(_INITIALS_FIRST.finditer(text))
     starts, ends = {m.start() for m in first}, {m.end() for m in first}
-    after = [m for m in _INITIALS_AFTER.finditer(text)
+    after = [(m.start(), m.end()) for m in _INITIALS_AFTER.finditer(text)
              if not (_surname_end(m) + 1 in starts and _surname_end(m) in ends)]  # fmt: skip
-    return after + [m for m in first if not _numbered_heading(text, m)]
+    return after + [(_with_first_name(text, m), m.end()) for m in first if not _numbered_heading(text, m)]
+
+
+_FIRST_NAME_BEFORE = re.compile(r"(?<![А-ЯЁа-яё])([А-ЯЁ][а-яё]+)[ \t]+$")
+
+
+def _with_first_name(text: str, m: re.Match) -> int:
+    """Where the person starts: at a first name right before a single initial, else at the initial."""
+    before = _FIRST_NAME_BEFORE.search(text, max(0, m.start() - 30), m.start())
+    single = len(re.findall(r"[А-ЯЁ]\.", m.group(0))) == 1
+    if before is None or not single or not any("Name" in p.tag for p in parse(before.group(1))):
+        return m.start()
+    return before.start()
 
 
 def _surname_end(m: re.Match) -> int:

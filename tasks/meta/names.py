@@ -40,8 +40,11 @@ from tasks.meta.bodies import (
     QUOTED_NAME,
     body_end,
     ooo_as_read,
+    organisation_ids,
     quoted_alone,
+    with_place,
 )
+from tasks.meta.foreign import first_initial_last, regnal
 from tasks.meta.initials import WORD as _WORD
 from tasks.meta.initials import initialled
 from tasks.meta.models import _models
@@ -50,11 +53,8 @@ from tasks.meta.ner import NerSpan, ner_spans
 from tasks.meta.scanned import after_street, cyrillic_lookalikes, full_names
 from tasks.meta.surnames import as_written as _as_written
 from tasks.meta.surnames import surname_key, unknown_surname
-from tasks.text.identifiers import valid_inn, valid_ogrn
 
 _INITIALS = re.compile(r"([А-ЯЁ])\.\s*(?:([А-ЯЁ])(?:\.|(?![а-яё])))?")
-_INN = re.compile(r"ИНН\s*:?\s*(\d{10}|\d{12})(?!\d)")
-_OGRN = re.compile(r"ОГРНИП?\s*:?\s*(\d{13}|\d{15})(?!\d)")
 _QUOTED = re.compile(r"[«\"“„']([^»\"”“']+)[»\"”“']")
 LEGAL_FORMS = {
     "общество с ограниченной ответственностью": "ООО",
@@ -75,6 +75,7 @@ _LEGAL_NAME = re.compile(rf"(?<![А-ЯЁа-яё\d])(?:{_FORM_WORDS}|000(?=\s*[«
 """A legal form and its quoted name; «000» is how OCR reads «ООО» before a quote."""
 _SHORT_FORMS = {"ООО", "ПАО", "ЗАО", "ОАО", "АО", "ИП", "ФГУП", "ГУП", "МУП", "АНО", "НКО", "ГБУ", "МБУ", "ФГБУ"}
 
+_NUMERAL = re.compile(r"[ \t]+[IVXL]{1,6}(?![A-Za-zА-ЯЁа-яё])")
 _NOT_NAME_PARTS = {"VERB", "INFN", "PRTF", "PRTS", "GRND", "ADJS", "ADVB", "CONJ", "PREP", "PRCL", "NPRO", "COMP"}
 _NOT_SURNAMES = {"Москва", "Россия", "Российской", "Федерации", "Статья", "Глава", "Приложение", "Раздел", "Пункт"}
 
@@ -146,6 +147,8 @@ def find_mentions(text: str, spans: list[NerSpan] | None = None) -> list[Mention
                 continue
             mentions.append(Mention("ORG", start, stop, name))
             continue
+        if kind == "PER" and (numeral := _NUMERAL.match(text, stop)):
+            stop, span_text = numeral.end(), text[start : numeral.end()]  # «Людовика XIV»
         last = mentions[-1] if mentions else None
         if last and last.type == kind == "PER" and not text[last.end : start].strip():
             mentions[-1] = Mention("PER", last.start, stop, text[last.start : stop])  # «Петрову | Ивану»
@@ -165,8 +168,9 @@ def _ruled(text: str) -> list[Mention]:
             found.append(Mention(kind, start, end, name, ruled=True))
 
     candidates: list[tuple[str, int, int]] = []  # (kind, start, end)
-    for pattern in (_LEGAL_NAME, _LATIN_COMPANY, _AGENCY_OF_RUSSIA, _ADJ_BODY, _KNOWN_BODY_WORD):
+    for pattern in (_LEGAL_NAME, _LATIN_COMPANY, _AGENCY_OF_RUSSIA, _KNOWN_BODY_WORD):
         candidates += [("ORG", m.start(), m.end()) for m in pattern.finditer(text)]
+    candidates += [("ORG", m.start(), with_place(text, m.end())) for m in _ADJ_BODY.finditer(text)]
     candidates += [("ORG", m.start(1), m.end(1)) for m in _ORG_WORD_ABBREVIATION.finditer(text)]
     for match in _ORG_WORD_QUOTED.finditer(text):  # «компании "Евразийское водное партнерство"»: the name only
         generic = match.group(0)[0].islower() or match.group(0)[:3].lower() in ("ком", "агент", "бан", "фон", "орг")
@@ -185,8 +189,8 @@ def _ruled(text: str) -> list[Mention]:
     candidates.sort(key=lambda c: (c[1] - c[2], c[1]))
     # persons after organisations; «Федорова А. И.» before «А. И. Решили»; a place is no surname («Москвы Ю.М.»)
     candidates += [("PER", start, end) for start, end in full_names(text)]  # «Петров | Пётр | Петрович»
-    candidates += [("PER", m.start(), m.end()) for m in initialled(text) if not after_street(text, m.start())
-                   and not any(w in _NOT_SURNAMES or _is_place(w) for w in _WORD.findall(m.group(0)))]  # fmt: skip
+    candidates += [("PER", a, b) for a, b in initialled(text) if not after_street(text, a)
+                   and not any(w in _NOT_SURNAMES or _is_place(w) for w in _WORD.findall(text[a:b]))]  # fmt: skip
     for kind, start, end in candidates:
         add(kind, start, _closing_quote(text, start, end) if kind == "ORG" else end)
     return found
@@ -275,12 +279,14 @@ def _latin_person(span: str) -> PersonName | None:
                       " ".join(words), certain=False)  # fmt: skip
 
 
-def person_name(span: str, ruled: bool = False) -> PersonName | None:
+def person_name(span: str, ruled: bool = False, at_edge: bool = True) -> PersonName | None:
     """Read a PER span as a person's name; None when it holds no surname (a first name alone). `ruled`: the span is
     a surname beside initials (a rule found it), so its word is the surname even if the dictionary knows it as
     something else («Буренин В.А.», «В.СЕЛИН»)."""
     if re.search(r"[A-Za-z]", span) and not re.search(r"[А-ЯЁа-яё]", span):
         return _latin_person(span)
+    if fixed := regnal(span) or first_initial_last(span):  # «Людовика XIV», «Николаса Э. Головина»
+        return PersonName(*fixed)
     span = re.sub(r"(?<![А-ЯЁ])[А-ЯЁ]{3,}(?:-[А-ЯЁ]{2,})?(?![А-ЯЁа-яё])", lambda m: m.group(0).capitalize(), span)
     morph = _models()[2]
     initials = _INITIALS.search(span)
@@ -313,7 +319,7 @@ def person_name(span: str, ruled: bool = False) -> PersonName | None:
     if not (first or middle or first_initial) and not _best(parses[surname_word], "Surn", None):
         # a lone word: a surname the dictionary does not know («Онопко») as written, else none («Смявший», misheard)
         return PersonName(surname_key(surname_word), None, None, None, None, None, surname_word) if (
-            unknown_surname(surname_word)) else None  # fmt: skip
+            unknown_surname(surname_word, may_be_cut=at_edge)) else None  # fmt: skip
     # a person's surname is singular: «Тырцев» read as the plural of «Тырец» is left as written
     parses[surname_word] = [p for p in parses[surname_word] if "plur" not in p.tag] or parses[surname_word]
     nominative = [p for p in _ranked(parses[surname_word]) if "Surn" in p.tag and "nomn" in p.tag]
@@ -386,11 +392,3 @@ def organisation_key(name: str) -> str:
 
         folded = " ".join(analyse(core)) or folded
     return f"{form} {folded}".strip()
-
-
-def organisation_ids(text: str, end: int, limit: int = 120) -> tuple[str | None, str | None]:
-    """A valid ИНН and ОГРН written right after an organisation (within `limit` characters, same sentence)."""
-    tail = re.split(r"(?<=[.!?])\s+[А-ЯЁ]", text[end : end + limit], maxsplit=1)[0]
-    inn = next((m.group(1) for m in _INN.finditer(tail) if valid_inn(m.group(1))), None)
-    ogrn = next((m.group(1) for m in _OGRN.finditer(tail) if valid_ogrn(m.group(1))), None)
-    return inn, ogrn

@@ -21,8 +21,10 @@ _PLACE_ADJECTIVE = re.compile(r"(?:ская|ское|ские|ских|ской|
 _LETTERS = "абвгдежзийклмнопрстуфхцчшщъыьэюя"
 
 
-def unknown_surname(word: str) -> bool:
-    """A capitalised word of four letters or more that the dictionary does not know, in either spelling of ё."""
+def unknown_surname(word: str, may_be_cut: bool = True) -> bool:
+    """A capitalised word of four letters or more that the dictionary does not know, in either spelling of ё.
+    `may_be_cut`: the word stands where a word is cut short (a line's end, a cell's edge); elsewhere beginning a longer
+    dictionary word says nothing («Лютера» is no cut «лютеранин»)."""
     if not _LONE.fullmatch(word):
         return False
     morph = _models()[2]
@@ -32,7 +34,7 @@ def unknown_surname(word: str) -> bool:
     if _PLACE_ADJECTIVE.search(lowered):  # «Федоровская ЦРБ»: a place's adjective before a body's name
         return False
     # a word cut short («Распоряже», «Подтв» at a line end or a cell's edge) begins a longer dictionary word
-    if any(len(longer) > len(lowered) + 1 for longer in morph.dictionary.words.keys(lowered)[:20]):
+    if may_be_cut and any(len(longer) > len(lowered) + 1 for longer in morph.dictionary.words.keys(lowered)[:20]):
         return False
     # a long word one letter off a dictionary word is misread («Вознаграждениом»), not a name
     return len(lowered) < 9 or not any(

@@ -116,16 +116,16 @@ def test_only_mean_pooled_models_are_exported(models: dict[str, Path], tmp_path:
 def test_work_that_runs_alone_is_dealt_over_every_core_and_keeps_its_order(
     models: dict[str, Path], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The meta-documents' parts (flows/refresh_tasks.embed_on_every_core): dealt out to side-by-side runs of the
+    """The meta-documents' parts (flows/after_documents.embed_on_every_core): dealt out to side-by-side runs of the
     one shared session, each text's vector back at its own row, as one run would give it."""
-    from flows import refresh_tasks
+    from flows import after_documents, refresh_tasks
     from korpus.core.datamodel import Chunk
 
-    monkeypatch.setattr(refresh_tasks.os, "sched_getaffinity", lambda _pid: {0, 1})  # two cores, one a task
+    monkeypatch.setattr(after_documents.os, "sched_getaffinity", lambda _pid: {0, 1})  # two cores, one a task
     settings = Settings(embed_threads=1)
     texts = [f"Реестр лиц, часть {i}: Белов К. С. — Иванов П. С. {'и другие ' * (i % 7)}" for i in range(40)]
     chunks = [Chunk.model_construct(text=t) for t in texts]  # embedding reads a chunk's text only
-    dealt = refresh_tasks.embed_on_every_core(chunks, settings)
+    dealt = after_documents.embed_on_every_core(chunks, settings)
     alone = refresh_tasks.embed.fn(chunks, settings)
     assert dealt.shape == (40, 384)
     assert np.allclose(dealt, alone, atol=1e-4)  # each row its own text's vector: the order is kept

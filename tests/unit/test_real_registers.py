@@ -10,6 +10,8 @@ from corpora.real_registers import (
     HELD_OUT_2_TEXTS,
     HELD_OUT_3_LABELS,
     HELD_OUT_3_TEXTS,
+    HELD_OUT_4_LABELS,
+    HELD_OUT_4_TEXTS,
     HELD_OUT_LABELS,
     HELD_OUT_TEXTS,
     load_labels,
@@ -23,6 +25,7 @@ from korpus.core.datamodel import PageResult, Source
 from tasks.meta.bodies import quoted_alone
 from tasks.meta.documents import organisations, persons
 from tasks.meta.facts import extract_facts
+from tasks.meta.surnames import unknown_surname
 
 pytestmark = pytest.mark.unit
 
@@ -67,28 +70,61 @@ def test_the_second_held_out_set_is_measured_and_holds_its_score() -> None:
     """eval/registers/held-out-2: 33 real files (mostly OCR'd scans) labelled before session 15 changed any rule; its
     first score was 0.655 / 0.655 persons, 0.935 / 0.543 organisations. Session 16 read its misses to write the scan
     and table rules (tasks/meta/scanned.py, initials.py, ОКОПФ forms), so it is development data now; the floor is what
-    this version reaches on it (0.80 / 0.828 persons, 0.93 / 0.761 organisations)."""
+    this version reaches on it (0.833 / 0.862 persons, 0.93 / 0.761 organisations)."""
     texts, labels = load_texts(HELD_OUT_2_TEXTS), load_labels(HELD_OUT_2_LABELS)
     assert len(texts) == len(labels) == 33
     result = score(registers_of(texts), labels)
     assert result["persons"]["labelled"] == 29 and result["organisations"]["labelled"] == 46
-    assert result["persons"]["precision"] >= 0.8 and result["persons"]["recall"] >= 0.82, result["persons"]
+    assert result["persons"]["precision"] >= 0.83 and result["persons"]["recall"] >= 0.86, result["persons"]
     assert result["organisations"]["precision"] >= 0.93 and result["organisations"]["recall"] >= 0.76, result[
         "organisations"
     ]
 
 
-def test_the_third_held_out_set_is_measured_and_holds_its_first_score() -> None:
+def test_the_third_held_out_set_is_measured_and_holds_its_score() -> None:
     """eval/registers/held-out-3: 17 real files no set used and 24 XQuAD-ru passages, labelled before session 16
-    changed any rule and scored once after: the floor is that score (docs/meta.md), far below the goal of 0.9 / 0.8 —
-    encyclopedia prose names agencies and companies by bare abbreviations (НАСА, НФЛ, BSkyB) korpus has no evidence
-    for."""
+    changed any rule; scored once after the scan rules (persons 0.610 / 0.615, organisations 0.200 / 0.071), then its
+    misses were read to write the encyclopedia rules (tasks/meta/foreign.py, bodies' «Центр», «совет», «общество»):
+    development data now, the floor is what this version reaches (0.636 / 0.692, 0.625 / 0.357)."""
     texts, labels = load_texts(HELD_OUT_3_TEXTS), load_labels(HELD_OUT_3_LABELS)
     assert len(texts) == len(labels) == 41
     result = score(registers_of(texts), labels)
     assert result["persons"]["labelled"] == 39 and result["organisations"]["labelled"] == 14
-    assert result["persons"]["precision"] >= 0.6 and result["persons"]["recall"] >= 0.61, result["persons"]
-    assert result["organisations"]["recall"] >= 0.07, result["organisations"]
+    assert result["persons"]["precision"] >= 0.63 and result["persons"]["recall"] >= 0.69, result["persons"]
+    assert result["organisations"]["precision"] >= 0.62 and result["organisations"]["recall"] >= 0.35, result[
+        "organisations"
+    ]
+
+
+def test_the_fourth_held_out_set_is_measured_and_holds_its_first_score() -> None:
+    """eval/registers/held-out-4: 24 XQuAD-ru passages labelled before the rules written from the third set's misses
+    and scored once after: the floor is that score (docs/meta.md), far below the goal of 0.9 / 0.8 — one-name
+    people («Тесла», «Аристотель», «Тэмуджин»), parties, churches, theatres named with no evidence korpus asks for."""
+    texts, labels = load_texts(HELD_OUT_4_TEXTS), load_labels(HELD_OUT_4_LABELS)
+    assert len(texts) == len(labels) == 24
+    result = score(registers_of(texts), labels)
+    assert result["persons"]["labelled"] == 21 and result["organisations"]["labelled"] == 24
+    assert result["persons"]["precision"] >= 0.47 and result["persons"]["recall"] >= 0.42, result["persons"]
+    assert result["organisations"]["precision"] >= 0.88 and result["organisations"]["recall"] >= 0.33, result[
+        "organisations"
+    ]
+
+
+def test_names_as_encyclopedias_write_them() -> None:
+    """Session 16's rules from the third held-out set: a ruler's number, a first name before one initial, a word at a
+    sentence's middle that only begins a dictionary word is no cut word, a place after a body, a quoted title."""
+    shown, orgs = _registers(
+        "Положения эдикта оставались в силе до начала правления Людовика XIV. После отставки Раджендры К. Пачаури "
+        "председателем стал Николас Э. Головин. Комитет под руководством Николаса Э. Головина работал год.",
+        "Королевское географическое общество Лондона спонсировало исследователей. Он опубликовал "
+        "комментарий к «Посланию Галатам». Члены Центра пилотируемых космических полетов выступили в поддержку.",
+    )
+    for person in ("Людовик XIV", "Пачаури Раджендра К.", "Головин Николас Э."):
+        assert person in shown, (person, shown)
+    assert not any(s.startswith(("Головина", "Раджендр")) for s in shown), shown
+    assert "Королевское географическое общество Лондона" in orgs, orgs
+    assert any(o.startswith("Центра пилотируемых") for o in orgs) and not any("Галатам" in o for o in orgs), orgs
+    assert unknown_surname("Лютера", may_be_cut=False) and not unknown_surname("Распоряже")
 
 
 def test_names_as_scans_and_tables_write_them() -> None:
