@@ -5,10 +5,12 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from contextlib import nullcontext
+from functools import partial
 from typing import Any
 
 import dask
 import distributed
+import numpy as np
 from prefect import get_run_logger
 from prefect_dask import DaskTaskRunner
 
@@ -34,6 +36,22 @@ class Inflight:
             future = self._runner.submit(stage, parameters=sealed(**parameters))
         self._then[future.wrapped_future.key] = (future, then, failed)
         self._completed.add(future.wrapped_future)
+
+    def submit_in_slices(self, stage: Any, then: Callable[[np.ndarray], None], items: list, size: int, name: str,
+                         annotations: dict[str, Any] | None = None, **parameters: Any) -> None:  # fmt: skip
+        """`stage` over `items` (its parameter `name`) in slices of at most `size`, each its own task, so one large
+        document's chunks are embedded on every worker thread and not in one long run; `then` gets the slices'
+        arrays joined in order once the last is in. A failed slice fails like `submit` without `failed`."""
+        parts = [items[at : at + size] for at in range(0, len(items), size)] or [items]
+        results: list[np.ndarray | None] = [None] * len(parts)
+
+        def one(n: int, result: np.ndarray) -> None:
+            results[n] = result
+            if all(r is not None for r in results):
+                then(results[0] if len(results) == 1 else np.concatenate(results))
+
+        for n, part in enumerate(parts):
+            self.submit(stage, partial(one, n), annotations=annotations, **{name: part}, **parameters)
 
     def run(self) -> None:
         for finished in self._completed:

@@ -276,6 +276,7 @@ def embed_resources(settings: Settings) -> dict[str, float] | None:
 
 
 FIRST_GROUP = 8
+EMBED_SLICE = 512  # chunks an embed task takes: a 3,599-page sheet's 4,237 chunks were one task on one core
 """Documents in a refresh's first group (`Indexer.group_limit`)."""
 
 
@@ -370,8 +371,8 @@ class Indexer:
             return
         self.embedded += len(chunks)
         assert self.work is not None, "flush() before the cluster is up"
-        self.work.submit(embed, partial(self._publish, group), annotations=self.annotations, chunks=chunks,
-                         settings=self.settings)  # fmt: skip
+        self.work.submit_in_slices(embed, partial(self._publish, group), chunks, EMBED_SLICE, "chunks",
+                                   annotations=self.annotations, settings=self.settings)  # fmt: skip
 
     def _publish(self, group: list[Ready], vectors: np.ndarray) -> None:
         crash_point("after-embed")

@@ -80,3 +80,44 @@ def test_a_letter_is_searchable_while_a_scan_is_still_being_read(
         open_items = index.quarantine_items("open")
     assert hits
     assert [(i["source_id"], i["reasons"]) for i in open_items] == [("пустое.txt", ["empty-text"])]
+
+
+def test_a_large_document_is_embedded_in_slices_and_each_chunk_keeps_its_own_vector(
+    models: dict[str, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """flows/refresh_stream.EMBED_SLICE: a document's chunks beyond a slice go to several embed tasks side by side
+    (a 3,599-page sheet's 4,237 chunks were one task on one core); the slices' vectors are joined back in order, so
+    every stored chunk holds the vector of its own text."""
+    import flows.inflight
+    import flows.refresh_stream
+    from korpus.core.model_store import embed_model_path
+    from tasks.retrieval.embedding import shared_embedder
+
+    monkeypatch.setattr(flows.refresh_stream, "EMBED_SLICE", 3)
+    sizes: list[int] = []
+    original_submit = flows.inflight.Inflight.submit
+
+    def counted(self: object, stage: object, then: object, **kwargs: object) -> None:
+        if getattr(stage, "name", "") == "embed":
+            sizes.append(len(kwargs["chunks"]))  # type: ignore[arg-type]
+        original_submit(self, stage, then, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(flows.inflight.Inflight, "submit", counted)
+    root = tmp_path / "archive"
+    root.mkdir()
+    (root / "korpus.yaml").write_text(MANIFEST, encoding="utf-8")
+    topics = ["поставка насосов", "ремонт кровли", "отпуск сотрудников", "закупка бумаги", "охрана труда",
+              "пожарная безопасность", "график дежурств", "инвентаризация склада"]  # fmt: skip
+    body = "\n\n".join(f"{n + 1}. Раздел о теме «{t}». " + f"Подробности о теме {t} изложены здесь. " * 40
+                       for n, t in enumerate(topics))  # fmt: skip
+    (root / "регламент.txt").write_text(body, encoding="utf-8")
+    settings = Settings(data=tmp_path / "data", meta_documents=False)
+    run_refresh(root, settings)
+    with SqliteIndex(settings.index_path) as index:
+        stored = index.current_vectors("регламент.txt")
+    assert len(stored) > 3 and len(sizes) == -(-len(stored) // 3) and max(sizes) == 3, sizes  # sliced, by 3
+    embedder = shared_embedder(str(embed_model_path(settings)))
+    texts = list(stored)
+    direct = embedder.embed_passages(texts)
+    for text, vector in zip(texts, direct, strict=True):
+        assert float(stored[text] @ vector) > 0.999, text[:60]
