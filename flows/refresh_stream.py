@@ -276,8 +276,10 @@ def embed_resources(settings: Settings) -> dict[str, float] | None:
 
 
 FIRST_GROUP = 8
-EMBED_SLICE = 512  # chunks an embed task takes: a 3,599-page sheet's 4,237 chunks were one task on one core
 """Documents in a refresh's first group (`Indexer.group_limit`)."""
+EMBED_SLICE = 512
+"""Chunks one embed task takes (`Inflight.submit_in_slices`): a 3,599-page sheet's 4,237 chunks were one task on one
+core."""
 
 
 class Indexer:

@@ -9,7 +9,7 @@ import re
 from typing import Any
 
 from tasks.meta.models import parse
-from tasks.meta.surnames import as_written
+from tasks.meta.surnames import as_written, nominative_form
 
 _WORD = r"[А-ЯЁ][а-яё]+(?:-[А-ЯЁ][а-яё]+)?"
 _REGNAL = re.compile(rf"^({_WORD})\s+([IVXL]{{1,6}})$")
@@ -18,9 +18,7 @@ Fields = tuple[str, str | None, str | None, str | None, str | None, str | None, 
 
 
 def _nominative(reading: Any, word: str, gender: str | None) -> str:
-    wanted = {"nomn", "sing"} | ({gender} if gender and reading.tag.gender else set())
-    form = reading.inflect(wanted) or reading.inflect({"nomn"})
-    return as_written(word, (form.word if form else word).capitalize())
+    return as_written(word, nominative_form(reading, gender))
 
 
 def _name_reading(word: str) -> Any | None:

@@ -32,10 +32,13 @@ _FIRST_NAME_BEFORE = re.compile(r"(?<![А-ЯЁа-яё])([А-ЯЁ][а-яё]+)[ \t
 def _with_first_name(text: str, m: re.Match) -> int:
     """Where the person starts: at a first name right before a single initial, else at the initial."""
     before = _FIRST_NAME_BEFORE.search(text, max(0, m.start() - 30), m.start())
-    single = len(re.findall(r"[А-ЯЁ]\.", m.group(0))) == 1
-    if before is None or not single or not any("Name" in p.tag for p in parse(before.group(1))):
+    if before is None or not _one_initial(m) or not any("Name" in p.tag for p in parse(before.group(1))):
         return m.start()
     return before.start()
+
+
+def _one_initial(m: re.Match) -> bool:
+    return len(re.findall(r"[А-ЯЁ]\.", m.group(0))) == 1
 
 
 def _surname_end(m: re.Match) -> int:
@@ -45,7 +48,7 @@ def _surname_end(m: re.Match) -> int:
 def _numbered_heading(text: str, m: re.Match) -> bool:
     at_line_start = not text[text.rfind("\n", 0, m.start()) + 1 : m.start()].strip()
     words = WORD.findall(m.group(0))
-    if not at_line_start or len(re.findall(r"[А-ЯЁ]\.", m.group(0))) != 1 or not words:
+    if not at_line_start or not _one_initial(m) or not words:
         return False
     parses = parse(words[-1])
     known = _models()[2].word_is_known(words[-1].lower())

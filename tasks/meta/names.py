@@ -52,7 +52,7 @@ from tasks.meta.models import parse as parse_word  # `parse` names a reading bel
 from tasks.meta.ner import NerSpan, ner_spans
 from tasks.meta.scanned import after_street, cyrillic_lookalikes, full_names
 from tasks.meta.surnames import as_written as _as_written
-from tasks.meta.surnames import surname_key, unknown_surname
+from tasks.meta.surnames import nominative_form, surname_key, unknown_surname
 
 _INITIALS = re.compile(r"([А-ЯЁ])\.\s*(?:([А-ЯЁ])(?:\.|(?![а-яё])))?")
 _QUOTED = re.compile(r"[«\"“„']([^»\"”“']+)[»\"”“']")
@@ -263,9 +263,7 @@ def _nominative(parse: Any, gender: str | None) -> str:
     if "-" in parse.word:  # «Гарина-Михайловского» → «Гарин-Михайловский»: each part declines
         return "-".join(_nominative(_best(readings := parse_word(part), "Surn", gender) or readings[0], gender)
                         for part in parse.word.split("-"))  # fmt: skip
-    wanted = {"nomn", "sing"} | ({gender} if gender and parse.tag.gender else set())
-    form = parse.inflect(wanted) or parse.inflect({"nomn"})
-    return (form.word if form else parse.word).capitalize()
+    return nominative_form(parse, gender)
 
 
 def _latin_person(span: str) -> PersonName | None:

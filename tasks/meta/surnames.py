@@ -10,6 +10,7 @@ are one person, shown in the form that is not plainly oblique («Бабанги�
 from __future__ import annotations
 
 import re
+from typing import Any
 
 from tasks.meta.models import _models
 
@@ -66,3 +67,11 @@ def as_written(word: str, form: str) -> str:
     if "ё" not in word.lower():
         form = form.replace("ё", "е").replace("Ё", "Е")
     return form if len(form) <= len(word) + 1 else word
+
+
+def nominative_form(reading: Any, gender: str | None) -> str:
+    """A pymorphy reading put in the singular nominative (and `gender`, where the reading has one), capitalised; the
+    word itself when pymorphy cannot inflect it."""
+    wanted = {"nomn", "sing"} | ({gender} if gender and reading.tag.gender else set())
+    form = reading.inflect(wanted) or reading.inflect({"nomn"})
+    return (form.word if form else reading.word).capitalize()
