@@ -167,7 +167,7 @@ print(json.dumps({{"seconds": seconds, "chunks": indexed, "sources": len(sources
 def plain_loop(archive: Path, data: Path) -> dict:
     """The same stages over the same files in one plain loop: the floor korpus's orchestration is measured against."""
     script = PLAIN.format(root=str(ROOT), data=str(data), archive=str(archive))
-    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=7200,
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=14400,
                           env=dict(os.environ, PREFECT_LOGGING_LEVEL="WARNING"))  # fmt: skip
     if done.returncode != 0:
         raise SystemExit(done.stderr[-3000:])
@@ -186,39 +186,72 @@ def refresh(
     if group is not None:
         env["KORPUS_INDEX_GROUP_SOURCES"] = str(group)
     script = RUN.format(root=str(ROOT), data=str(data), archive=str(archive))
-    done = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=7200)
+    done = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=14400)
     if done.returncode != 0:
         raise SystemExit(done.stderr[-3000:])
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
-def _measure(tmp: Path, files: int, home: Path, per_document_max: int, without: tuple[str, ...] = ()) -> dict:
+def unchanged_refresh(archive: Path, data: Path, home: Path) -> dict:
+    """The default refresh again over the same, unchanged tree into the data directory the default filled (#32 item
+    4: nothing is read, hashed or embedded again), against `find ARCHIVE -type f | wc -l` on the same tree."""
+    started = time.perf_counter()
+    again = refresh(archive, data, home)
+    wall = time.perf_counter() - started
+    started = time.perf_counter()
+    found = subprocess.run(f"find '{archive}' -type f | wc -l", shell=True, capture_output=True, text=True, check=True)
+    find_s = time.perf_counter() - started
+    return {"seconds": round(again["seconds"], 2), "wall_s": round(wall, 1), "chunks": again["chunks"],
+            "find_wc_l_s": round(find_s, 3), "files_found": int(found.stdout.strip()),
+            "÷ find | wc -l": round(again["seconds"] / find_s, 1)}  # fmt: skip
+
+
+def _measure(
+    tmp: Path, files: int, home: Path, per_document_max: int, without: tuple[str, ...] = (), **options: int | bool
+) -> dict:
+    """One archive of `files` letters through every configuration; `plain_files` (option) runs the plain loop on the
+    archive's first that many letters (the same files: one seed) and compares seconds per file, `unchanged` times a
+    second default refresh over the unchanged tree."""
     archive = tmp / f"archive-{files}"
     write_archive(archive, files)
+    plain_files = min(int(options.get("plain_files") or files), files)
+    plain_archive = archive
+    if plain_files < files:
+        plain_archive = tmp / f"archive-{files}-first-{plain_files}"
+        write_archive(plain_archive, plain_files)
     row: dict = {}
-    before = plain_loop(archive, tmp / f"data-{files}-plain-before")  # the machine drifts: the baseline runs
+    before = plain_loop(plain_archive, tmp / f"data-{files}-plain-before")  # the machine drifts: the baseline runs
     configs = [("default", None, True, {}), ("meta off", None, False, {}),
                ("default, NER on every sentence", None, True, {"KORPUS_NER_ALL_SENTENCES": "1"})]  # fmt: skip
     if files <= per_document_max:
         configs.append(("per document, meta off", 1, False, {}))
-    configs = [c for c in configs if c[0] not in without or c[0] in ("default", "meta off")]
+    configs = [c for c in configs if c[0] not in without or c[0] == "default"]
     for label, group, meta, extra in configs:
         started = time.perf_counter()
         result = refresh(archive, tmp / f"data-{files}-{label}", home, group, meta, **extra)
         result["wall_s"] = round(time.perf_counter() - started, 1)
-        result["s_per_file"] = round(result["seconds"] / files, 3)
+        result["s_per_file"] = round(result["seconds"] / files, 4)
         row[label] = result
-    after = plain_loop(archive, tmp / f"data-{files}-plain-after")  # before and after, and is averaged
-    plain = {**after, "seconds": (before["seconds"] + after["seconds"]) / 2,
+        if label == "default" and options.get("unchanged"):
+            row["unchanged refresh (default, again)"] = unchanged_refresh(archive, tmp / f"data-{files}-{label}", home)
+    after = plain_loop(plain_archive, tmp / f"data-{files}-plain-after")  # before and after, and is averaged
+    plain = {**after, "seconds": (before["seconds"] + after["seconds"]) / 2, "files": plain_files,
              "runs_s": [round(before["seconds"], 2), round(after["seconds"], 2)],
              "peak_rss_mb": max(before["peak_rss_mb"], after["peak_rss_mb"])}  # fmt: skip
-    plain["s_per_file"] = round(plain["seconds"] / files, 3)
-    row["plain loop"] = plain
-    default, off = row["default"], row["meta off"]
-    row["default throughput ÷ plain loop"] = round(plain["seconds"] / default["seconds"], 3)
-    row["meta off throughput ÷ plain loop"] = round(plain["seconds"] / off["seconds"], 3)
+    plain["s_per_file"] = round(plain["seconds"] / plain_files, 4)
+    row["plain loop" if plain_files == files else f"plain loop, first {plain_files} files"] = plain
+    default = row["default"]
+    row["default throughput ÷ plain loop (s/file)"] = round(plain["s_per_file"] / default["s_per_file"], 3)
     row["meta-documents share of the default refresh"] = round((default["meta_s"] or 0) / default["seconds"], 3)
-    row["orchestration share, meta off (1 − plain ÷ refresh)"] = round(1 - plain["seconds"] / off["seconds"], 3)
+    if "meta off" in row:
+        off = row["meta off"]
+        row["meta off throughput ÷ plain loop"] = round(plain["s_per_file"] / off["s_per_file"], 3)
+        share = 1 - plain["s_per_file"] / off["s_per_file"]
+        row["orchestration share, meta off (1 − plain ÷ refresh)"] = round(share, 3)
+    else:  # no meta-off row: the default's documents part is the refresh less its meta-documents
+        documents = (default["seconds"] - (default["meta_s"] or 0)) / files
+        share = 1 - plain["s_per_file"] / documents
+        row["orchestration share, default less meta (1 − plain ÷ refresh)"] = round(share, 3)
     row["first searchable ÷ whole refresh (default)"] = round(default["first_searchable_s"] / default["seconds"], 3)
     return row
 
@@ -239,6 +272,18 @@ def main() -> None:
         metavar="ROW",
         help='labelled rows to leave out (e.g. "default, NER on every sentence"); never the default',
     )
+    parser.add_argument(
+        "--plain-files",
+        type=int,
+        default=0,
+        help="run the plain loop on the archive's first N files only and compare seconds per file (a 100,000-file "
+        "plain loop run twice does not fit beside the refresh); 0: all files",
+    )
+    parser.add_argument(
+        "--unchanged",
+        action="store_true",
+        help="after the default, refresh the unchanged tree again and time it against find | wc -l (#32 item 4)",
+    )
     args = parser.parse_args()
     report: dict = {}
     with tempfile.TemporaryDirectory(prefix="korpus-scale-") as tmp:
@@ -247,7 +292,8 @@ def main() -> None:
             write_archive(Path(tmp) / "warm-up", 2)  # starts korpus's local server: no measured run pays for it
             refresh(Path(tmp) / "warm-up", Path(tmp) / "data-warm-up", home)
             for files in args.files:
-                report[files] = _measure(Path(tmp), files, home, args.per_document_max, tuple(args.without))
+                report[files] = _measure(Path(tmp), files, home, args.per_document_max, tuple(args.without),
+                                         plain_files=args.plain_files, unchanged=args.unchanged)  # fmt: skip
         finally:
             stop_server(home)
         if len(args.files) >= 2:
