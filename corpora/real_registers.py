@@ -278,9 +278,17 @@ def _org_key(name: str) -> tuple[str, ...]:
     return tuple(_stemmer().stemWords(words))
 
 
+def _org_lemmas(name: str) -> tuple[str, ...]:
+    from tasks.meta.models import parse
+
+    words = re.findall(r"\w+", re.sub(r"['’`]", "", name.lower().replace("ё", "е")))
+    return tuple(parse(w)[0].normal_form.replace("ё", "е") for w in words)
+
+
 def org_matches(shown: str, label: str) -> bool:
-    """Case, quotes and endings folded (Snowball Russian): «Минюстом России» fits «Минюст России»."""
-    return _org_key(shown) == _org_key(label)
+    """Case, quotes and endings folded — by Snowball Russian stems («Минюстом России» fits «Минюст России») or, where a
+    stem keeps a changing root, by pymorphy's dictionary forms («Англиканской церкви» fits «Англиканская церковь»)."""
+    return _org_key(shown) == _org_key(label) or _org_lemmas(shown) == _org_lemmas(label)
 
 
 def _names(entity: dict) -> list[str]:

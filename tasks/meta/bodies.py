@@ -17,7 +17,7 @@ from tasks.text.identifiers import valid_inn, valid_ogrn
 # OCR debris and table captions.
 _BODY_HEADS = (
     r"Правительств[оаеу]м?|Администраци[яиюей]|Министерств[оауе]м?|Федеральн\w+\s+(?:служб|агентств|[Сс]обрани)\w*"
-    r"|Государственн\w+\s+Дум\w+|Совет\w*\s+(?:Федерации|Безопасности|Министров)|Верховн\w+\s+(?:Суд|Совет)\w*"
+    r"|Государственн\w+\s+Дум\w+|Совет\w*\s+(?:Федерации|Безопасности|Министров)|Верховн\w+\s+(?:[Сс]уд|Совет)\w*"
     r"|Конституционн\w+\s+Суд\w*|Арбитражн\w+\s+суд\w*|Съезд\w*\s+народных\s+депутатов|Управлени[еяюи]м?"
     r"|Территориальн\w+\s+орган\w*|Правительственн\w+\s+комисси\w+|Департамент\w*|Комитет\w*|Прокуратур\w+"
     r"|Генеральн\w+\s+прокуратур\w+|Центральн\w+\s+банк\w*|Пенсионн\w+\s+фонд\w*|Институт\w*|Академи\w+"
@@ -27,7 +27,7 @@ _BODY_HEADS = (
 _BODY_HEAD = re.compile(rf"(?<![А-ЯЁа-яё])(?:{_BODY_HEADS})(?![а-яё])")
 _INSTITUTION = re.compile(r"Институт|Университет|Академи|Управлени|Центр")
 _WHOLE_NAME = re.compile(
-    r"Государственн\w+\s+Дум\w+|Совет\w*\s+(?:Федерации|Безопасности)|Конституционн\w+\s+Суд\w*|Верховн\w+\s+Суд\w*"
+    r"Государственн\w+\s+Дум\w+|Совет\w*\s+(?:Федерации|Безопасности)|Конституционн\w+\s+Суд\w*|Верховн\w+\s+[Сс]уд\w*"
     r"|Федеральн\w+\s+[Сс]обрани\w+"
 )  # a head that is a name by itself: «Принят Государственной Думой», «Одобрен Советом Федерации»
 _CAPS_BODY = re.compile(
@@ -45,7 +45,7 @@ _ADJ_BODY = re.compile(
     r"|АЭС|ГЭС|ГРЭС|ТЭЦ|электростанци\w+|атомн\w+\s+станци\w+)"
     r"(?:\s+реконструкции\s+и\s+развития)?"
 )
-_NEXT_WORD = re.compile(r"[ \t]+([А-ЯЁ][а-яё]+)")
+_NEXT_WORD = re.compile(r"[ \t]+([А-ЯЁ][а-яё]+|[А-ЯЁ]{2,4}(?![А-ЯЁа-яё]))")  # «… Австралии», «… США»
 
 
 def with_place(text: str, end: int) -> int:
@@ -55,6 +55,45 @@ def with_place(text: str, end: int) -> int:
     if word and any({"Geox", "gent"} <= set(p.tag.grammemes) for p in parse(word.group(1))):
         return word.end()
     return end
+
+
+# Heads of a named institution that only NER's ORG spans may carry (the tagger has read the context; by rule alone
+# «Первая партия товара» would be a party): parties, churches, theatres, museums, courts, movements, unions, leagues;
+# not commissions or assemblies (an exam board, a body only proposed)
+_INSTITUTION_HEADS = (
+    r"[Пп]арти[яиюей]|[Цц]ерк(?:овь|ви|овью)|[Тт]еатр\w*|[Мм]узе[йяюе]\w*|[Сс]уд\w*|[Дд]вижени\w+"
+    r"|[Аа]ссоциаци\w+|[Фф]едераци\w+|[Пп]рофсоюз\w*|[Гг]алере\w+|[Кк]оалици\w+|[Кк]онгресс\w*"
+    r"|[Пп]арламент\w*|[Сс]овет\w*|[Сс]оюз\w*|[Лл]иг[аиуе]"
+)
+_ADJECTIVE = r"[а-яё]+(?:ая|ий|ый|ое|ой|ую|ого|ых|им|ым|ому|ему|ом|ем)"
+_ADJ_INSTITUTION = re.compile(rf"[А-ЯЁ]{_ADJECTIVE}(?:\s+{_ADJECTIVE}){{0,3}}\s+(?:{_INSTITUTION_HEADS})")
+_HEAD_INSTITUTION = re.compile(rf"(?=[А-ЯЁ])(?:{_INSTITUTION_HEADS})")
+_BY_PHRASE = re.compile(r"\s+по\s+[а-яё]+(?:,?\s+[а-яё]+){0,7}")  # «Комиссия по этике и противодействию коррупции»
+_QUOTES = tuple('«»"“”„')
+_OF_WAR = re.compile(r"\s+(?:[А-ЯЁ][а-яё]+\s+)?(?:войн|военных|боевых)")
+_NAMES_AFTER = re.compile(r"(?:\s+(?:и\s+)?[А-ЯЁ][а-яё]+)+")  # «Музей Виктории и Альберта»
+
+
+def named_institution(text: str, start: int, stop: int) -> bool:
+    """NER's ORG span `text[start:stop]` names an institution by a capitalised adjective before its head («Австралийская
+    лейбористская партия», «Англиканской церкви», «Большого театра»), or by its head and then names in the genitive
+    («Музей Виктории и Альберта») or a «по …» phrase. Not a phrase in quotes («примером "Польского монументального
+    театра"»: a style) nor a theatre of war («Североамериканского театра Семилетней войны»)."""
+    if text[max(0, start - 1) : start] in _QUOTES or text[stop : stop + 1] in _QUOTES:
+        return False
+    if _OF_WAR.match(text, stop):
+        return False
+    span = text[start:stop].strip()
+    if (adjective := _ADJ_INSTITUTION.match(span)) and adjective.end() == len(span):
+        return True
+    head = _HEAD_INSTITUTION.match(span)
+    if head is None or head.end() == len(span) or not span[head.end()].isspace():
+        return False
+    rest = span[head.end() :]
+    if _BY_PHRASE.fullmatch(rest):
+        return True
+    words = re.findall(r"[А-ЯЁ][а-яё]+", rest)
+    return _NAMES_AFTER.fullmatch(rest) is not None and all("gent" in _cases(w) for w in words)
 
 
 _AGENCY_OF_RUSSIA = re.compile(r"(?<![А-ЯЁа-яё])(?:[А-ЯЁ]{2,6}|Мин[а-яё]{3,}|Рос[а-яё]{4,})\s+России(?![а-яё])")
@@ -185,7 +224,7 @@ def body_end(text: str, start: int) -> int | None:
             if more.group(1)[0].islower() and "gent" in _cases(more.group(1)) and not _pronoun(more.group(1)):
                 at = at + 1  # «по надзору в сфере связи, информационных технологий и массовых коммуникаций»
     if end is None and _WHOLE_NAME.fullmatch(head.group(0)):
-        return head.end()  # «Государственной Думой»
+        return with_place(text, head.end())  # «Государственной Думой», «Верховного суда США»
     if phase == "lower" and not (multiword and lower) and lower < 2:
         return None  # «на Министерство полномочий»: common words after a head are not its name
     if phase == "lower" and not multiword and (lower < 3 or not _INSTITUTION.match(head.group(0))):

@@ -23,12 +23,13 @@ from tasks.meta.bodies import is_placeholder, organisation_ids
 from tasks.meta.dates import find_dates
 from tasks.meta.llm import LlmEvents
 from tasks.meta.names import find_mentions, organisation_key, person_name, readable_for_names
+from tasks.meta.one_name import ONE_WORD, in_table_row, one_name_key, one_name_people
 from tasks.meta.surnames import written_in_lower_case
 
 logger = logging.getLogger("korpus.meta")
 
 # Bump when extraction changes: every cached fact is read again.
-EXTRACTOR_VERSION = "meta-6"  # bump on every extraction change (meta-4 did not: cached facts of older rules stayed)
+EXTRACTOR_VERSION = "meta-7"  # bump on every extraction change (meta-4 did not: cached facts of older rules stayed)
 _STAMP = re.compile(r"\[(\d\d):(\d\d):(\d\d)\]\s*")
 _SENTENCE_CHARS = 300
 # A reference list's heading: what follows it on the page, and the pages after, are not read for names.
@@ -155,7 +156,10 @@ def extract_facts(
         title=title_of(pages), pages=0 if seconds is not None else len(pages), seconds=seconds, owner=source.owner,
         access=source.access, tenant=source.tenant or "default",
     )  # fmt: skip
-    for page, names_text in zip(pages, name_texts(pages), strict=True):
+    one_word: list[tuple[str, Place]] = []
+    first_names: set[str] = set()
+    texts = name_texts(pages)
+    for page, names_text in zip(pages, texts, strict=True):
         text = page.text
         dates = find_dates(text)
         sentences = [(s.start, s.stop) for s in sentenize(text)] if dates else []
@@ -172,6 +176,9 @@ def extract_facts(
             if mention.type == "PER":
                 at_edge = text[mention.end : mention.end + 1] in ("", "\n", "-", "|", ".")  # cut short or abbreviated
                 name = person_name(mention.text, ruled=mention.ruled, at_edge=at_edge)
+                if name is None and ONE_WORD.fullmatch(mention.text) and not in_table_row(page.text, mention.text):
+                    one_word.append((mention.text, place))  # «Аристотель»: a person by one name, if named again
+                first_names.update([name.first] if name is not None and name.first else [])
                 lone = name is not None and name.shown == mention.text.split()[-1] and not name.fullness
                 if name is not None and not (lone and written_in_lower_case(name.shown, text)):
                     facts.persons.append(
@@ -185,6 +192,10 @@ def extract_facts(
                 facts.organisations.append(
                     OrganisationMention(key=organisation_key(name), name=name, inn=inn, ogrn=ogrn, place=place)
                 )
+    named = one_name_people([w for w, _ in one_word], first_names, "\n".join(texts))
+    facts.persons += [PersonMention(surname=one_name_key(named[word]), first_initial=None, middle_initial=None,
+                                    shown=named[word], fullness=0, place=place)
+                      for word, place in one_word if word in named]  # fmt: skip
     return facts
 
 

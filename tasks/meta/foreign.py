@@ -1,6 +1,7 @@
 """Persons as encyclopedias and translated texts name them (docs/meta.md «Persons»): a ruler by name and number
-(«Людовика XIV» → «Людовик XIV») and a first name, one initial and a surname («Николаса Э. Головина» → «Головин
-Николас Э.»). tasks/meta/names.py asks these before its own reading of a span; each returns a `PersonName`'s fields.
+(«Людовика XIV» → «Людовик XIV»), a first name, one initial and a surname («Николаса Э. Головина» → «Головин
+Николас Э.») and a foreign surname the dictionary reads as a first name («Готфрид Земпер», «Чарльза Уэсли»).
+tasks/meta/names.py asks these before its own reading of a span; each returns a `PersonName`'s fields.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from tasks.meta.surnames import as_written, nominative_form
 _WORD = r"[А-ЯЁ][а-яё]+(?:-[А-ЯЁ][а-яё]+)?"
 _REGNAL = re.compile(rf"^({_WORD})\s+([IVXL]{{1,6}})$")
 _FIRST_INITIAL_LAST = re.compile(rf"^({_WORD})\s+([А-ЯЁ])\.\s*({_WORD})$")
+_TWO_WORDS = re.compile(rf"^({_WORD})\s+({_WORD})$")
 Fields = tuple[str, str | None, str | None, str | None, str | None, str | None, str, bool]
 
 
@@ -51,3 +53,29 @@ def first_initial_last(span: str) -> Fields | None:
     first_shown = _nominative(reading, first, gender)
     shown = f"{surname} {first_shown} {initial}."
     return surname.lower().replace("ё", "е"), first_shown, None, first_shown[0], initial, gender, shown, False
+
+
+def first_then_name(span: str) -> Fields | None:
+    """«Готфрид Земпер», «Чарльза Уэсли»: two words the dictionary both reads as first names, the second no patronymic
+    and no surname it knows — a foreign name in the Western order, so the second is the surname, as written."""
+    match = _TWO_WORDS.match(span.strip())
+    if match is None:
+        return None
+    first, last = match.groups()
+    reading, lasts = _name_reading(first), parse(last)
+    if reading is None or "Name" not in parse(first)[0].tag or "Name" not in lasts[0].tag:
+        return None
+    if any({"Patr", "Surn", "Geox"} & set(p.tag.grammemes) for p in lasts):
+        return None  # «Иван Петрович», «Анна Смирнова» (the reading of a span as Russian names does these)
+    gender = reading.tag.gender
+    first_shown = _nominative(reading, first, gender)
+    return (
+        last.lower().replace("ё", "е"),
+        first_shown,
+        None,
+        first_shown[0],
+        None,
+        gender,
+        f"{last} {first_shown}",
+        False,
+    )

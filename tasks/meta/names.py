@@ -39,12 +39,13 @@ from tasks.meta.bodies import (
     OKOPF,
     QUOTED_NAME,
     body_end,
+    named_institution,
     ooo_as_read,
     organisation_ids,
     quoted_alone,
     with_place,
 )
-from tasks.meta.foreign import first_initial_last, regnal
+from tasks.meta.foreign import first_initial_last, first_then_name, regnal
 from tasks.meta.initials import WORD as _WORD
 from tasks.meta.initials import initialled
 from tasks.meta.models import _models
@@ -75,6 +76,7 @@ _LEGAL_NAME = re.compile(rf"(?<![А-ЯЁа-яё\d])(?:{_FORM_WORDS}|000(?=\s*[«
 """A legal form and its quoted name; «000» is how OCR reads «ООО» before a quote."""
 _SHORT_FORMS = {"ООО", "ПАО", "ЗАО", "ОАО", "АО", "ИП", "ФГУП", "ГУП", "МУП", "АНО", "НКО", "ГБУ", "МБУ", "ФГБУ"}
 
+_ABBREVIATION_AFTER = re.compile(r"\s*\([A-ZА-ЯЁ]{2,8}\)$")
 _NUMERAL = re.compile(r"[ \t]+[IVXL]{1,6}(?![A-Za-zА-ЯЁа-яё])")
 _NOT_NAME_PARTS = {"VERB", "INFN", "PRTF", "PRTS", "GRND", "ADJS", "ADVB", "CONJ", "PREP", "PRCL", "NPRO", "COMP"}
 _NOT_SURNAMES = {"Москва", "Россия", "Российской", "Федерации", "Статья", "Глава", "Приложение", "Раздел", "Пункт"}
@@ -141,10 +143,12 @@ def find_mentions(text: str, spans: list[NerSpan] | None = None) -> list[Mention
         if kind == "ORG" and _LATIN_PERSON.match(span_text) and not _LATIN_COMPANY.search(span_text):
             kind = "PER"  # «Alex Graves», «Bob Marley»: NER calls Latin-script names organisations
         if kind == "ORG":
-            stop = _closing_quote(text, start, stop)
+            stop = _closing_quote(text, start, start + len(_ABBREVIATION_AFTER.sub("", text[start:stop])))  # «(АЛП)»
             name = text[start:stop]
             if not (is_organisation_name(name) and has_organisation_evidence(text, start, stop)):
                 continue
+            stop = with_place(text, stop)  # «Либеральная партия | Австралии», «Верховного суда | США»
+            name = text[start:stop]
             mentions.append(Mention("ORG", start, stop, name))
             continue
         if kind == "PER" and (numeral := _NUMERAL.match(text, stop)):
@@ -207,7 +211,7 @@ def has_organisation_evidence(text: str, start: int, stop: int) -> bool:
     covers = lambda m: m is not None and m.end() - m.start() >= len(name.rstrip()) - 2  # noqa: E731
     if any(covers(p.search(name)) for p in (_LEGAL_NAME, _ORG_WORD_QUOTED, _LATIN_COMPANY)):
         return True
-    if any(organisation_ids(text, stop)):
+    if any(organisation_ids(text, stop)) or named_institution(text, start, stop):
         return True
     if quoted_alone(text[max(0, start - 1) : stop + 1].strip()):
         return True  # «"Спартак"», «"Лацио"»: a quoted name NER reads as an organisation; not «№ 7 "Копканский"»
@@ -283,7 +287,7 @@ def person_name(span: str, ruled: bool = False, at_edge: bool = True) -> PersonN
     something else («Буренин В.А.», «В.СЕЛИН»)."""
     if re.search(r"[A-Za-z]", span) and not re.search(r"[А-ЯЁа-яё]", span):
         return _latin_person(span)
-    if fixed := regnal(span) or first_initial_last(span):  # «Людовика XIV», «Николаса Э. Головина»
+    if fixed := regnal(span) or first_initial_last(span) or first_then_name(span):  # «Людовика XIV», «Чарльза Уэсли»
         return PersonName(*fixed)
     span = re.sub(r"(?<![А-ЯЁ])[А-ЯЁ]{3,}(?:-[А-ЯЁ]{2,})?(?![А-ЯЁа-яё])", lambda m: m.group(0).capitalize(), span)
     morph = _models()[2]

@@ -38,8 +38,12 @@ def _is(word: str, role: str) -> bool:
 
 
 def _surname_like(word: str) -> bool:
+    """Not a verb, a place or a patronymic; nor a calling the dictionary knows as no surname («Экономист Бранко
+    Миланович», «Архитектор …»: an animate common noun before a name)."""
     top = parse(word)[0]
-    return not (_NOT_SURNAME & set(top.tag.grammemes)) and not _is(word, "Patr")
+    calling = {"NOUN", "anim"} <= set(top.tag.grammemes) and not any({"Surn", "Name"} & set(p.tag.grammemes)
+                                                                    for p in parse(word))  # fmt: skip
+    return not (_NOT_SURNAME & set(top.tag.grammemes)) and not _is(word, "Patr") and not calling
 
 
 def full_names(text: str) -> list[tuple[int, int]]:

@@ -12,6 +12,8 @@ from corpora.real_registers import (
     HELD_OUT_3_TEXTS,
     HELD_OUT_4_LABELS,
     HELD_OUT_4_TEXTS,
+    HELD_OUT_5_LABELS,
+    HELD_OUT_5_TEXTS,
     HELD_OUT_LABELS,
     HELD_OUT_TEXTS,
     load_labels,
@@ -22,9 +24,10 @@ from corpora.real_registers import (
     score,
 )
 from korpus.core.datamodel import PageResult, Source
-from tasks.meta.bodies import quoted_alone
+from tasks.meta.bodies import named_institution, quoted_alone
 from tasks.meta.documents import organisations, persons
 from tasks.meta.facts import extract_facts
+from tasks.meta.one_name import in_table_row, may_be_a_name
 from tasks.meta.surnames import unknown_surname
 
 pytestmark = pytest.mark.unit
@@ -74,13 +77,17 @@ def test_the_held_out_labels_are_measured_and_hold_their_score() -> None:
 # - held-out-3: 17 real files no set used and 24 XQuAD-ru passages, labelled before session 16 changed any rule; scored
 #   once after the scan rules (0.610 / 0.615, 0.200 / 0.071), then its misses were read to write the encyclopedia rules
 #   (tasks/meta/foreign.py, bodies' «Центр», «совет», «общество»): development data now, the floor is this version's.
-# - held-out-4: 24 XQuAD-ru passages labelled before the rules written from the third set's misses and scored once
-#   after: the floor is that first score (docs/meta.md), far below the goal of 0.9 / 0.8 — one-name people («Тесла»,
-#   «Аристотель», «Тэмуджин»), parties, churches, theatres named with no evidence korpus asks for.
+# - held-out-4: 24 XQuAD-ru passages labelled before the rules written from the third set's misses; first score 0.474
+#   / 0.429 persons, 0.889 / 0.333 organisations. Session 17 read its misses to write the one-name, institution and
+#   Western-order rules (tasks/meta/one_name.py, bodies.named_institution, foreign.first_then_name): development data
+#   now, the floor is this version's.
+# - held-out-5: 48 XQuAD-ru passages labelled before those rules and scored once after them: the floor is that first
+#   score (docs/meta.md), far below the goal — oblique foreign surnames, Arabic names, teams, Latin acronyms.
 HELD_OUT_FLOORS = {
     "held-out-2": (HELD_OUT_2_TEXTS, HELD_OUT_2_LABELS, 33, 29, 46, (0.83, 0.86, 0.93, 0.76)),
-    "held-out-3": (HELD_OUT_3_TEXTS, HELD_OUT_3_LABELS, 41, 39, 14, (0.63, 0.69, 0.62, 0.35)),
-    "held-out-4": (HELD_OUT_4_TEXTS, HELD_OUT_4_LABELS, 24, 21, 24, (0.47, 0.42, 0.88, 0.33)),
+    "held-out-3": (HELD_OUT_3_TEXTS, HELD_OUT_3_LABELS, 41, 39, 14, (0.65, 0.74, 0.62, 0.35)),
+    "held-out-4": (HELD_OUT_4_TEXTS, HELD_OUT_4_LABELS, 24, 21, 24, (0.60, 0.66, 0.94, 0.66)),
+    "held-out-5": (HELD_OUT_5_TEXTS, HELD_OUT_5_LABELS, 48, 65, 48, (0.50, 0.46, 0.75, 0.22)),
 }
 
 
@@ -114,6 +121,41 @@ def test_names_as_encyclopedias_write_them() -> None:
     assert "Королевское географическое общество Лондона" in orgs, orgs
     assert any(o.startswith("Центра пилотируемых") for o in orgs) and not any("Галатам" in o for o in orgs), orgs
     assert unknown_surname("Лютера", may_be_cut=False) and not unknown_surname("Распоряже")
+
+
+def test_people_by_one_name_institutions_and_western_names() -> None:
+    """Session 17's rules, from the fourth held-out set's misses: a person the tagger names twice by one name, an
+    institution NER marks by an adjective and its head or by its head and genitives, a foreign surname the dictionary
+    reads as a first name, a calling before a name; and what they must not take."""
+    shown, orgs = _registers(
+        "Когда Тэмуджин вернулся, Джамуха уже ушёл. Позже Тэмуджина избрали ханом. Бортэ ждала его, и Бортэ дождалась.",
+        "Архитектор Готфрид Земпер предложил проект. Экономист Бранко Миланович писал о неравенстве.",
+        "Он вырос в семье, близкой к Англиканской церкви, и выступал в Большом театре. Основными партиями штата "
+        "являются Либеральная партия Австралии и Национальная партия. Запрет подтверждён решением Верховного суда "
+        "США. В Европе для Североамериканского театра Семилетней войны есть другое название.",
+        "Исполнитель обязан передать товар. Исполнитель отвечает за качество. Первая партия товара принята.",
+        "Наименование | Исполнитель\nАкт | Исполнитель\nСчёт | Исполнитель",
+        "Анна Петрова пришла рано. Позже Анна ушла, и Анна вернулась.",
+    )
+    for person in ("Тэмуджин", "Бортэ", "Земпер Готфрид"):
+        assert person in shown, (person, shown)
+    assert not any(s.startswith(("Тэмуджина", "Исполнител", "Анна", "Экономист", "Архитектор")) for s in shown), shown
+    for org in ("Англиканской церкви", "Либеральная партия Австралии", "Верховного суда США"):
+        assert org in orgs, (org, orgs)
+    assert not any("Североамерикан" in o or o.startswith("Первая партия") for o in orgs), orgs
+    # the parts: a defined term, a place's adjective and a table cell are no one-name person; a theatre of war and a
+    # quoted style are no institution
+    assert may_be_a_name("Тэмуджин") and may_be_a_name("Аристотеля") and may_be_a_name("Мэннинга")
+    assert not any(map(may_be_a_name, ("Исполнителя", "Быстринского", "Доктор", "Твери")))
+    assert in_table_row("Акт | Исполнитель\nИтого", "Исполнитель") and not in_table_row(
+        "Акт, Исполнитель", "Исполнитель"
+    )
+    war = "для Североамериканского театра Семилетней войны"
+    assert not named_institution(war, 4, war.index(" Семилетней"))
+    quoted = 'примером "Польского монументального театра".'
+    assert not named_institution(quoted, 10, quoted.index('".'))
+    museum = "в Музей Виктории и Альберта пришли"
+    assert named_institution(museum, 2, museum.index(" пришли"))
 
 
 def test_names_as_scans_and_tables_write_them() -> None:
