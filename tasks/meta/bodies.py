@@ -90,10 +90,34 @@ def named_institution(text: str, start: int, stop: int) -> bool:
     if head is None or head.end() == len(span) or not span[head.end()].isspace():
         return False
     rest = span[head.end() :]
-    if _BY_PHRASE.fullmatch(rest):
-        return True
+    if _BY_PHRASE.fullmatch(rest) or genitive_tail(span, head.end()) == len(span):
+        return True  # «Комиссии по этике …», «Партии национального единства»
     words = re.findall(r"[А-ЯЁ][а-яё]+", rest)
     return _NAMES_AFTER.fullmatch(rest) is not None and all("gent" in _cases(w) for w in words)
+
+
+_LOWER_WORD = re.compile(r"[ \t]+([а-яё]{2,})(?![А-ЯЁа-яё-])")
+_NOT_A_NAME_AFTER_PO = {"адресу", "улице", "месту", "состоянию", "сравнению", "данным", "мнению", "словам", "причине",
+                        "поводу", "итогам", "результатам", "всей", "всему", "всем", "крайней", "меньшей"}  # fmt: skip
+
+
+def genitive_tail(text: str, end: int) -> int:
+    """«Гарвардская школа | бизнеса», «… школа | общественного здравоохранения», «Центральный совет | по вопросам
+    среднего образования»: lower-case words in the genitive (up to three) and a «по …» phrase after a body's head are
+    part of its name; not «по адресу», «по данным», a verb or a pronoun."""
+    at, taken = end, 0
+    while taken < 3 and (word := _LOWER_WORD.match(text, at)) and word.group(1) != "по":
+        readings = parse(word.group(1))
+        if not any(r.tag.case == "gent" for r in readings) or not _plain_word(word.group(1)) or _pronoun(word.group(1)):
+            break
+        at, taken = word.end(), taken + 1
+    po = _LOWER_WORD.match(text, at)
+    if po and po.group(1) == "по" and (first := _LOWER_WORD.match(text, po.end())):
+        if first.group(1) not in _NOT_A_NAME_AFTER_PO and _plain_word(first.group(1)):
+            at, free = first.end(), 0
+            while free < 6 and (more := _LOWER_WORD.match(text, at)) and _plain_word(more.group(1)):
+                at, free = more.end(), free + 1
+    return at
 
 
 _AGENCY_OF_RUSSIA = re.compile(r"(?<![А-ЯЁа-яё])(?:[А-ЯЁ]{2,6}|Мин[а-яё]{3,}|Рос[а-яё]{4,})\s+России(?![а-яё])")
@@ -150,7 +174,10 @@ _LATIN_COMPANY = re.compile(
     r"\b[A-Z][\w&'’`.-]*(?:\s+[A-Z][\w&'’`.-]*){0,4}\s+(?:Inc|Ltd|LLC|GmbH|AG|SA|Corp|Corporation|Company|Bank|Group"
     r"|Agency|Service|Services|International|University|Institute|Foundation)\b\.?"
 )
-_LATIN_PERSON = re.compile(r"^[A-Z][a-z]+(?:[-'][A-Z]?[a-z]+)?(?:\s+[A-Z]\.)?(?:\s+[A-Z][a-z]+(?:-[A-Z][a-z]+)?){1,2}$")
+_LATIN_PERSON = re.compile(
+    r"^(?!.*\b(?:Street|Avenue|Road|Square|Digital|News|Media|Sports|Network|Records|Studios?)\b)"  # «Sky Digital»
+    r"[A-Z][a-z]+(?:[-'][A-Z]?[a-z]+)?(?:\s+[A-Z]\.)?(?:\s+[A-Z][a-z]+(?:-[A-Z][a-z]+)?){1,2}$"
+)
 
 
 _ZEROS_FOR_OOO = re.compile(r"^000(?=\s*[«\"„“])")

@@ -1,6 +1,7 @@
 """Persons as encyclopedias and translated texts name them (docs/meta.md «Persons»): a ruler by name and number
 («Людовика XIV» → «Людовик XIV»), a first name, one initial and a surname («Николаса Э. Головина» → «Головин
-Николас Э.») and a foreign surname the dictionary reads as a first name («Готфрид Земпер», «Чарльза Уэсли»).
+Николас Э.»), a foreign name in the Western order («Готфрид Земпер», «Джеймсу Дьюару» → «Дьюар Джеймс») and an
+Arabic name («Ибн Сина», «Ар-Рази»).
 tasks/meta/names.py asks these before its own reading of a span; each returns a `PersonName`'s fields.
 """
 
@@ -15,7 +16,9 @@ from tasks.meta.surnames import as_written, nominative_form
 _WORD = r"[А-ЯЁ][а-яё]+(?:-[А-ЯЁ][а-яё]+)?"
 _REGNAL = re.compile(rf"^({_WORD})\s+([IVXL]{{1,6}})$")
 _FIRST_INITIAL_LAST = re.compile(rf"^({_WORD})\s+([А-ЯЁ])\.\s*({_WORD})$")
-_TWO_WORDS = re.compile(rf"^({_WORD})\s+({_WORD})$")
+_WESTERN = re.compile(rf"^({_WORD})\s+(?:({_WORD})\s+)?({_WORD})$")
+_OBLIQUE_ENDINGS = {"gent": ("а",), "accs": ("а",), "datv": ("у",), "ablt": ("ом", "ем"), "loct": ("е",)}
+_CONSONANTS = set("бвгджзклмнпрстфхцчшщ")
 Fields = tuple[str, str | None, str | None, str | None, str | None, str | None, str, bool]
 
 
@@ -55,27 +58,59 @@ def first_initial_last(span: str) -> Fields | None:
     return surname.lower().replace("ё", "е"), first_shown, None, first_shown[0], initial, gender, shown, False
 
 
+def _foreign_nominative(word: str, case: str | None, gender: str | None) -> str:
+    """A foreign man's surname beside a first name in an oblique case declines as a consonant-stem noun: «Джеймсу
+    Дьюару» → «Дьюар», «Ференца Деака» → «Деак», «Уолтером Нетшем» → «Нетш». A woman's foreign surname and a soft
+    stem («-я», «-ю»: «Гоголя» or «Мария»?) are left as written."""
+    if gender != "masc" or case not in _OBLIQUE_ENDINGS:
+        return word
+    for ending in _OBLIQUE_ENDINGS[case]:
+        stem = word[: -len(ending)]
+        if word.endswith(ending) and len(stem) >= 3 and stem[-1].lower() in _CONSONANTS:
+            return stem + ("ь" if ending == "ем" and stem[-1].lower() not in "жшщчц" else "")  # «Шёделем» → «Шёдель»
+    return word
+
+
 def first_then_name(span: str) -> Fields | None:
-    """«Готфрид Земпер», «Чарльза Уэсли»: two words the dictionary both reads as first names, the second no patronymic
-    and no surname it knows — a foreign name in the Western order, so the second is the surname, as written."""
-    match = _TWO_WORDS.match(span.strip())
+    """A foreign name in the Western order — a first name, perhaps a middle name, then the surname: «Готфрид Земпер»,
+    «Чарльза Уэсли», «Джеймсу Дьюару», «Эдвард Даррелл Стоун». The first word is one the dictionary reads first as a
+    first name; no word is a patronymic or a place, and the last is no surname the dictionary knows (Russian names,
+    «Анна Смирнова», «Сергей Николаевич Лапин», are read by names.py). The surname is put in the nominative by its
+    ending in the first name's case («Чарльзом Ричардом» → «Ричард Чарльз»)."""
+    match = _WESTERN.match(span.strip())
     if match is None:
         return None
-    first, last = match.groups()
-    reading, lasts = _name_reading(first), parse(last)
-    if reading is None or "Name" not in parse(first)[0].tag or "Name" not in lasts[0].tag:
+    first, middle, last = match.group(1), match.group(2), match.group(3)
+    reading = _name_reading(first)
+    if reading is None or "Name" not in parse(first)[0].tag:
         return None
-    if any({"Patr", "Surn", "Geox"} & set(p.tag.grammemes) for p in lasts):
-        return None  # «Иван Петрович», «Анна Смирнова» (the reading of a span as Russian names does these)
-    gender = reading.tag.gender
+    for word in filter(None, (middle, last)):
+        if any({"Patr", "Geox"} & set(p.tag.grammemes) for p in parse(word)):
+            return None
+    gender, case = reading.tag.gender, reading.tag.case
+    if any("Surn" in p.tag or ("ADJF" in p.tag and p.tag.case == case) for p in parse(last)):
+        return None  # «Иоанны Хмелевской»: an adjective's surname, in the name's case, is read by names.py
+    if middle and "Name" not in parse(middle)[0].tag:
+        return None
+    if case != "nomn" and re.search(r"(?:у|ю|ой|ей)$", last) and _foreign_nominative(last, case, gender) == last:
+        return None  # «Александра Паляницу»: a surname in «-а» in the accusative, which names.py reads
+    surname = _foreign_nominative(last, case, gender)
+    middle_shown = _foreign_nominative(middle, case, gender) if middle else None
     first_shown = _nominative(reading, first, gender)
-    return (
-        last.lower().replace("ё", "е"),
-        first_shown,
-        None,
-        first_shown[0],
-        None,
-        gender,
-        f"{last} {first_shown}",
-        False,
-    )
+    shown = " ".join(filter(None, (surname, first_shown, middle_shown)))
+    middle_initial = middle_shown[0] if middle_shown else None
+    return surname.lower().replace("ё", "е"), first_shown, None, first_shown[0], middle_initial, gender, shown, False
+
+
+_ARABIC = re.compile(r"(?:^|\s)(?:(?:[Аа]ль|[Аа][рзсдтншл]|[Ээ]ль)-[А-ЯЁ]|(?:[Ии]бн|бин)\s+(?:аль-)?[А-ЯЁа-яё])")
+
+
+def arabic_name(span: str) -> Fields | None:
+    """«Абу Бакр Мухаммад ибн Закария Ар-Рази (Разес», «Ибн Сина», «Аль-Бируни», «Шапур ибн Саль»: an Arabic name —
+    an article joined to a name («Ар-Рази», «аль-Вафида») or «ибн»/«бин» (son of) between names — is one person,
+    shown as written (a bracketed other name cut off), its first letter capitalised."""
+    shown = span.split("(")[0].strip()
+    if not _ARABIC.search(shown) or not re.fullmatch(r"[А-ЯЁа-яё’' -]+", shown):
+        return None
+    shown = shown[0].upper() + shown[1:]
+    return shown.lower().replace("ё", "е"), None, None, None, None, "masc", shown, False

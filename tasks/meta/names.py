@@ -39,13 +39,14 @@ from tasks.meta.bodies import (
     OKOPF,
     QUOTED_NAME,
     body_end,
+    genitive_tail,
     named_institution,
     ooo_as_read,
     organisation_ids,
     quoted_alone,
     with_place,
 )
-from tasks.meta.foreign import first_initial_last, first_then_name, regnal
+from tasks.meta.foreign import arabic_name, first_initial_last, first_then_name, regnal
 from tasks.meta.initials import WORD as _WORD
 from tasks.meta.initials import initialled
 from tasks.meta.models import _models
@@ -174,7 +175,7 @@ def _ruled(text: str) -> list[Mention]:
     candidates: list[tuple[str, int, int]] = []  # (kind, start, end)
     for pattern in (_LEGAL_NAME, _LATIN_COMPANY, _AGENCY_OF_RUSSIA, _KNOWN_BODY_WORD):
         candidates += [("ORG", m.start(), m.end()) for m in pattern.finditer(text)]
-    candidates += [("ORG", m.start(), with_place(text, m.end())) for m in _ADJ_BODY.finditer(text)]
+    candidates += [("ORG", m.start(), with_place(text, genitive_tail(text, m.end()))) for m in _ADJ_BODY.finditer(text)]
     candidates += [("ORG", m.start(1), m.end(1)) for m in _ORG_WORD_ABBREVIATION.finditer(text)]
     for match in _ORG_WORD_QUOTED.finditer(text):  # «компании "Евразийское водное партнерство"»: the name only
         generic = match.group(0)[0].islower() or match.group(0)[:3].lower() in ("ком", "агент", "бан", "фон", "орг")
@@ -287,9 +288,11 @@ def person_name(span: str, ruled: bool = False, at_edge: bool = True) -> PersonN
     something else («Буренин В.А.», «В.СЕЛИН»)."""
     if re.search(r"[A-Za-z]", span) and not re.search(r"[А-ЯЁа-яё]", span):
         return _latin_person(span)
-    if fixed := regnal(span) or first_initial_last(span) or first_then_name(span):  # «Людовика XIV», «Чарльза Уэсли»
+    if fixed := regnal(span) or first_initial_last(span) or arabic_name(span):  # «Людовика XIV», «Ибн Сина»
         return PersonName(*fixed)
     span = re.sub(r"(?<![А-ЯЁ])[А-ЯЁ]{3,}(?:-[А-ЯЁ]{2,})?(?![А-ЯЁа-яё])", lambda m: m.group(0).capitalize(), span)
+    if fixed := first_then_name(span):  # «Джеймсу Дьюару», «Жана Батиста МОЛЬЕРА»
+        return PersonName(*fixed)
     morph = _models()[2]
     initials = _INITIALS.search(span)
     first_initial = initials.group(1) if initials else None

@@ -14,6 +14,8 @@ from corpora.real_registers import (
     HELD_OUT_4_TEXTS,
     HELD_OUT_5_LABELS,
     HELD_OUT_5_TEXTS,
+    HELD_OUT_6_LABELS,
+    HELD_OUT_6_TEXTS,
     HELD_OUT_LABELS,
     HELD_OUT_TEXTS,
     load_labels,
@@ -24,9 +26,11 @@ from corpora.real_registers import (
     score,
 )
 from korpus.core.datamodel import PageResult, Source
-from tasks.meta.bodies import named_institution, quoted_alone
+from tasks.meta.bodies import _LATIN_PERSON, genitive_tail, named_institution, quoted_alone
 from tasks.meta.documents import organisations, persons
 from tasks.meta.facts import extract_facts
+from tasks.meta.foreign import first_then_name
+from tasks.meta.names import person_name
 from tasks.meta.one_name import in_table_row, may_be_a_name
 from tasks.meta.surnames import unknown_surname
 
@@ -81,13 +85,17 @@ def test_the_held_out_labels_are_measured_and_hold_their_score() -> None:
 #   / 0.429 persons, 0.889 / 0.333 organisations. Session 17 read its misses to write the one-name, institution and
 #   Western-order rules (tasks/meta/one_name.py, bodies.named_institution, foreign.first_then_name): development data
 #   now, the floor is this version's.
-# - held-out-5: 48 XQuAD-ru passages labelled before those rules and scored once after them: the floor is that first
-#   score (docs/meta.md), far below the goal — oblique foreign surnames, Arabic names, teams, Latin acronyms.
+# - held-out-5: 48 XQuAD-ru passages labelled before those rules; first score 0.508 / 0.462, 0.750 / 0.229 (meta-7).
+#   Its misses were then read to write meta-8 (Western names in oblique cases, Arabic names, a body's genitive tail):
+#   development data now, the floor is this version's.
+# - held-out-6: 48 XQuAD-ru passages labelled before meta-8 and scored once after: the floor is that first score
+#   (docs/meta.md), far below the goal — people named once by one name, teams, Latin acronyms, fictional characters.
 HELD_OUT_FLOORS = {
     "held-out-2": (HELD_OUT_2_TEXTS, HELD_OUT_2_LABELS, 33, 29, 46, (0.83, 0.86, 0.93, 0.76)),
-    "held-out-3": (HELD_OUT_3_TEXTS, HELD_OUT_3_LABELS, 41, 39, 14, (0.65, 0.74, 0.62, 0.35)),
+    "held-out-3": (HELD_OUT_3_TEXTS, HELD_OUT_3_LABELS, 41, 39, 14, (0.67, 0.76, 0.62, 0.35)),
     "held-out-4": (HELD_OUT_4_TEXTS, HELD_OUT_4_LABELS, 24, 21, 24, (0.60, 0.66, 0.94, 0.66)),
-    "held-out-5": (HELD_OUT_5_TEXTS, HELD_OUT_5_LABELS, 48, 65, 48, (0.50, 0.46, 0.75, 0.22)),
+    "held-out-5": (HELD_OUT_5_TEXTS, HELD_OUT_5_LABELS, 48, 65, 48, (0.65, 0.61, 0.89, 0.33)),
+    "held-out-6": (HELD_OUT_6_TEXTS, HELD_OUT_6_LABELS, 48, 71, 72, (0.51, 0.54, 0.82, 0.30)),
 }
 
 
@@ -156,6 +164,33 @@ def test_people_by_one_name_institutions_and_western_names() -> None:
     assert not named_institution(quoted, 10, quoted.index('".'))
     museum = "в Музей Виктории и Альберта пришли"
     assert named_institution(museum, 2, museum.index(" пришли"))
+
+
+def test_western_and_arabic_names_schools_and_bodies_by_their_tail() -> None:
+    """Session 17's rules from the fifth held-out set's misses: a foreign man's surname in the first name's case put in
+    the nominative by its ending; an Arabic name as written; a Latin street or service is no person; a body's lower-case
+    genitives and «по …» phrase are part of its name, «по адресу» is not."""
+    cases = {"Джеймсу Дьюару": "Дьюар Джеймс", "Ференца Деака": "Деак Ференц", "Уолтером Нетшем": "Нетш Уолтер",
+             "Райнером Шёделем": "Шёдель Райнер", "Эдвард Даррелл Стоун": "Стоун Эдвард Даррелл",
+             "Марии Кюри": "Кюри Мария",
+             "Александра Паляницу": "Паляница Александр",
+             "Ибн Сина": "Ибн Сина", "аль-Маридини": "Аль-Маридини",
+             "Абу Бакр Мухаммад ибн Закария Ар-Рази (Разес": "Абу Бакр Мухаммад ибн Закария Ар-Рази"}  # fmt: skip
+    for span, shown in cases.items():
+        name = person_name(span)
+        assert name is not None and name.shown == shown, (span, name)
+    assert person_name("Иван Петрович") is None and person_name("Сергей Николаевич Лапин").shown.startswith("Лапин")
+    assert person_name("Жана Батиста МОЛЬЕРА").shown.startswith("Мольер")  # the capitals read, not «Батист Жан»
+    assert first_then_name("Иоанны Хмелевской") is None  # an adjective's surname in the name's case: names.py reads it
+    assert not _LATIN_PERSON.match("Konwiktorska Street") and _LATIN_PERSON.match("Alex Graves")
+    text = "Гарвардская школа общественного здравоохранения и Центральный совет по вопросам среднего образования."
+    assert genitive_tail(text, len("Гарвардская школа")) == text.index(" и Центральный")
+    at = text.index("Центральный совет") + len("Центральный совет")
+    assert genitive_tail(text, at) == len(text) - 1
+    address = "Городская больница по адресу: ул. Ленина"
+    assert genitive_tail(address, len("Городская больница")) == len("Городская больница")
+    party = "за Партии национального единства, а"
+    assert named_institution(party, 3, party.index(","))
 
 
 def test_names_as_scans_and_tables_write_them() -> None:
