@@ -65,6 +65,8 @@ def quality() -> dict:
         HELD_OUT_5_TEXTS,
         HELD_OUT_6_LABELS,
         HELD_OUT_6_TEXTS,
+        HELD_OUT_7_LABELS,
+        HELD_OUT_7_TEXTS,
         HELD_OUT_LABELS,
         HELD_OUT_TEXTS,
         load_labels,
@@ -106,13 +108,15 @@ def quality() -> dict:
     held_out_4 = score(registers_of(load_texts(HELD_OUT_4_TEXTS)), load_labels(HELD_OUT_4_LABELS))
     held_out_5 = score(registers_of(load_texts(HELD_OUT_5_TEXTS)), load_labels(HELD_OUT_5_LABELS))
     held_out_6 = score(registers_of(load_texts(HELD_OUT_6_TEXTS)), load_labels(HELD_OUT_6_LABELS))
+    held_out_7 = score(registers_of(load_texts(HELD_OUT_7_TEXTS)), load_labels(HELD_OUT_7_LABELS))
     return {"generated corpus": generated, "real documents (35, hand labels)": real,
             "real, first held-out set (9; development data since session 15)": held_out,
             "real, second held-out set (33; development data since session 16)": held_out_2,
             "third held-out set (41, real files and XQuAD-ru; development data since session 16)": held_out_3,
             "fourth held-out set (24 XQuAD-ru passages, labelled before the rules from the third)": held_out_4,
             "fifth held-out set (48 XQuAD-ru passages; development data since session 17)": held_out_5,
-            "sixth held-out set (48 XQuAD-ru passages, labelled before the rules from the fifth)": held_out_6,
+            "sixth held-out set (48 XQuAD-ru passages; development data since session 17)": held_out_6,
+            "seventh held-out set (48 XQuAD-ru passages, labelled before the rules from the sixth)": held_out_7,
             }  # fmt: skip
 
 

@@ -145,6 +145,8 @@ HELD_OUT_4 = [("xquad-ru", f"a{n}_p0.txt") for n in range(1, 48, 2)]
 HELD_OUT_5 = [("xquad-ru", f"a{n}_p1.txt") for n in range(48)]
 # Sixth: labelled in session 17 before any rule was written from the fifth set's misses; the third passages.
 HELD_OUT_6 = [("xquad-ru", f"a{n}_p2.txt") for n in range(48)]
+# Seventh: labelled in session 17 before any rule was written from the sixth set's misses; the fourth passages.
+HELD_OUT_7 = [("xquad-ru", f"a{n}_p3.txt") for n in range(48)]
 EXCERPT_CHARS = 6000
 TAIL_CHARS = 1500
 MANIFEST = "defaults:\n  owner: archive\n  access: public\n"
@@ -223,6 +225,7 @@ if __name__ == "__main__":
         "--held-out-4": HELD_OUT_4,
         "--held-out-5": HELD_OUT_5,
         "--held-out-6": HELD_OUT_6,
+        "--held-out-7": HELD_OUT_7,
     }
     write_texts(Path(sys.argv[1]), Path(sys.argv[2]), next((chosen[a] for a in sys.argv[3:] if a in chosen), DOCUMENTS))
 
@@ -244,6 +247,8 @@ HELD_OUT_5_TEXTS = ROOT / "eval" / "registers" / "held-out-5" / "texts.jsonl"
 HELD_OUT_5_LABELS = ROOT / "eval" / "registers" / "held-out-5" / "labels.json"
 HELD_OUT_6_TEXTS = ROOT / "eval" / "registers" / "held-out-6" / "texts.jsonl"
 HELD_OUT_6_LABELS = ROOT / "eval" / "registers" / "held-out-6" / "labels.json"
+HELD_OUT_7_TEXTS = ROOT / "eval" / "registers" / "held-out-7" / "texts.jsonl"
+HELD_OUT_7_LABELS = ROOT / "eval" / "registers" / "held-out-7" / "labels.json"
 
 
 def load_texts(path: Path = TEXTS) -> list[dict]:
