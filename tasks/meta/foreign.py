@@ -10,14 +10,15 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from tasks.meta.models import parse
+from tasks.meta.models import _models, parse
 from tasks.meta.surnames import as_written, nominative_form
 
 _WORD = r"[А-ЯЁ][а-яё]+(?:-[А-ЯЁ][а-яё]+)?"
 _REGNAL = re.compile(rf"^({_WORD})\s+([IVXL]{{1,6}})$")
 _FIRST_INITIAL_LAST = re.compile(rf"^({_WORD})\s+([А-ЯЁ])\.\s*({_WORD})$")
 _WESTERN = re.compile(rf"^({_WORD})\s+(?:({_WORD})\s+)?({_WORD})$")
-_OBLIQUE_ENDINGS = {"gent": ("а",), "accs": ("а",), "datv": ("у",), "ablt": ("ом", "ем"), "loct": ("е",)}
+_OBLIQUE_ENDINGS = {"gent": ("а",), "accs": ("а",), "datv": ("у", "ю"), "ablt": ("ом", "ем"), "loct": ("е",)}
+_CASE_BY_ENDING = (("ом", "ablt"), ("ем", "ablt"), ("у", "datv"), ("ю", "datv"))
 _CONSONANTS = set("бвгджзклмнпрстфхцчшщ")
 Fields = tuple[str, str | None, str | None, str | None, str | None, str | None, str, bool]
 
@@ -52,7 +53,11 @@ def first_initial_last(span: str) -> Fields | None:
         return None
     gender, case = reading.tag.gender, reading.tag.case
     agreeing = [p for p in parse(last) if "Surn" in p.tag and p.tag.case == case and p.tag.gender in (gender, None)]
-    surname = _nominative(agreeing[0], last, gender) if agreeing and case != "nomn" else last
+    surname = (
+        _nominative(agreeing[0], last, gender)
+        if agreeing and case != "nomn"
+        else (_foreign_nominative(last, case, gender))
+    )  # «Уильяма Э. Саймона» → «Саймон»
     first_shown = _nominative(reading, first, gender)
     shown = f"{surname} {first_shown} {initial}."
     return surname.lower().replace("ё", "е"), first_shown, None, first_shown[0], initial, gender, shown, False
@@ -67,7 +72,8 @@ def _foreign_nominative(word: str, case: str | None, gender: str | None) -> str:
     for ending in _OBLIQUE_ENDINGS[case]:
         stem = word[: -len(ending)]
         if word.endswith(ending) and len(stem) >= 3 and stem[-1].lower() in _CONSONANTS:
-            return stem + ("ь" if ending == "ем" and stem[-1].lower() not in "жшщчц" else "")  # «Шёделем» → «Шёдель»
+            soft = ending == "ю" or (ending == "ем" and stem[-1].lower() not in "жшщчц")
+            return stem + ("ь" if soft else "")  # «Шёделем» → «Шёдель», «Фарелю» → «Фарель»
     return word
 
 
@@ -82,6 +88,8 @@ def first_then_name(span: str) -> Fields | None:
         return None
     first, middle, last = match.group(1), match.group(2), match.group(3)
     reading = _name_reading(first)
+    if reading is None and middle is None:
+        return _unknown_first_name(first, last)
     if reading is None or "Name" not in parse(first)[0].tag:
         return None
     for word in filter(None, (middle, last)):
@@ -100,6 +108,35 @@ def first_then_name(span: str) -> Fields | None:
     shown = " ".join(filter(None, (surname, first_shown, middle_shown)))
     middle_initial = middle_shown[0] if middle_shown else None
     return surname.lower().replace("ё", "е"), first_shown, None, first_shown[0], middle_initial, gender, shown, False
+
+
+def _unknown_first_name(first: str, last: str) -> Fields | None:
+    """«Пейтон Мэннинг», «Гульельмо Маркони»: a first name the dictionary does not know at all (and no Chinese
+    surname of two or three letters) before a word it knows as no surname, patronymic or place — foreign, in the
+    Western order. The
+    case is read off the first name's ending (a man's «-ом/-ем» instrumental, «-у/-ю» dative; anything else as
+    written), and both words are put in the nominative by it."""
+    firsts, lasts = parse(first), parse(last)
+    if any({"Name", "Surn", "Patr"} & set(p.tag.grammemes) for p in firsts) or "Geox" in firsts[0].tag:
+        return None
+    if any({"Surn", "Patr", "Geox"} & set(p.tag.grammemes) for p in lasts) or len(first) <= 3:
+        return None  # «Лю Бинчжун», «Си Цзиньпин»: a Chinese surname comes first
+    if _models()[2].word_is_known(first.lower()):
+        return None  # «Эдикт Фонтенбло», «Династия Чан», «Партизана Железняка»: a common word, no first name
+    if first[-1] in "аяы":
+        return None  # «Джареда Аллена»: a genitive or a woman's name, which names.py reads
+    case = next((c for ending, c in _CASE_BY_ENDING if first.endswith(ending)), "nomn")
+    first_shown, surname = _foreign_nominative(first, case, "masc"), _foreign_nominative(last, case, "masc")
+    return (
+        surname.lower().replace("ё", "е"),
+        first_shown,
+        None,
+        first_shown[0],
+        None,
+        None,
+        f"{surname} {first_shown}",
+        False,
+    )
 
 
 _ARABIC = re.compile(r"(?:^|\s)(?:(?:[Аа]ль|[Аа][рзсдтншл]|[Ээ]ль)-[А-ЯЁ]|(?:[Ии]бн|бин)\s+(?:аль-)?[А-ЯЁа-яё])")

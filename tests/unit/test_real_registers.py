@@ -16,6 +16,8 @@ from corpora.real_registers import (
     HELD_OUT_5_TEXTS,
     HELD_OUT_6_LABELS,
     HELD_OUT_6_TEXTS,
+    HELD_OUT_7_LABELS,
+    HELD_OUT_7_TEXTS,
     HELD_OUT_LABELS,
     HELD_OUT_TEXTS,
     load_labels,
@@ -88,14 +90,18 @@ def test_the_held_out_labels_are_measured_and_hold_their_score() -> None:
 # - held-out-5: 48 XQuAD-ru passages labelled before those rules; first score 0.508 / 0.462, 0.750 / 0.229 (meta-7).
 #   Its misses were then read to write meta-8 (Western names in oblique cases, Arabic names, a body's genitive tail):
 #   development data now, the floor is this version's.
-# - held-out-6: 48 XQuAD-ru passages labelled before meta-8 and scored once after: the floor is that first score
-#   (docs/meta.md), far below the goal — people named once by one name, teams, Latin acronyms, fictional characters.
+# - held-out-6: 48 XQuAD-ru passages labelled before meta-8; first score 0.519 / 0.549, 0.821 / 0.306 (meta-8). Its
+#   misses were read to write meta-9 (unknown first names, Chinese order, a Latin name after «компания»):
+#   development data now, the floor is this version's.
+# - held-out-7: 48 XQuAD-ru passages labelled before meta-9 and scored once after: the floor is that first score
+#   (docs/meta.md), far below the goal — teams, fictional characters, people named once by one name.
 HELD_OUT_FLOORS = {
     "held-out-2": (HELD_OUT_2_TEXTS, HELD_OUT_2_LABELS, 33, 29, 46, (0.83, 0.86, 0.93, 0.76)),
     "held-out-3": (HELD_OUT_3_TEXTS, HELD_OUT_3_LABELS, 41, 39, 14, (0.67, 0.76, 0.62, 0.35)),
     "held-out-4": (HELD_OUT_4_TEXTS, HELD_OUT_4_LABELS, 24, 21, 24, (0.60, 0.66, 0.94, 0.66)),
-    "held-out-5": (HELD_OUT_5_TEXTS, HELD_OUT_5_LABELS, 48, 65, 48, (0.65, 0.61, 0.89, 0.33)),
-    "held-out-6": (HELD_OUT_6_TEXTS, HELD_OUT_6_LABELS, 48, 71, 72, (0.51, 0.54, 0.82, 0.30)),
+    "held-out-5": (HELD_OUT_5_TEXTS, HELD_OUT_5_LABELS, 48, 65, 48, (0.65, 0.61, 0.89, 0.35)),
+    "held-out-6": (HELD_OUT_6_TEXTS, HELD_OUT_6_LABELS, 48, 71, 72, (0.57, 0.59, 0.85, 0.38)),
+    "held-out-7": (HELD_OUT_7_TEXTS, HELD_OUT_7_LABELS, 48, 64, 69, (0.54, 0.56, 0.84, 0.23)),
 }
 
 
@@ -191,6 +197,26 @@ def test_western_and_arabic_names_schools_and_bodies_by_their_tail() -> None:
     assert genitive_tail(address, len("Городская больница")) == len("Городская больница")
     party = "за Партии национального единства, а"
     assert named_institution(party, 3, party.index(","))
+
+
+def test_unknown_first_names_chinese_order_and_companies_after_their_word() -> None:
+    """Session 17's rules from the sixth held-out set's misses: a first name the dictionary does not know before a
+    foreign surname; a Chinese surname first; a surname beside one initial put in the nominative by its ending; a
+    Latin name after «компания», «фирма»; «Издательство …» as a body's head."""
+    cases = {"Пейтон Мэннинг": "Мэннинг Пейтон", "Гульельмо Маркони": "Маркони Гульельмо", "Лю Бинчжун": "Лю Бинчжун",
+             "Уильяма Э. Саймона": "Саймон Уильям Э.", "Гийом Фарель": "Фарель Гийом"}  # fmt: skip
+    for span, shown in cases.items():
+        name = person_name(span)
+        assert name is not None and name.shown == shown, (span, name)
+    for span in ("Эдикт Фонтенбло", "Джареда Аллена"):  # a common word; a genitive the Russian reading takes
+        assert first_then_name(span) is None, span
+    _, orgs = _registers(
+        "В 2004 году компания Marconi спроектировала систему. Проект вела фирма Skidmore, Owings & Merrill. "
+        "Книгу выпустило Издательство Чикагского университета, а компании Microsoft, Google и Apple отказались."
+    )
+    for org in ("Marconi", "Skidmore, Owings & Merrill", "Издательство Чикагского университета", "Microsoft"):
+        assert org in orgs, (org, orgs)
+    assert not any(o.startswith("Microsoft,") for o in orgs), orgs
 
 
 def test_names_as_scans_and_tables_write_them() -> None:
