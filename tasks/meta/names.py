@@ -187,10 +187,9 @@ def _ruled(text: str) -> list[Mention]:
         if end is not None:
             candidates.append(("ORG", head.start(), end))
     for head in _LOWER_HEAD.finditer(text):  # «в администрации Пушкинского муниципального района»
-        at = head.start()
-        end = body_end(text[:at] + text[at].upper() + text[at + 1 :], at)
-        if end is not None:
-            candidates.append(("ORG", at, end))
+        window = text[head.start() : head.start() + 600]  # a body's name is shorter; no copy of the whole text
+        if (end := body_end(window[0].upper() + window[1:], 0)) is not None:
+            candidates.append(("ORG", head.start(), head.start() + end))
     candidates.sort(key=lambda c: (c[1] - c[2], c[1]))
     # persons after organisations; «Федорова А. И.» before «А. И. Решили»; a place is no surname («Москвы Ю.М.»)
     candidates += [("PER", start, end) for start, end in full_names(text)]  # «Петров | Пётр | Петрович»
