@@ -55,20 +55,9 @@ def quality() -> dict:
     """Registers against what is known to be in the documents: the generated corpus's truth and the real labels."""
     from corpora.meta_corpus import write_meta_corpus
     from corpora.real_registers import (
-        HELD_OUT_2_LABELS,
-        HELD_OUT_2_TEXTS,
-        HELD_OUT_3_LABELS,
-        HELD_OUT_3_TEXTS,
-        HELD_OUT_4_LABELS,
-        HELD_OUT_4_TEXTS,
-        HELD_OUT_5_LABELS,
-        HELD_OUT_5_TEXTS,
-        HELD_OUT_6_LABELS,
-        HELD_OUT_6_TEXTS,
-        HELD_OUT_7_LABELS,
-        HELD_OUT_7_TEXTS,
         HELD_OUT_LABELS,
         HELD_OUT_TEXTS,
+        held_out,
         load_labels,
         load_texts,
         registers_of,
@@ -102,22 +91,22 @@ def quality() -> dict:
                                                    "organisations"]}) / len(truth.organisations), 3)},
     }  # fmt: skip
     real = score(registers_of(load_texts()), load_labels())
-    held_out = score(registers_of(load_texts(HELD_OUT_TEXTS)), load_labels(HELD_OUT_LABELS))
-    held_out_2 = score(registers_of(load_texts(HELD_OUT_2_TEXTS)), load_labels(HELD_OUT_2_LABELS))
-    held_out_3 = score(registers_of(load_texts(HELD_OUT_3_TEXTS)), load_labels(HELD_OUT_3_LABELS))
-    held_out_4 = score(registers_of(load_texts(HELD_OUT_4_TEXTS)), load_labels(HELD_OUT_4_LABELS))
-    held_out_5 = score(registers_of(load_texts(HELD_OUT_5_TEXTS)), load_labels(HELD_OUT_5_LABELS))
-    held_out_6 = score(registers_of(load_texts(HELD_OUT_6_TEXTS)), load_labels(HELD_OUT_6_LABELS))
-    held_out_7 = score(registers_of(load_texts(HELD_OUT_7_TEXTS)), load_labels(HELD_OUT_7_LABELS))
+    first = score(registers_of(load_texts(HELD_OUT_TEXTS)), load_labels(HELD_OUT_LABELS))
     return {"generated corpus": generated, "real documents (35, hand labels)": real,
-            "real, first held-out set (9; development data since session 15)": held_out,
-            "real, second held-out set (33; development data since session 16)": held_out_2,
-            "third held-out set (41, real files and XQuAD-ru; development data since session 16)": held_out_3,
-            "fourth held-out set (24 XQuAD-ru passages, labelled before the rules from the third)": held_out_4,
-            "fifth held-out set (48 XQuAD-ru passages; development data since session 17)": held_out_5,
-            "sixth held-out set (48 XQuAD-ru passages; development data since session 17)": held_out_6,
-            "seventh held-out set (48 XQuAD-ru passages, labelled before the rules from the sixth)": held_out_7,
-            }  # fmt: skip
+            "real, first held-out set (9; development data since session 15)": first,
+            } | {name: score(registers_of(load_texts(held_out(n)[0])), load_labels(held_out(n)[1]))
+                 for n, name in LATER_SETS}  # fmt: skip
+
+
+# The later held-out sets, each labelled before the rules written from the one before it (docs/meta.md)
+LATER_SETS = [
+    (2, "real, second held-out set (33; development data since session 16)"),
+    (3, "third held-out set (41, real files and XQuAD-ru; development data since session 16)"),
+    (4, "fourth held-out set (24 XQuAD-ru passages; development data since session 17)"),
+    (5, "fifth held-out set (48 XQuAD-ru passages; development data since session 17)"),
+    (6, "sixth held-out set (48 XQuAD-ru passages; development data since session 17)"),
+    (7, "seventh held-out set (48 XQuAD-ru passages, labelled before the rules from the sixth)"),
+]
 
 
 def main() -> None:

@@ -237,18 +237,12 @@ TEXTS = ROOT / "eval" / "registers" / "texts.jsonl"
 LABELS = ROOT / "eval" / "registers" / "labels.json"
 HELD_OUT_TEXTS = ROOT / "eval" / "registers" / "held-out" / "texts.jsonl"
 HELD_OUT_LABELS = ROOT / "eval" / "registers" / "held-out" / "labels.json"
-HELD_OUT_2_TEXTS = ROOT / "eval" / "registers" / "held-out-2" / "texts.jsonl"
-HELD_OUT_2_LABELS = ROOT / "eval" / "registers" / "held-out-2" / "labels.json"
-HELD_OUT_3_TEXTS = ROOT / "eval" / "registers" / "held-out-3" / "texts.jsonl"
-HELD_OUT_3_LABELS = ROOT / "eval" / "registers" / "held-out-3" / "labels.json"
-HELD_OUT_4_TEXTS = ROOT / "eval" / "registers" / "held-out-4" / "texts.jsonl"
-HELD_OUT_4_LABELS = ROOT / "eval" / "registers" / "held-out-4" / "labels.json"
-HELD_OUT_5_TEXTS = ROOT / "eval" / "registers" / "held-out-5" / "texts.jsonl"
-HELD_OUT_5_LABELS = ROOT / "eval" / "registers" / "held-out-5" / "labels.json"
-HELD_OUT_6_TEXTS = ROOT / "eval" / "registers" / "held-out-6" / "texts.jsonl"
-HELD_OUT_6_LABELS = ROOT / "eval" / "registers" / "held-out-6" / "labels.json"
-HELD_OUT_7_TEXTS = ROOT / "eval" / "registers" / "held-out-7" / "texts.jsonl"
-HELD_OUT_7_LABELS = ROOT / "eval" / "registers" / "held-out-7" / "labels.json"
+
+
+def held_out(number: int) -> tuple[Path, Path]:
+    """(texts, labels) of the `number`-th later held-out set, eval/registers/held-out-<number> (2 to 7)."""
+    folder = ROOT / "eval" / "registers" / f"held-out-{number}"
+    return folder / "texts.jsonl", folder / "labels.json"
 
 
 def load_texts(path: Path = TEXTS) -> list[dict]:
