@@ -207,14 +207,20 @@ def unchanged_refresh(archive: Path, data: Path, home: Path) -> dict:
 
 
 def _measure(
-    tmp: Path, files: int, home: Path, per_document_max: int, without: tuple[str, ...] = (), **options: int | bool
+    tmp: Path,
+    files: int,
+    home: Path,
+    per_document_max: int,
+    without: tuple[str, ...] = (),
+    plain_files: int = 0,
+    unchanged: bool = False,
 ) -> dict:
-    """One archive of `files` letters through every configuration; `plain_files` (option) runs the plain loop on the
-    archive's first that many letters (the same files: one seed) and compares seconds per file, `unchanged` times a
+    """One archive of `files` letters through every configuration; `plain_files` runs the plain loop on the archive's
+    first that many letters (the same files: one seed; 0: all) and compares seconds per file, `unchanged` times a
     second default refresh over the unchanged tree."""
     archive = tmp / f"archive-{files}"
     write_archive(archive, files)
-    plain_files = min(int(options.get("plain_files") or files), files)
+    plain_files = min(plain_files or files, files)
     plain_archive = archive
     if plain_files < files:
         plain_archive = tmp / f"archive-{files}-first-{plain_files}"
@@ -232,26 +238,25 @@ def _measure(
         result["wall_s"] = round(time.perf_counter() - started, 1)
         result["s_per_file"] = round(result["seconds"] / files, 4)
         row[label] = result
-        if label == "default" and options.get("unchanged"):
+        if label == "default" and unchanged:
             row["unchanged refresh (default, again)"] = unchanged_refresh(archive, tmp / f"data-{files}-{label}", home)
     after = plain_loop(plain_archive, tmp / f"data-{files}-plain-after")  # before and after, and is averaged
     plain = {**after, "seconds": (before["seconds"] + after["seconds"]) / 2, "files": plain_files,
              "runs_s": [round(before["seconds"], 2), round(after["seconds"], 2)],
              "peak_rss_mb": max(before["peak_rss_mb"], after["peak_rss_mb"])}  # fmt: skip
-    plain["s_per_file"] = round(plain["seconds"] / plain_files, 4)
+    per_file = plain["seconds"] / plain_files  # the ratios use the unrounded seconds a file
+    plain["s_per_file"] = round(per_file, 4)
     row["plain loop" if plain_files == files else f"plain loop, first {plain_files} files"] = plain
     default = row["default"]
-    row["default throughput ÷ plain loop (s/file)"] = round(plain["s_per_file"] / default["s_per_file"], 3)
+    row["default throughput ÷ plain loop (s/file)"] = round(per_file / (default["seconds"] / files), 3)
     row["meta-documents share of the default refresh"] = round((default["meta_s"] or 0) / default["seconds"], 3)
     if "meta off" in row:
-        off = row["meta off"]
-        row["meta off throughput ÷ plain loop"] = round(plain["s_per_file"] / off["s_per_file"], 3)
-        share = 1 - plain["s_per_file"] / off["s_per_file"]
-        row["orchestration share, meta off (1 − plain ÷ refresh)"] = round(share, 3)
+        off = row["meta off"]["seconds"] / files
+        row["meta off throughput ÷ plain loop"] = round(per_file / off, 3)
+        row["orchestration share, meta off (1 − plain ÷ refresh)"] = round(1 - per_file / off, 3)
     else:  # no meta-off row: the default's documents part is the refresh less its meta-documents
         documents = (default["seconds"] - (default["meta_s"] or 0)) / files
-        share = 1 - plain["s_per_file"] / documents
-        row["orchestration share, default less meta (1 − plain ÷ refresh)"] = round(share, 3)
+        row["orchestration share, default less meta (1 − plain ÷ refresh)"] = round(1 - per_file / documents, 3)
     row["first searchable ÷ whole refresh (default)"] = round(default["first_searchable_s"] / default["seconds"], 3)
     return row
 

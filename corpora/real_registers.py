@@ -277,16 +277,19 @@ def _stemmer() -> Any:
     return Stemmer.Stemmer("russian")
 
 
+def _org_words(name: str) -> list[str]:
+    """An organisation's words, lower case, ё as е, apostrophes and quotes gone."""
+    return re.findall(r"\w+", re.sub(r"['’`]", "", name.lower().replace("ё", "е")))
+
+
 def _org_key(name: str) -> tuple[str, ...]:
-    words = re.findall(r"\w+", re.sub(r"['’`]", "", name.lower().replace("ё", "е")))
-    return tuple(_stemmer().stemWords(words))
+    return tuple(_stemmer().stemWords(_org_words(name)))
 
 
 def _org_lemmas(name: str) -> tuple[str, ...]:
     from tasks.meta.models import parse
 
-    words = re.findall(r"\w+", re.sub(r"['’`]", "", name.lower().replace("ё", "е")))
-    return tuple(parse(w)[0].normal_form.replace("ё", "е") for w in words)
+    return tuple(parse(w)[0].normal_form.replace("ё", "е") for w in _org_words(name))
 
 
 def org_matches(shown: str, label: str) -> bool:

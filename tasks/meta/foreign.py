@@ -80,9 +80,10 @@ def _foreign_nominative(word: str, case: str | None, gender: str | None) -> str:
 def first_then_name(span: str) -> Fields | None:
     """A foreign name in the Western order — a first name, perhaps a middle name, then the surname: «Готфрид Земпер»,
     «Чарльза Уэсли», «Джеймсу Дьюару», «Эдвард Даррелл Стоун». The first word is one the dictionary reads first as a
-    first name; no word is a patronymic or a place, and the last is no surname the dictionary knows (Russian names,
-    «Анна Смирнова», «Сергей Николаевич Лапин», are read by names.py). The surname is put in the nominative by its
-    ending in the first name's case («Чарльзом Ричардом» → «Ричард Чарльз»)."""
+    first name (or, before a lone surname, a word it does not know at all: `_unknown_first_name`); no word is a
+    patronymic or a place, and the last is no surname the dictionary knows (Russian names, «Анна Смирнова», «Сергей
+    Николаевич Лапин», are read by names.py). The surname is put in the nominative by its ending in the first name's
+    case («Чарльзом Ричардом» → «Ричард Чарльз»)."""
     match = _WESTERN.match(span.strip())
     if match is None:
         return None
@@ -113,9 +114,8 @@ def first_then_name(span: str) -> Fields | None:
 def _unknown_first_name(first: str, last: str) -> Fields | None:
     """«Пейтон Мэннинг», «Гульельмо Маркони»: a first name the dictionary does not know at all (and no Chinese
     surname of two or three letters) before a word it knows as no surname, patronymic or place — foreign, in the
-    Western order. The
-    case is read off the first name's ending (a man's «-ом/-ем» instrumental, «-у/-ю» dative; anything else as
-    written), and both words are put in the nominative by it."""
+    Western order. The case is read off the first name's ending (a man's «-ом/-ем» instrumental, «-у/-ю» dative;
+    anything else as written), and both words are put in the nominative by it."""
     firsts, lasts = parse(first), parse(last)
     if any({"Name", "Surn", "Patr"} & set(p.tag.grammemes) for p in firsts) or "Geox" in firsts[0].tag:
         return None
