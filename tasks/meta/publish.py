@@ -18,6 +18,7 @@ import logging
 import time
 from collections import defaultdict
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -26,7 +27,7 @@ from korpus.core.datamodel import FURNITURE_SECTION, META_PREFIX, Chunk, PageRes
 from tasks.contract.chunking import page_chunks
 from tasks.index.sqlite import SqliteIndex
 from tasks.meta.documents import LAYOUT_VERSION, TITLES, meta_texts
-from tasks.meta.facts import EXTRACTOR_VERSION, FactCache, SourceFacts, extract_facts, name_texts
+from tasks.meta.facts import EXTRACTOR_VERSION, FactCache, SourceFacts, compact, extract_facts, name_texts
 from tasks.meta.llm import LlmEvents
 from tasks.meta.ner import ner_spans
 
@@ -102,7 +103,7 @@ def _all_facts(
             logger.exception("batched NER failed; the %d sources are tagged one by one", len(read))
             ner = {}
         for row, source, pages in read:
-            found[row["source_id"]] = _extracted(cache, row, source, pages, counts, llm, ner)
+            found[row["source_id"]] = compact(_extracted(cache, row, source, pages, counts, llm, ner))
     return [_labelled(found[row["source_id"]], row) for row in rows]
 
 
@@ -131,8 +132,7 @@ def _extracted(
 def _labelled(facts: SourceFacts, row: dict[str, Any]) -> SourceFacts:
     # Labels, size and the switch time belong to the catalog, not to the file's contents.
     pages_count = facts.pages if facts.seconds is not None else (row["pages"] or facts.pages)
-    return facts.model_copy(update={"owner": row["owner"], "access": row["access"], "switched_at": row["switched_at"],
-                                    "pages": pages_count})  # fmt: skip
+    return replace(facts, owner=row["owner"], access=row["access"], switched_at=row["switched_at"], pages=pages_count)
 
 
 def dense_text(part: str) -> str:
