@@ -183,8 +183,16 @@ def refresh_meta(
     started = time.perf_counter()
     counts: dict[str, int] = defaultdict(int)
     served = index.served_chunk_keys()
-    current = [r for r in index.sources() if r["lifecycle"] == "current"]
-    rows = [r | {"served": served.get(r["source_id"], "")} for r in current if r["kind"] != SourceKind.meta.value]
+    rows, built_before = [], []  # the catalog's current rows: one dict a source, held for the whole build
+    for row in index.sources():
+        if row["lifecycle"] != "current":
+            continue
+        if row["kind"] == SourceKind.meta.value:
+            built_before.append(row["source_id"])
+        else:
+            row["served"] = served.pop(row["source_id"], "")
+            rows.append(row)
+    del served
     groups: dict[tuple[str, str], list[dict[str, Any]]] = defaultdict(list)
     for row in rows:
         groups[(row["tenant"] or "default", row["access"])].append(row)
@@ -205,9 +213,9 @@ def refresh_meta(
         counts["scopes_built"] += 1
         logger.info("meta-documents of %s/%s built from %d sources", tenant, access, len(facts))
     wanted = {meta_source_id(t, a, kind) for t, a in groups for kind in TITLES}
-    for row in current:  # read before the builds above: each of those replaced a document that is in `wanted`
-        if row["kind"] == SourceKind.meta.value and row["source_id"] not in wanted:
-            index.retire_source(row["source_id"])
+    for source_id in built_before:  # read before the builds above: each of those replaced one that is in `wanted`
+        if source_id not in wanted:
+            index.retire_source(source_id)
             counts["documents_retired"] += 1
     for scope in set(built) - {f"{t}/{a}" for t, a in groups}:
         index.set_meta_fingerprint(scope, None)

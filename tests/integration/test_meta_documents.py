@@ -171,6 +171,23 @@ def test_only_what_changed_is_rebuilt(built, tmp_path: Path) -> None:
         assert len(served) == 8
 
 
+def test_a_scope_with_no_documents_left_has_its_meta_documents_retired(built, tmp_path: Path) -> None:
+    from flows.corpus_refresh import run_refresh
+
+    _, settings, _, root = built
+    data, copy = tmp_path / "data", tmp_path / "root"
+    shutil.copytree(settings.data, data)
+    shutil.copytree(root, copy)
+    shutil.rmtree(copy / "кадры")  # the three hr orders removed: nothing in `hr` is left to describe
+    settings = settings.model_copy(update={"data": data})
+    done = run_refresh(copy, settings)["meta_documents"]
+    assert done["documents_retired"] == 4 and done["scopes_unchanged"] == 1
+    with SqliteIndex(settings.index_path) as index:
+        served = [r for r in index.sources() if r["kind"] == "meta" and r["lifecycle"] == "current"]
+        assert len(served) == 4 and {r["access"] for r in served} == {"public"}
+        assert "hr" not in {scope.split("/")[-1] for scope in index.meta_fingerprints()}
+
+
 WORDS = ["Саша", "Петровна", "Иванович", "Елена", "Смирнову", "Кузнецовым", "Ткаченко", "Е.", "В.", "А.А.",
          "Анне", "Ответственным", "Москве", "Ищенное", "Жан-Поль", "Сартр", "О'Коннор", "Мария", "Игоревичу",
          "Белову"]  # fmt: skip

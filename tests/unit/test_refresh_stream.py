@@ -52,3 +52,16 @@ def test_read_batches_start_small_grow_to_the_cap_and_keep_a_big_file_alone() ->
     big = SimpleNamespace(size=READ_BATCH_BYTES)
     batches = read_batches([letters[0], big, letters[1]])
     assert [len(b) for b in batches] == [1, 1, 1] and batches[1] == [big]
+
+
+def test_the_local_cluster_runs_without_dasks_statistical_profiler() -> None:
+    import dask
+
+    from flows.refresh_tasks import dask_task_runner
+
+    with dask.config.set({"distributed.worker.profile.enabled": True}):
+        dask_task_runner(Settings(dask_address="tcp://cluster:8786"))  # someone else's cluster: its config is theirs
+        assert dask.config.get("distributed.worker.profile.enabled") is True
+        runner = dask_task_runner(Settings())
+        assert runner.cluster_kwargs["processes"] is False
+        assert dask.config.get("distributed.worker.profile.enabled") is False  # what the in-process workers read
