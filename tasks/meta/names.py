@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from functools import cache, lru_cache
+from functools import lru_cache
 from typing import Any
 
 from tasks.meta.bodies import (
@@ -363,7 +363,7 @@ def person_name(span: str, ruled: bool = False, at_edge: bool = True) -> PersonN
     return PersonName(lemma, first_nom, middle_nom, first_initial, middle_initial, gender, shown, certain)
 
 
-@cache
+@lru_cache(maxsize=65536)  # bounded: one entry per organisation name a refresh shows
 def is_nominative_name(name: str) -> bool:
     """An organisation's name as written in the nominative: its first word reads as a singular nominative
     («Правительство Российской Федерации», «ФСТЭК России»; not «Минюстом России», «Правительства …»)."""

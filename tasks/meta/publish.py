@@ -50,9 +50,14 @@ def meta_kind(source_id: str) -> str | None:
     return next((kind for kind, name in TITLES.items() if name == title), None)
 
 
-def _fingerprint(rows: list[dict[str, Any]], variant: str) -> str:
-    lines = sorted(f"{r['source_id']}\0{r['version']}\0{r['owner']}\0{r['switched_at']}\0{r['served']}" for r in rows)
-    return hashlib.sha256("\n".join([EXTRACTOR_VERSION, LAYOUT_VERSION, variant, *lines]).encode()).hexdigest()
+def scope_fingerprint(rows: list[dict[str, Any]], variant: str) -> str:
+    """What a scope's meta-documents were built from: each current source's id, version, owner, switch time and served
+    chunks, in source id order (one current version a source), after the extractor, layout and model variant. Hashed
+    line by line: a scope of 100,000 sources is ~50 MB as one string."""
+    digest = hashlib.sha256("\n".join([EXTRACTOR_VERSION, LAYOUT_VERSION, variant]).encode())
+    for r in sorted(rows, key=lambda r: r["source_id"]):
+        digest.update(f"\n{r['source_id']}\0{r['version']}\0{r['owner']}\0{r['switched_at']}\0{r['served']}".encode())
+    return digest.hexdigest()
 
 
 def served_pages(index: SqliteIndex, row: dict[str, Any]) -> tuple[Source, list[PageResult]]:
@@ -198,7 +203,7 @@ def refresh_meta(
         groups[(row["tenant"] or "default", row["access"])].append(row)
     built = index.meta_fingerprints()
     for (tenant, access), members in sorted(groups.items()):
-        fingerprint = _fingerprint(members, cache.variant)
+        fingerprint = scope_fingerprint(members, cache.variant)
         if built.get(f"{tenant}/{access}") == fingerprint:
             counts["scopes_unchanged"] += 1
             continue

@@ -4,6 +4,7 @@ it, equals what was extracted, for any facts (#32: memory, not meaning)."""
 from __future__ import annotations
 
 import copy
+import hashlib
 from pathlib import Path
 
 import pytest
@@ -93,3 +94,25 @@ def test_a_broken_cache_file_is_read_again(tmp_path: Path) -> None:
     written = next(tmp_path.rglob("*.json"))
     written.write_text('{"source_id": "a.txt", "persons": [{"surname": 1}]}', encoding="utf-8")
     assert cache.get(source) is None
+
+
+_ROW = st.fixed_dictionaries({"version": st.sampled_from(["v1", "v2"]), "owner": st.sampled_from(["o", None]),
+                              "switched_at": st.sampled_from(["2026-01-01T00:00:00", None]),
+                              "served": st.text(alphabet="0123456789abcdef", max_size=4)})  # fmt: skip
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.dictionaries(st.text(alphabet="ab/ёя. -", min_size=1, max_size=6), _ROW, max_size=8),
+    st.sampled_from(["", "llm:m"]),
+)
+def test_a_scope_fingerprint_hashed_line_by_line_equals_the_joined_one(rows: dict, variant: str) -> None:
+    from tasks.meta.documents import LAYOUT_VERSION
+    from tasks.meta.facts import EXTRACTOR_VERSION
+    from tasks.meta.publish import scope_fingerprint
+
+    # ids are paths: never a NUL, so ordering by id is ordering by line
+    listed = [{"source_id": source_id, **row} for source_id, row in reversed(rows.items())]
+    lines = sorted(f"{r['source_id']}\0{r['version']}\0{r['owner']}\0{r['switched_at']}\0{r['served']}" for r in listed)
+    joined = hashlib.sha256("\n".join([EXTRACTOR_VERSION, LAYOUT_VERSION, variant, *lines]).encode()).hexdigest()
+    assert scope_fingerprint(listed, variant) == joined  # the form built catalogs hold: no scope rebuilt by the change
