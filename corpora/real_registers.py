@@ -147,6 +147,8 @@ HELD_OUT_5 = [("xquad-ru", f"a{n}_p1.txt") for n in range(48)]
 HELD_OUT_6 = [("xquad-ru", f"a{n}_p2.txt") for n in range(48)]
 # Seventh: labelled in session 17 before any rule was written from the sixth set's misses; the fourth passages.
 HELD_OUT_7 = [("xquad-ru", f"a{n}_p3.txt") for n in range(48)]
+# Eighth: labelled in session 18 before any rule was written from the seventh set's misses; the fifth passages.
+HELD_OUT_8 = [("xquad-ru", f"a{n}_p4.txt") for n in range(48)]
 EXCERPT_CHARS = 6000
 TAIL_CHARS = 1500
 MANIFEST = "defaults:\n  owner: archive\n  access: public\n"
@@ -226,6 +228,7 @@ if __name__ == "__main__":
         "--held-out-5": HELD_OUT_5,
         "--held-out-6": HELD_OUT_6,
         "--held-out-7": HELD_OUT_7,
+        "--held-out-8": HELD_OUT_8,
     }
     write_texts(Path(sys.argv[1]), Path(sys.argv[2]), next((chosen[a] for a in sys.argv[3:] if a in chosen), DOCUMENTS))
 
@@ -240,7 +243,7 @@ HELD_OUT_LABELS = ROOT / "eval" / "registers" / "held-out" / "labels.json"
 
 
 def held_out(number: int) -> tuple[Path, Path]:
-    """(texts, labels) of the `number`-th later held-out set, eval/registers/held-out-<number> (2 to 7)."""
+    """(texts, labels) of the `number`-th later held-out set, eval/registers/held-out-<number> (2 to 8)."""
     folder = ROOT / "eval" / "registers" / f"held-out-{number}"
     return folder / "texts.jsonl", folder / "labels.json"
 
