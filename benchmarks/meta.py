@@ -105,7 +105,8 @@ LATER_SETS = [
     (4, "fourth held-out set (24 XQuAD-ru passages; development data since session 17)"),
     (5, "fifth held-out set (48 XQuAD-ru passages; development data since session 17)"),
     (6, "sixth held-out set (48 XQuAD-ru passages; development data since session 17)"),
-    (7, "seventh held-out set (48 XQuAD-ru passages, labelled before the rules from the sixth)"),
+    (7, "seventh held-out set (48 XQuAD-ru passages; development data since session 18)"),
+    (8, "eighth held-out set (48 XQuAD-ru passages, labelled before the rules from the seventh)"),
 ]
 
 

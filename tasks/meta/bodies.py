@@ -126,6 +126,11 @@ _KNOWN_ACRONYMS = {
     "ФСТЭК", "ФСБ", "ФНС", "МВД", "МЧС", "ГИБДД", "ФСИН", "ФАС", "ФТС", "ФМС", "СВР", "ФСО", "ЦБ", "РАН", "ЕБРР",
     "ООН", "ЮНЕСКО", "СНГ", "ЕАЭС", "РАНХиГС", "МГУ", "СПбГУ", "МЭРТ", "Росстат", "Роскомнадзор", "Госкомстат",
     "Минюст", "Минфин", "Минздрав", "Минтруд", "Минобрнауки", "Минэкономразвития", "Ростехрегулирование",
+    # international bodies, agencies and leagues an archive's prose names by their abbreviation alone
+    "МВФ", "ВОЗ", "ВТО", "НАТО", "МАГАТЭ", "ОПЕК", "ОБСЕ", "НАСА", "ФБР", "ЦРУ", "МОК", "ФИФА", "УЕФА", "МККК",
+    "ЮНИСЕФ", "МОТ", "ЕЦБ", "ФРС", "МГЭИК", "ШОС", "АСЕАН", "ОДКБ", "Интерпол", "Европол", "Евросоюз", "НФЛ", "НБА",
+    "НХЛ", "КХЛ", "NASA", "NATO", "FIFA", "UEFA", "UNESCO", "UNICEF", "IMF", "OPEC", "IPCC", "FBI", "CIA", "BBC",
+    "CNN", "ABC", "CBS", "NBC", "HBO", "IBM", "CDC", "NFL", "NBA", "NHL", "MLB", "MLS",
 }  # fmt: skip
 _OPEN, _CLOSE, _NOT_QUOTE = '[«"„“]', '[»"”“]', '[^«»"„“”\n]'
 QUOTED_NAME = (
@@ -174,9 +179,10 @@ def quoted_alone(span: str) -> bool:
     return any(p.tag.case in (None, "nomn") or {"Fixd", "UNKN"} & set(p.tag.grammemes) for p in parse(words[0]))
 
 
-_LATIN_COMPANY = re.compile(
-    r"\b[A-Z][\w&'’`.-]*(?:\s+[A-Z][\w&'’`.-]*){0,4}\s+(?:Inc|Ltd|LLC|GmbH|AG|SA|Corp|Corporation|Company|Bank|Group"
-    r"|Agency|Service|Services|International|University|Institute|Foundation)\b\.?"
+_LATIN_COMPANY = re.compile(  # «Morningstar, Inc.», «Bloomberg L.P.», «Energiprojekt AB»
+    r"\b[A-Z][\w&'’`.-]*(?:\s+[A-Z][\w&'’`.-]*){0,4},?\s+(?:(?:Inc|Ltd|LLC|PLC|plc|GmbH|AG|AB|SA|SpA|NV|BV|Corp"
+    r"|Corporation|Company|Holdings|Bank|Group|Agency|Service|Services|International|University|Institute"
+    r"|Foundation)\b\.?|L\.\s?P\.)"
 )
 _LATIN_PERSON = re.compile(
     r"^(?!.*\b(?:Street|Avenue|Road|Square|Digital|News|Media|Sports|Network|Records|Studios?)\b)"  # «Sky Digital»

@@ -32,7 +32,6 @@ from tasks.meta.bodies import (
     _KNOWN_ACRONYMS,
     _KNOWN_BODY_WORD,
     _LATIN_COMPANY,
-    _LATIN_PERSON,
     _LOWER_HEAD,
     _ORG_WORD_ABBREVIATION,
     _ORG_WORD_QUOTED,
@@ -49,6 +48,7 @@ from tasks.meta.bodies import (
 from tasks.meta.foreign import arabic_name, first_initial_last, first_then_name, regnal
 from tasks.meta.initials import WORD as _WORD
 from tasks.meta.initials import initialled
+from tasks.meta.latin import latin_body, latin_person_like, latin_person_span
 from tasks.meta.models import _models
 from tasks.meta.models import parse as parse_word  # `parse` names a reading below
 from tasks.meta.ner import NerSpan, ner_spans
@@ -141,7 +141,7 @@ def find_mentions(text: str, spans: list[NerSpan] | None = None) -> list[Mention
         if kind == "PER" and after_street(text, start):
             continue  # «ул. Коптева»
         span_text = text[start:stop]
-        if kind == "ORG" and _LATIN_PERSON.match(span_text) and not _LATIN_COMPANY.search(span_text):
+        if kind == "ORG" and latin_person_span(span_text):
             kind = "PER"  # «Alex Graves», «Bob Marley»: NER calls Latin-script names organisations
         if kind == "ORG":
             stop = _closing_quote(text, start, start + len(_ABBREVIATION_AFTER.sub("", text[start:stop])))  # «(АЛП)»
@@ -211,7 +211,7 @@ def has_organisation_evidence(text: str, start: int, stop: int) -> bool:
     covers = lambda m: m is not None and m.end() - m.start() >= len(name.rstrip()) - 2  # noqa: E731
     if any(covers(p.search(name)) for p in (_LEGAL_NAME, _ORG_WORD_QUOTED, _LATIN_COMPANY)):
         return True
-    if any(organisation_ids(text, stop)) or named_institution(text, start, stop):
+    if any(organisation_ids(text, stop)) or named_institution(text, start, stop) or latin_body(text, start, stop):
         return True
     if quoted_alone(text[max(0, start - 1) : stop + 1].strip()):
         return True  # «"Спартак"», «"Лацио"»: a quoted name NER reads as an organisation; not «№ 7 "Копканский"»
@@ -273,7 +273,7 @@ def _nominative(parse: Any, gender: str | None) -> str:
 def _latin_person(span: str) -> PersonName | None:
     """«Alf Karlsson», «Bob Marley», «John R. Smith»: the last word is the surname, shown as written."""
     words = re.findall(r"[A-Z][a-z]+(?:[-'][A-Z]?[a-z]+)?|[A-Z]\.", span)
-    if len(words) < 2 or words[-1].endswith("."):
+    if len(words) < 2 or words[-1].endswith(".") or not latin_person_like(span):  # «Goldman Sachs»: no person
         return None
     first = words[0] if not words[0].endswith(".") else None
     middle = next((w for w in words[1:-1]), None)

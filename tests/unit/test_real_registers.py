@@ -82,15 +82,21 @@ def test_the_held_out_labels_are_measured_and_hold_their_score() -> None:
 # - held-out-6: 48 XQuAD-ru passages labelled before meta-8; first score 0.519 / 0.549, 0.821 / 0.306 (meta-8). Its
 #   misses were read to write meta-9 (unknown first names, Chinese order, a Latin name after «компания»):
 #   development data now, the floor is this version's.
-# - held-out-7: 48 XQuAD-ru passages labelled before meta-9 and scored once after: the floor is that first score
-#   (docs/meta.md), far below the goal — teams, fictional characters, people named once by one name.
+# - held-out-7: 48 XQuAD-ru passages labelled before meta-9; first score 0.545 / 0.562, 0.842 / 0.232 (meta-9). Its
+#   misses were read to write meta-10 (Latin names: a person only with a first name or an initial, else a firm;
+#   known international abbreviations; Latin legal forms after a comma): development data now, the floor is this
+#   version's. Session 18 lowered the fifth set's organisation precision floor from 0.89 to 0.88: meta-10 took
+#   «ABC Circle» there beside six more true bodies (recall 0.354 → 0.479).
+# - held-out-8: 48 XQuAD-ru passages labelled before meta-10 and scored once after: the floor is that first score
+#   (docs/meta.md; 0.722 / 0.664, 0.778 / 0.377 with meta-9).
 HELD_OUT_FLOORS = {
     "held-out-2": (*held_out(2), 33, 29, 46, (0.83, 0.86, 0.93, 0.76)),
-    "held-out-3": (*held_out(3), 41, 39, 14, (0.67, 0.76, 0.62, 0.35)),
+    "held-out-3": (*held_out(3), 41, 39, 14, (0.70, 0.76, 0.64, 0.64)),
     "held-out-4": (*held_out(4), 24, 21, 24, (0.60, 0.66, 0.94, 0.66)),
-    "held-out-5": (*held_out(5), 48, 65, 48, (0.65, 0.61, 0.89, 0.35)),
-    "held-out-6": (*held_out(6), 48, 71, 72, (0.57, 0.59, 0.85, 0.38)),
-    "held-out-7": (*held_out(7), 48, 64, 69, (0.54, 0.56, 0.84, 0.23)),
+    "held-out-5": (*held_out(5), 48, 65, 48, (0.66, 0.61, 0.88, 0.47)),
+    "held-out-6": (*held_out(6), 48, 71, 72, (0.59, 0.59, 0.88, 0.52)),
+    "held-out-7": (*held_out(7), 48, 64, 69, (0.58, 0.56, 0.90, 0.56)),
+    "held-out-8": (*held_out(8), 48, 125, 53, (0.72, 0.66, 0.80, 0.52)),
 }
 
 
@@ -314,3 +320,33 @@ def test_what_ends_an_organisations_name() -> None:
 def test_a_double_surname_declines_in_both_parts() -> None:
     shown, _ = _registers("150 лет со дня рождения писателя Николая Георгиевича Гарина- Михайловского (1852-1906).")
     assert "Гарин-Михайловский Николай Георгиевич" in shown, shown
+
+
+def test_latin_names_firms_and_known_abbreviations() -> None:
+    """Session 18's rules from the seventh held-out set's misses: Latin words in Russian prose are a person only with a
+    first name or an initial, else a firm, a paper or a team; a Latin legal form after a comma; abbreviations of
+    well-known international bodies; and what they must not take (a street, a service, Latin-script text, API)."""
+    from tasks.meta.latin import latin_body, latin_person_like
+
+    assert latin_person_like("Bob Dylan") and latin_person_like("Arley D. Cathey")
+    assert not any(map(latin_person_like, ("Goldman Sachs", "Boston Celtics", "The Guardian", "Duran Duran")))
+    prose = "Акции банка Deutsche Bank и фонда Lehman Brothers упали, сообщила The Guardian в понедельник."
+    for name in ("Deutsche Bank", "Lehman Brothers", "The Guardian"):
+        at = prose.index(name)
+        assert latin_body(prose, at, at + len(name)), name
+    for text, name in (("Офис на Konwiktorska Street в Варшаве закрыт.", "Konwiktorska Street"),
+                       ("Канал Sky Digital вещает в Британии и Ирландии.", "Sky Digital"),
+                       ("Install Visual Studio and the Machine Learning Toolkit first.", "Visual Studio"),
+                       ("Певец Bob Dylan выступил в Москве вчера вечером.", "Bob Dylan")):  # fmt: skip
+        at = text.index(name)
+        assert not latin_body(text, at, at + len(name)), name
+    shown, orgs = _registers(
+        "Отчёт подготовила компания Acme Widgets, Inc. по заказу Carlyle Group L.P. в 2019 году.",
+        "Решение МВФ поддержали эксперты ЮНЕСКО и НАТО. Метод POST отправляет запрос к API сервиса.",
+        "Певец Bob Dylan выступил в Москве, а банк Goldman Sachs оплатил концерт.",
+    )
+    for org in ("Acme Widgets, Inc", "Carlyle Group L.P", "МВФ", "Goldman Sachs"):  # a sentence's full stop is cut
+        assert org in orgs, (org, orgs)
+    assert not {"POST", "API"} & set(orgs), orgs
+    assert "Dylan Bob" in shown or "Bob Dylan" in shown, shown
+    assert not any("Goldman" in s for s in shown), shown
