@@ -104,7 +104,7 @@ class Person:
         """The fullest form; among equals, one that can be a nominative («Бабангида», not «Бабангиду») and the
         dictionary's own form («Тихонов» beside «Тихонова»: only a man is written both ways), then the most frequent."""
         forms = Counter(m.shown for m in self.mentions)
-        own = lambda m: m.shown.split()[0].lower().replace("ё", "е") == self.surname  # noqa: E731
+        own = lambda m: m.shown.lower().replace("ё", "е").split()[:1] == [self.surname]  # noqa: E731
         best = max(self.mentions, key=lambda m: (m.fullness, m.certain, not plainly_oblique(m.shown), own(m),
                                                  forms[m.shown], m.shown))  # fmt: skip
         return best.shown
