@@ -33,6 +33,7 @@ from tasks.index.sqlite import IndexWriteError, SqliteIndex
 from tasks.readers.base import failure
 from tasks.receive import plan_refresh
 from tasks.runtime.crash_points import crash_point
+from tasks.runtime.memory import cap_arenas, release_free_memory
 from tasks.runtime.prefect_server import flows_on_server
 from tasks.runtime.processes import watch_over_me
 from tasks.runtime.refresh_lock import refresh_lock
@@ -50,6 +51,7 @@ def corpus_refresh(root: str, data: str | None = None, overrides: dict[str, Any]
     retired, unchanged ones left alone (no OCR, ASR or embedding). `overrides` are settings given explicitly
     (over KORPUS_* and korpus.yaml), e.g. {"chunk_policy": "structure-v1"}."""
     set_offline_switches()
+    cap_arenas()  # the cluster's threads share two allocator arenas: resident memory flat with the archive (#32)
     settings = Settings(**(overrides or {}), **({"data": Path(data)} if data else {}))
     with refresh_lock(settings.data, wait=settings.refresh_wait):  # one refresh at a time per data directory
         return _refresh(root, settings)
@@ -111,6 +113,7 @@ def _refresh(root: str, settings: Settings) -> dict[str, Any]:
     events.sources_quarantined(problems)
     meta = None
     if settings.meta_documents:
+        release_free_memory()  # what the documents' work left free goes back first: their peaks do not add up
         try:
             meta = build_meta_documents(settings)
         except Exception as exc:  # the files are published: documents about them failing must not fail the refresh
