@@ -19,13 +19,14 @@ from prefect.runtime import flow_run
 
 from flows import events
 from flows.after_documents import build_meta_documents, collect_garbage, sync_opensearch
-from flows.refresh_stream import Indexer, Inflight, Parse, Tally
+from flows.refresh_stream import Indexer, Inflight, Parse
 from flows.refresh_tasks import (
     apply_catalog_changes,
     dask_task_runner,
     discover,
     read_catalog,
 )
+from flows.tally import Tally
 from korpus.core.model_store import set_offline_switches
 from korpus.core.settings import Settings
 from tasks.contract.splitter import LlmSplitter

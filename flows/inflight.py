@@ -37,6 +37,13 @@ class Inflight:
         self._then[future.wrapped_future.key] = (future, then, failed)
         self._completed.add(future.wrapped_future)
 
+    def threads(self) -> int:
+        """Worker threads on the cluster now (2 when the scheduler cannot say)."""
+        try:
+            return max(1, sum(self._runner.client.nthreads().values()))
+        except Exception:  # a cluster that does not answer: the caller's own work will fail and say so
+            return 2
+
     def submit_in_slices(self, stage: Any, then: Callable[[np.ndarray], None], items: list, size: int, name: str,
                          annotations: dict[str, Any] | None = None, **parameters: Any) -> None:  # fmt: skip
         """`stage` over `items` (its parameter `name`) in slices of at most `size`, each its own task, so one large

@@ -12,8 +12,7 @@ alone, one SQLite writer.
 from __future__ import annotations
 
 import time
-from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
@@ -43,6 +42,7 @@ from flows.refresh_tasks import (
     whole_document,
 )
 from flows.sealed import sealed
+from flows.tally import Tally
 from korpus.core.datamodel import QuarantineItem, ReasonCode, Source, SourceKind
 from korpus.core.settings import Settings
 from tasks.audio.speech import RecordingOutcome, RecordingPlan
@@ -52,51 +52,6 @@ from tasks.pdf.destinations import name_chunks
 from tasks.readers.base import failure, problem
 from tasks.receive import RefreshPlan, unchanged_since_discovery
 from tasks.runtime.crash_points import crash_point
-
-
-@dataclass
-class Tally:
-    """The summary's counts, added up document by document as each is parsed (the pages themselves are let go once
-    their document is published)."""
-
-    by_method: Counter[str] = field(default_factory=Counter)
-    by_tier: Counter[str] = field(default_factory=Counter)
-    layers: Counter[str] = field(default_factory=Counter)
-    ocr_calls: int = 0
-    asr_calls: int = 0
-    vlm_calls: int = 0
-    cache_hits: int = 0
-    retries: int = 0
-    audio: Counter[str] = field(default_factory=Counter)
-
-    def add(self, source: Source, outcome: ParseOutcome) -> None:
-        self.by_tier.update(f"tier {p.tier}" for p in outcome.pages if p.tier is not None)
-        self.layers.update(p.layer_check.decision for p in outcome.pages if p.layer_check)
-        if source.kind is SourceKind.audio:
-            self.asr_calls += outcome.engine_calls
-        elif source.kind and source.kind.paged:
-            self.ocr_calls += outcome.engine_calls
-        self.vlm_calls += outcome.vlm_calls
-        self.cache_hits += outcome.cache_hits
-        self.retries += outcome.retries
-        self.audio.update(outcome.stats)
-
-    def summary(self) -> dict[str, Any]:
-        audio, speech = self.audio["audio_seconds"], self.audio["speech_seconds"]
-        return {
-            "pages_by_method": dict(self.by_method),
-            "pages_by_tier": dict(self.by_tier),
-            "ocr_engine_calls": self.ocr_calls,
-            "layers_checked": dict(self.layers),
-            "vlm_calls": self.vlm_calls,
-            "asr_engine_calls": self.asr_calls,
-            "page_cache_hits": self.cache_hits,
-            "audio_seconds": round(audio, 1),
-            "speech_share": round(speech / audio, 3) if audio else None,
-            "asr_segments_dropped": int(self.audio["segments_dropped"]),
-            "asr_repeats_collapsed": int(self.audio["repeats_collapsed"]),
-            "transient_retries": self.retries,
-        }
 
 
 def _pages_done(source: Source, outcome: ParseOutcome, ocr_done: int) -> str:
@@ -139,10 +94,20 @@ class _Recording:
         return max((self.plan.windows[r.index].end for r in self.results), default=0.0)
 
 
+READS_AHEAD_PER_THREAD = 2
+"""Read batches out on the cluster at once, for each of its threads (at least MIN_READS_AHEAD)."""
+MIN_READS_AHEAD = 4
+
+
 class Parse:
-    """Every source's first stage submitted at once; a batch's OCR pages and a recording's speech windows go out as
-    soon as that batch is read or that recording planned. A document is handed to `on_document` the moment its
-    last page is in; `on_done` runs once, when every document has been."""
+    """Every recording's first stage submitted at once, and the files' read batches a few at a time (each done batch
+    sends out the next); a batch's OCR pages and a recording's speech windows go out as soon as that batch is read
+    or that recording planned. A document is handed to `on_document` the moment its last page is in; `on_done` runs
+    once, when every document has been.
+
+    Reads are bounded because a submitted task is held, its inputs and Prefect's task wrapper pickled and unpickled,
+    until it runs (#32): with all 117 read batches of 30,000 letters out at once the refresh held 1,508 MB when its
+    first 248 letters were in, 1,388 MB with four out (6,000 letters: 1,333 MB) — ~1 MB a batch waiting."""
 
     def __init__(self, work: Inflight, plan: RefreshPlan, settings: Settings,
                  on_document: Callable[[Source, ParseOutcome], None], on_done: Callable[[], None]) -> None:  # fmt: skip
@@ -151,6 +116,7 @@ class Parse:
         self.open = len(plan.to_process)
         self._scans: dict[str, _Scan] = {}
         self._recordings: dict[str, _Recording] = {}
+        self._reads: Iterator[list[Source]] = iter(())
 
     def start(self) -> None:
         submit = self.work.submit
@@ -159,9 +125,19 @@ class Parse:
                 submit(speech_plan, partial(self._planned, source), source=source, settings=self.settings,
                        failed=partial(self._plan_failed, source))  # fmt: skip
         reads = [s for s in self.plan.to_process if s.kind is not SourceKind.audio]
-        for batch in read_batches(reads):
-            submit(read_own_text, partial(self._read, batch), sources=batch, settings=self.settings,
-                   failed=partial(self._read_failed, batch))  # fmt: skip
+        self._reads = iter(read_batches(reads))
+        for _ in range(max(MIN_READS_AHEAD, READS_AHEAD_PER_THREAD * self.work.threads())):
+            if not self._read_next():
+                break
+
+    def _read_next(self) -> bool:
+        """Send the next read batch out; False when none is left."""
+        batch = next(self._reads, None)
+        if batch is None:
+            return False
+        self.work.submit(read_own_text, partial(self._read, batch), sources=batch, settings=self.settings,
+                         failed=partial(self._read_failed, batch))  # fmt: skip
+        return True
 
     def _complete(self, source: Source, outcome: ParseOutcome) -> None:
         outcome.pages.sort(key=lambda p: (p.page or 0, p.t_start or 0.0))
@@ -179,6 +155,7 @@ class Parse:
         self._planned(source, failed_recording(source, problem(source, ReasonCode.asr_failed, detail)))
 
     def _read(self, batch: list[Source], outcomes: list[ParseOutcome]) -> None:
+        self._read_next()  # one batch in, the next out: the reads in flight stay bounded
         for source, outcome in zip(batch, outcomes, strict=True):
             if not outcome.ocr_pending:
                 self._complete(source, outcome)

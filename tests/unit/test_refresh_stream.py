@@ -1,9 +1,12 @@
 """The streaming refresh's small decisions (flows/refresh_stream.py), without a cluster."""
 
+import random
+
 import pytest
 
-from flows.refresh_stream import FIRST_GROUP, Indexer, Tally, embed_resources
+from flows.refresh_stream import FIRST_GROUP, MIN_READS_AHEAD, READS_AHEAD_PER_THREAD, Indexer, Parse, embed_resources
 from flows.sealed import Sealed, opened
+from flows.tally import Tally
 from korpus.core.settings import Settings
 
 pytestmark = pytest.mark.unit
@@ -65,3 +68,48 @@ def test_the_local_cluster_runs_without_dasks_statistical_profiler() -> None:
         runner = dask_task_runner(Settings())
         assert runner.cluster_kwargs["processes"] is False
         assert dask.config.get("distributed.worker.profile.enabled") is False  # what the in-process workers read
+
+
+class _Cluster:
+    """Inflight's surface as Parse uses it: what is submitted waits here until the test completes it."""
+
+    def __init__(self, threads: int) -> None:
+        self._threads, self.out = threads, []
+
+    def threads(self) -> int:
+        return self._threads
+
+    def submit(self, stage: object, then: object, annotations: object = None, failed: object = None,
+               **parameters: object) -> None:  # fmt: skip
+        self.out.append((then, parameters))
+
+
+@pytest.mark.parametrize("threads", [1, 2, 8])
+def test_read_batches_go_out_a_few_at_a_time_and_every_document_comes_in(threads: int) -> None:
+    """#32: a 100,000-letter refresh submitted all its read batches at once, and the scheduler held every one of them
+    (inputs and task wrapper pickled) until it ran. Now each batch read sends the next out: at most
+    max(MIN_READS_AHEAD, READS_AHEAD_PER_THREAD × threads) are out, whatever the order they complete in, and every
+    document is still handed on once and `on_done` runs once, after the last."""
+    from flows.refresh_tasks import read_batches
+    from korpus.core.datamodel import Source, SourceKind
+    from tasks.parse import ParseOutcome
+    from tasks.receive import RefreshPlan
+
+    sources = [Source(source_id=f"письмо_{n}.txt", version=f"{n:064x}", path=f"/a/письмо_{n}.txt",
+                      kind=SourceKind.text, size=900) for n in range(5000)]  # fmt: skip
+    cluster, handed, done = _Cluster(threads), [], []
+    parse = Parse(cluster, RefreshPlan(to_process=sources), Settings(),  # type: ignore[arg-type]
+                  on_document=lambda source, outcome: handed.append(source.source_id),
+                  on_done=lambda: done.append(len(handed)))  # fmt: skip
+    parse.start()
+    limit = max(MIN_READS_AHEAD, READS_AHEAD_PER_THREAD * threads)
+    batches = len(read_batches(sources))
+    assert batches > limit  # the archive has more batches than may be out at once
+    most, rng = len(cluster.out), random.Random(threads)
+    while cluster.out:
+        then, parameters = cluster.out.pop(rng.randrange(len(cluster.out)))  # done in any order
+        then([ParseOutcome(page_count=1) for _ in parameters["sources"]])
+        most = max(most, len(cluster.out))
+    assert most == limit
+    assert sorted(handed) == sorted(s.source_id for s in sources)
+    assert done == [len(sources)]
