@@ -52,7 +52,7 @@ def corpus_refresh(root: str, data: str | None = None, overrides: dict[str, Any]
     retired, unchanged ones left alone (no OCR, ASR or embedding). `overrides` are settings given explicitly
     (over KORPUS_* and korpus.yaml), e.g. {"chunk_policy": "structure-v1"}."""
     set_offline_switches()
-    cap_arenas()  # the cluster's threads share two allocator arenas: resident memory flat with the archive (#32)
+    cap_arenas()  # the cluster's threads share two allocator arenas (#32; its own effect is not measured yet)
     settings = Settings(**(overrides or {}), **({"data": Path(data)} if data else {}))
     with refresh_lock(settings.data, wait=settings.refresh_wait):  # one refresh at a time per data directory
         return _refresh(root, settings)

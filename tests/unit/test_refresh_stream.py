@@ -3,6 +3,8 @@
 import random
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from flows.refresh_stream import FIRST_GROUP, MIN_READS_AHEAD, READS_AHEAD_PER_THREAD, Indexer, Parse, embed_resources
 from flows.sealed import Sealed, opened
@@ -71,7 +73,7 @@ def test_the_local_cluster_runs_without_dasks_statistical_profiler() -> None:
 
 
 class _Cluster:
-    """Inflight's surface as Parse uses it: what is submitted waits here until the test completes it."""
+    """Inflight's surface as Parse uses it: what is submitted waits here until the test completes or fails it."""
 
     def __init__(self, threads: int) -> None:
         self._threads, self.out = threads, []
@@ -81,22 +83,24 @@ class _Cluster:
 
     def submit(self, stage: object, then: object, annotations: object = None, failed: object = None,
                **parameters: object) -> None:  # fmt: skip
-        self.out.append((then, parameters))
+        self.out.append((then, failed, parameters))
 
 
-@pytest.mark.parametrize("threads", [1, 2, 8])
-def test_read_batches_go_out_a_few_at_a_time_and_every_document_comes_in(threads: int) -> None:
+@settings(max_examples=60, deadline=None)
+@given(threads=st.integers(1, 16), files=st.integers(1, 60), seed=st.integers(0, 2**32 - 1))
+def test_read_batches_go_out_a_few_at_a_time_and_every_document_comes_in(threads: int, files: int, seed: int) -> None:
     """#32: a 100,000-letter refresh submitted all its read batches at once, and the scheduler held every one of them
-    (inputs and task wrapper pickled) until it ran. Now each batch read sends the next out: at most
-    max(MIN_READS_AHEAD, READS_AHEAD_PER_THREAD × threads) are out, whatever the order they complete in, and every
-    document is still handed on once and `on_done` runs once, after the last."""
+    (inputs and task wrapper pickled) until it ran. Now each batch read sends the next out: for any cluster size,
+    archive and order of completions and failures, at most max(MIN_READS_AHEAD, READS_AHEAD_PER_THREAD × threads)
+    are out (exactly that many while enough are left), every document is handed on once and `on_done` runs once,
+    after the last. Files of 40 MB are a batch each (READ_BATCH_BYTES), so a small archive has many batches."""
     from flows.refresh_tasks import read_batches
     from korpus.core.datamodel import Source, SourceKind
     from tasks.parse import ParseOutcome
     from tasks.receive import RefreshPlan
 
-    sources = [Source(source_id=f"письмо_{n}.txt", version=f"{n:064x}", path=f"/a/письмо_{n}.txt",
-                      kind=SourceKind.text, size=900) for n in range(5000)]  # fmt: skip
+    sources = [Source(source_id=f"дело_{n}.pdf", version=f"{n:064x}", path=f"/a/дело_{n}.pdf", kind=SourceKind.pdf,
+                      size=40 * 1024 * 1024) for n in range(files)]  # fmt: skip
     cluster, handed, done = _Cluster(threads), [], []
     parse = Parse(cluster, RefreshPlan(to_process=sources), Settings(),  # type: ignore[arg-type]
                   on_document=lambda source, outcome: handed.append(source.source_id),
@@ -104,12 +108,16 @@ def test_read_batches_go_out_a_few_at_a_time_and_every_document_comes_in(threads
     parse.start()
     limit = max(MIN_READS_AHEAD, READS_AHEAD_PER_THREAD * threads)
     batches = len(read_batches(sources))
-    assert batches > limit  # the archive has more batches than may be out at once
-    most, rng = len(cluster.out), random.Random(threads)
+    assert batches == files
+    rng, completed = random.Random(seed), 0
+    assert len(cluster.out) == min(limit, batches)
     while cluster.out:
-        then, parameters = cluster.out.pop(rng.randrange(len(cluster.out)))  # done in any order
-        then([ParseOutcome(page_count=1) for _ in parameters["sources"]])
-        most = max(most, len(cluster.out))
-    assert most == limit
+        then, failed, parameters = cluster.out.pop(rng.randrange(len(cluster.out)))  # done in any order
+        if rng.random() < 0.2:
+            failed(RuntimeError("the worker died"))  # a batch failed past its retries: its files are quarantined
+        else:
+            then([ParseOutcome(page_count=1) for _ in parameters["sources"]])
+        completed += 1
+        assert len(cluster.out) == min(limit, batches - completed)  # the next one out as each comes in, never more
     assert sorted(handed) == sorted(s.source_id for s in sources)
-    assert done == [len(sources)]
+    assert done == [files]
