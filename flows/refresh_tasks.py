@@ -53,12 +53,24 @@ def document_language(pages: list[PageResult], default: str) -> str:
     return detected if detected not in ("und", "ru") else default
 
 
+DASK_LOG_LENGTH = 0
+"""Messages, transitions and events Dask keeps for debugging on each stream and log (its default: 1,000); korpus
+runs no dashboard and reads none of them."""
+
+
 def dask_task_runner(settings: Settings) -> DaskTaskRunner:
     """An existing cluster when KORPUS_DASK_ADDRESS is set, else a LocalCluster of threads.
 
     Threads, not processes: each worker process would start its own temporary Prefect server (FACTS.md), and
     the heavy work (Tesseract subprocesses, CTranslate2, torch) releases the GIL anyway.
     """
+    # Dask keeps the last 1,000 messages of every batched stream for debugging (`low-level-log-length`). Between
+    # threads nothing is pickled, so the scheduler's stream to the in-process worker kept each compute-task message
+    # alive with its inputs — every read batch's sources, every embed task's chunks (#32: ~13 MB a 1,000 letters, to
+    # the 1,000th message); the client's stream kept each pickled graph. DASK_DISTRIBUTED__ADMIN__LOW_LEVEL_LOG_LENGTH,
+    # where a user sets it (to debug), stands.
+    if not os.environ.get("DASK_DISTRIBUTED__ADMIN__LOW_LEVEL_LOG_LENGTH"):
+        dask.config.set({"distributed.admin.low-level-log-length": DASK_LOG_LENGTH})
     if settings.dask_address:
         return DaskTaskRunner(address=settings.dask_address)
     # Dask's statistical profiler samples every worker thread's stack each 10 ms for a dashboard korpus does not run,

@@ -5,8 +5,11 @@ from __future__ import annotations
 import os
 import tempfile
 
-# Before Prefect is imported: a private Prefect home (ephemeral server database) and no telemetry lookups.
-os.environ.setdefault("PREFECT_HOME", tempfile.mkdtemp(prefix="korpus-test-prefect-"))
+# Before Prefect is imported: a private Prefect home (ephemeral server database) and no telemetry lookups. The suite
+# removes the home it made when it ends (pytest_sessionfinish); one the caller gave is the caller's.
+_OWN_PREFECT_HOME = None if "PREFECT_HOME" in os.environ else tempfile.mkdtemp(prefix="korpus-test-prefect-")
+if _OWN_PREFECT_HOME:
+    os.environ["PREFECT_HOME"] = _OWN_PREFECT_HOME
 os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
 os.environ.setdefault("PREFECT_LOGGING_LEVEL", "WARNING")
 os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "120")  # a loaded 2-core machine (FACTS.md)
@@ -65,6 +68,10 @@ def pytest_sessionfinish(session: object, exitstatus: int) -> None:
     while (left := left_running()) and time.monotonic() < deadline:
         time.sleep(0.5)
     if not left:
+        if _OWN_PREFECT_HOME:
+            import shutil
+
+            shutil.rmtree(_OWN_PREFECT_HOME, ignore_errors=True)
         return
     lines = []
     for process in left:

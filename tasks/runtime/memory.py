@@ -1,6 +1,7 @@
-"""The C allocator in a long refresh (#32): a refresh's Python objects stay flat (a census at 500, 1,500, 3,000 and
-4,600 letters found the same counts, the chunks in flight aside), yet resident memory is what glibc keeps, and glibc
-gives every new thread an arena of its own (up to 8 a core), each keeping the pages it once used. The refresh runs
+"""The C allocator in a long refresh (#32): resident memory is what glibc keeps, and glibc gives every new thread an
+arena of its own (up to 8 a core), each keeping the pages it once used. (What grew with the archive in Python
+objects was Dask's debugging log of messages, each holding its task's inputs: flows/refresh_tasks.py
+`dask_task_runner`.) The refresh runs
 with two arenas (the main one and one its threads share) and gives free pages back to the system before the
 meta-documents, so their peak is not added to what the documents' work left behind. Neither has been measured
 side by side against the uncapped allocator at scale: the one comparison made (30,000 letters capped against a

@@ -1,7 +1,11 @@
 """The streaming refresh's small decisions (flows/refresh_stream.py), without a cluster."""
 
+import gc
 import random
+import time
+import weakref
 
+import dask
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -70,6 +74,48 @@ def test_the_local_cluster_runs_without_dasks_statistical_profiler() -> None:
         runner = dask_task_runner(Settings())
         assert runner.cluster_kwargs["processes"] is False
         assert dask.config.get("distributed.worker.profile.enabled") is False  # what the in-process workers read
+
+
+_COPIES: list[weakref.ref] = []
+
+
+class _Letter:
+    """A task input that records every copy of itself Dask unpickles (the scheduler's, which the in-process worker
+    runs)."""
+
+    def __init__(self) -> None:
+        self.text = "письмо " * 200
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
+        _COPIES.append(weakref.ref(self))
+
+
+def _length(letter: _Letter) -> int:
+    return len(letter.text)
+
+
+def test_the_local_cluster_lets_a_finished_tasks_inputs_go() -> None:
+    """#32: Dask's debugging logs (1,000 messages a stream by default) kept every task's inputs alive on a long
+    refresh — each read batch's sources, each embed task's chunks. On korpus's cluster a finished task's inputs are
+    let go."""
+    import distributed
+
+    from flows.refresh_tasks import dask_task_runner
+
+    with dask.config.set({"distributed.admin.low-level-log-length": 1000}):
+        runner = dask_task_runner(Settings())
+        _COPIES.clear()
+        with distributed.LocalCluster(**runner.cluster_kwargs) as cluster, distributed.Client(cluster) as client:
+            for _ in range(40):
+                assert client.submit(_length, _Letter(), pure=False).result() == len("письмо " * 200)
+            deadline = time.monotonic() + 30
+            while cluster.scheduler.tasks and time.monotonic() < deadline:  # the released futures, forgotten
+                time.sleep(0.05)
+            assert not cluster.scheduler.tasks
+            gc.collect()
+            assert len(_COPIES) == 40  # each task's input, unpickled once by the scheduler
+            assert [ref for ref in _COPIES if ref() is not None] == []
 
 
 class _Cluster:
