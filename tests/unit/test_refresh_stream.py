@@ -95,7 +95,7 @@ def _length(letter: _Letter) -> int:
     return len(letter.text)
 
 
-def test_the_local_cluster_lets_a_finished_tasks_inputs_go() -> None:
+def test_the_local_cluster_lets_a_finished_tasks_inputs_go(monkeypatch: pytest.MonkeyPatch) -> None:
     """#32: Dask's debugging logs (1,000 messages a stream by default) kept every task's inputs alive on a long
     refresh — each read batch's sources, each embed task's chunks. On korpus's cluster a finished task's inputs are
     let go."""
@@ -103,7 +103,12 @@ def test_the_local_cluster_lets_a_finished_tasks_inputs_go() -> None:
 
     from flows.refresh_tasks import dask_task_runner
 
+    monkeypatch.setenv("DASK_DISTRIBUTED__ADMIN__LOW_LEVEL_LOG_LENGTH", "1000")  # a user debugging Dask: it stands
     with dask.config.set({"distributed.admin.low-level-log-length": 1000}):
+        dask_task_runner(Settings())
+        assert dask.config.get("distributed.admin.low-level-log-length") == 1000
+    monkeypatch.delenv("DASK_DISTRIBUTED__ADMIN__LOW_LEVEL_LOG_LENGTH")
+    with dask.config.set({"distributed.admin.low-level-log-length": 1000}):  # Dask's default
         runner = dask_task_runner(Settings())
         _COPIES.clear()
         with distributed.LocalCluster(**runner.cluster_kwargs) as cluster, distributed.Client(cluster) as client:
