@@ -1,4 +1,5 @@
-"""The streaming refresh's small decisions (flows/refresh_stream.py), without a cluster."""
+"""The streaming refresh's small decisions (flows/refresh_stream.py), without a cluster — but for one test that starts
+the in-process cluster the refresh makes (flows/refresh_tasks.py `dask_task_runner`) and runs tasks on it."""
 
 import gc
 import random
