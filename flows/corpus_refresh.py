@@ -10,6 +10,7 @@ from __future__ import annotations
 import time
 from collections import Counter
 from datetime import UTC, datetime
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -109,9 +110,16 @@ def _refresh(root: str, settings: Settings) -> dict[str, Any]:
             + (f", {len(moved)} changed during the run" if moved else "")))  # fmt: skip
     unrecorded = [p for p in problems if p.item_id not in indexer.recorded]  # no publish wrote them
     if broken is not None:
-        _fail_refresh(broken, root, settings, lambda: apply_catalog_changes(plan, unrecorded, settings))
+        _fail_refresh(broken, root, settings, partial(apply_catalog_changes, plan, unrecorded, settings))
     apply_catalog_changes(plan, unrecorded, settings)
     events.sources_quarantined(problems)
+    planned = {
+        "sources": len(plan.change),
+        "changes": dict(Counter(c.value for c in plan.change.values())),
+        "relabelled": len(plan.relabel),
+        "files_hashed": sum(1 for s in sources if s.inode and s.hashed),  # the rest matched their last reading
+    }
+    del sources, plan, indexed, refused  # one object a file: the meta-documents' build does not hold them too (#32)
     meta = None
     if settings.meta_documents:
         release_free_memory()  # what the documents' work left free goes back first: their peaks do not add up
@@ -127,10 +135,7 @@ def _refresh(root: str, settings: Settings) -> dict[str, Any]:
     collected = collect_garbage(settings) if settings.gc_after_refresh else None
     mirrored = sync_opensearch(settings) if settings.backend == "opensearch" else None
     summary = {
-        "sources": len(plan.change),
-        "changes": dict(Counter(c.value for c in plan.change.values())),
-        "relabelled": len(plan.relabel),
-        "files_hashed": sum(1 for s in sources if s.inode and s.hashed),  # the rest matched their last reading
+        **planned,
         "quarantined": len(problems),
         "quarantine_reasons": dict(Counter(r.value for item in problems for r in item.reasons)),
         **tally.summary(),  # pages by method and tier, engine calls, cache hits, audio, retries

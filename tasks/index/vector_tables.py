@@ -122,14 +122,15 @@ class VectorTables:
             "replaced": {"model": meta.get("embed_model"), "dims": meta.get("embed_dims")},
         }
 
-    def current_vectors(self, source_id: str) -> dict[str, np.ndarray]:
-        """Chunk text → vector of a source's current chunks (to reuse for unchanged text in a new version)."""
+    def current_vectors(self, source_id: str, key: Callable[[str], str] | None = None) -> dict[str, np.ndarray]:
+        """Chunk text (or `key(text)`, e.g. a digest, so a large document's texts are not all held) → vector of a
+        source's current chunks (to reuse for unchanged text in a new version)."""
         rows = self.conn.execute(
             f"SELECT c.text, v.embedding FROM chunks c INDEXED BY chunks_by_source JOIN {self.vector_table()} v "
             "ON v.rowid = c.rowid WHERE c.source_id = ? AND c.lifecycle = 'current'",
             (source_id,),
         )
-        return {text: np.frombuffer(blob, dtype=np.float32) for text, blob in rows}
+        return {(key(text) if key else text): np.frombuffer(blob, dtype=np.float32) for text, blob in rows}
 
     def embedding_model(self) -> tuple[str, int] | None:
         """(model name, dimension) of the stored vectors; None before the first publish."""

@@ -149,6 +149,23 @@ def dense_text(part: str) -> str:
     return part if len(lines) > 1 and ": сводка." in lines[1] else "\n".join(lines[:2])
 
 
+EMBED_SLICE = 512
+"""Meta parts embedded at a time: the table of contents of 100,000 letters is ~18,000 parts, and the embedder holds
+every text it is given as tokens at once."""
+
+
+def _version(parts: list[str]) -> str:
+    """The sha256 of the parts joined by form feeds, fed part by part (a large document's text is not copied)."""
+    digest = hashlib.sha256()
+    for n, part in enumerate(parts):
+        digest.update((f"\f{part}" if n else part).encode())
+    return digest.hexdigest()
+
+
+def _digest(text: str) -> str:
+    return hashlib.blake2b(text.encode(), digest_size=16).hexdigest()
+
+
 def _publish(
     index: SqliteIndex,
     source: Source,
@@ -166,11 +183,14 @@ def _publish(
         for n, text in enumerate(parts, start=1)
     ]  # fmt: skip
     chunks, _ = page_chunks(source, pages)
-    known = index.current_vectors(source.source_id)  # parts whose text did not change keep their vectors
-    fresh = [c for c in chunks if c.text not in known]
-    dense = [c.model_copy(update={"text": dense_text(c.text)}) for c in fresh]
-    computed = dict(zip([c.text for c in fresh], embed(dense) if dense else [], strict=True))
-    vectors = np.stack([known.get(c.text, computed.get(c.text)) for c in chunks]) if chunks else np.zeros((0, 0))
+    # parts whose text did not change keep their vectors; texts are keyed by digest, not held twice
+    known = index.current_vectors(source.source_id, key=_digest)
+    fresh = [c for c in chunks if _digest(c.text) not in known]
+    for at in range(0, len(fresh), EMBED_SLICE):
+        dense = [c.model_copy(update={"text": dense_text(c.text)}) for c in fresh[at : at + EMBED_SLICE]]
+        known.update(zip([_digest(c.text) for c in fresh[at : at + EMBED_SLICE]], embed(dense), strict=True))
+    vectors = np.stack([known[_digest(c.text)] for c in chunks]) if chunks else np.zeros((0, 0))
+    del known
     index.publish_version(source, chunks, vectors, pages, embed_model=model)
     counts["parts_embedded"] += len(fresh)
     counts["parts_reused"] += len(chunks) - len(fresh)
@@ -201,28 +221,38 @@ def refresh_meta(
     groups: dict[tuple[str, str], list[dict[str, Any]]] = defaultdict(list)
     for row in rows:
         groups[(row["tenant"] or "default", row["access"])].append(row)
+    del rows
+    scopes = sorted(groups)
     built = index.meta_fingerprints()
-    for (tenant, access), members in sorted(groups.items()):
+    # What is built is let go as soon as it is used — a scope's rows once its facts are read, the facts once merged
+    # into text, each document's text once published — so the build holds one stage of one scope at a time (#32).
+    for tenant, access in scopes:
+        members = groups.pop((tenant, access))
         fingerprint = scope_fingerprint(members, cache.variant)
         if built.get(f"{tenant}/{access}") == fingerprint:
             counts["scopes_unchanged"] += 1
             continue
         facts = _all_facts(index, cache, members, counts, llm)
-        for kind, parts in meta_texts(facts).items():
+        sources_read = len(members)
+        del members
+        texts = meta_texts(facts)
+        del facts
+        for kind in list(texts):
+            parts = texts.pop(kind)
             source_id = meta_source_id(tenant, access, kind)
-            version = hashlib.sha256("\f".join(parts).encode()).hexdigest()
+            version = _version(parts)
             source = Source(source_id=source_id, version=version, path=source_id, kind=SourceKind.meta,
                             owner=META_OWNER, access=access, tenant=tenant)  # fmt: skip
             counts["documents_published"] += _publish(index, source, parts, embed, embed_model, counts)
         index.set_meta_fingerprint(f"{tenant}/{access}", fingerprint)
         counts["scopes_built"] += 1
-        logger.info("meta-documents of %s/%s built from %d sources", tenant, access, len(facts))
-    wanted = {meta_source_id(t, a, kind) for t, a in groups for kind in TITLES}
+        logger.info("meta-documents of %s/%s built from %d sources", tenant, access, sources_read)
+    wanted = {meta_source_id(t, a, kind) for t, a in scopes for kind in TITLES}
     for source_id in built_before:  # read before the builds above: each of those replaced one that is in `wanted`
         if source_id not in wanted:
             index.retire_source(source_id)
             counts["documents_retired"] += 1
-    for scope in set(built) - {f"{t}/{a}" for t, a in groups}:
+    for scope in set(built) - {f"{t}/{a}" for t, a in scopes}:
         index.set_meta_fingerprint(scope, None)
     return dict(counts) | {"seconds": round(time.perf_counter() - started, 2)}
 

@@ -222,3 +222,67 @@ def test_meta_parts_stay_out_of_the_way_of_ordinary_questions(built) -> None:
         hits = retrieve(index.searcher, question, embedder.embed_query(question), ["hr"], k=50)
         assert hits and not any("Записей нет." in h["text"] for h in hits)
         assert hits[0]["source_id"].startswith("korpus://meta/hr/")  # a collection question: meta parts lead
+
+
+def test_meta_parts_are_embedded_a_slice_at_a_time_with_the_vectors_they_get_whole(
+    built, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """#32: the build hands the embedder at most EMBED_SLICE parts a call (it holds every text it is given as tokens:
+    the table of contents of 100,000 letters is ~18,000 parts), and each part gets the vector it got in one call."""
+    import tasks.meta.publish as publish
+    from flows.after_documents import embed_on_every_core
+    from tasks.meta.facts import FactCache
+
+    _, settings, _, _ = built
+    again = settings.model_copy(update={"data": tmp_path / "data"})
+    shutil.copytree(settings.data, again.data)
+    calls: list[int] = []
+
+    def embed(chunks: list) -> object:
+        calls.append(len(chunks))
+        return embed_on_every_core(chunks, again)
+
+    monkeypatch.setattr(publish, "EMBED_SLICE", 3)
+    with SqliteIndex(again.index_path) as index:
+        assert index.withdraw_meta_documents() == 8  # every part is embedded again
+        done = publish.refresh_meta(index, FactCache(again.meta_cache_dir), embed, embed_model_path(again).name)
+        ids = [r["source_id"] for r in index.sources() if r["kind"] == "meta" and r["lifecycle"] == "current"]
+        sliced = {source_id: index.current_vectors(source_id) for source_id in ids}
+    assert done["scopes_built"] == 2 and done["documents_published"] == 8 and len(ids) == 8
+    assert done["parts_embedded"] == sum(calls) > 2 * 8 and max(calls) <= 3
+    with SqliteIndex(settings.index_path) as index:
+        for source_id, vectors in sliced.items():
+            whole = index.current_vectors(source_id)
+            assert vectors.keys() == whole.keys()
+            assert all(float(vectors[text] @ whole[text]) > 0.9999 for text in vectors)
+
+
+def test_the_refresh_lets_its_plan_go_before_the_meta_documents(
+    models, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """#32: the files found and the plan (one object a file: ~190 MB at 100,000 letters) are not held while the
+    meta-documents are built, whose own peak is in proportion to the archive too."""
+    import gc
+    import uuid
+
+    import flows.corpus_refresh as corpus_refresh
+    from korpus.core.datamodel import Source
+
+    root, mark = tmp_path / "root", f"plan-{uuid.uuid4().hex[:8]}"
+    root.mkdir()
+    (root / "korpus.yaml").write_text("defaults:\n  access: public\n  owner: Канцелярия\n", encoding="utf-8")
+    for n in range(3):
+        (root / f"{mark}-{n}.txt").write_text(f"Письмо № {n} от 12.03.2024 о ремонте кровли склада.", encoding="utf-8")
+    held: list[str] = []
+    build = corpus_refresh.build_meta_documents
+
+    def counted(settings: Settings) -> dict:
+        gc.collect()
+        held.extend(o.source_id for o in gc.get_objects() if isinstance(o, Source) and mark in o.source_id)
+        return build(settings)
+
+    monkeypatch.setattr(corpus_refresh, "build_meta_documents", counted)
+    summary = corpus_refresh.run_refresh(root, Settings(data=tmp_path / "data"))
+    assert summary["chunks_indexed"] == 3 and summary["sources"] == 3 and summary["files_hashed"] == 3
+    assert summary["meta_documents"]["scopes_built"] == 1
+    assert held == []
