@@ -280,7 +280,7 @@ def test_the_refresh_lets_its_plan_go_before_the_meta_documents(
     def counted(settings: Settings) -> dict:
         for attempt in range(60):  # background threads (Prefect's events, the closed cluster's) may lag on a loaded
             gc.collect()  # machine: what they hold goes within seconds, what the flow holds never does
-            alive = [o for o in gc.get_objects() if isinstance(o, Source) and mark in o.source_id]
+            alive = [o for o in gc.get_objects() if type(o) is Source and mark in o.source_id]
             if not alive:
                 break
             if attempt == 59:
