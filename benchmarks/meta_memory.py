@@ -4,8 +4,8 @@ scale.py's letters are written and indexed once by its plain loop (no meta-docum
 are then repeated `--repeat` times under folders `k1/`, `k2/` … (the same letters, other sources: the facts,
 registers and table of contents grow as with that many letters); then, in a fresh process per build, the models are
 loaded (embedder, tokenizer, NER tagger) and `build_meta_documents` runs as the flow runs it, on a fresh copy of that
-data directory. Resident memory is sampled every 50 ms; the report gives the models' own high-water mark beside the
-build's peak, so what the build adds is their difference. Run it from two checkouts to compare two versions.
+data directory. The kernel's high-water mark of resident memory (VmHWM) is read once the models are loaded and
+again after the build, so what the build adds is their difference. Run it from two checkouts to compare two versions.
 
     .venv/bin/python benchmarks/meta_memory.py --letters 20000 --repeat 5       # 100,000 letters' meta-documents
 """
@@ -26,18 +26,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from scale import ROOT, plain_loop, write_archive
 
 BUILD = """
-import json, sys, threading, time
+import json, sys, time
 sys.path.insert(0, {root!r})
 from pathlib import Path
-def rss():
+def peak():  # the kernel's high-water mark of this process's resident memory, in MB
     with open("/proc/self/status") as status:
-        return next(int(line.split()[1]) / 1024 for line in status if line.startswith("VmRSS"))
-peak = [0.0]
-def sample():
-    while True:
-        peak[0] = max(peak[0], rss())
-        time.sleep(0.05)
-threading.Thread(target=sample, daemon=True).start()
+        return next(int(line.split()[1]) / 1024 for line in status if line.startswith("VmHWM"))
 from korpus.core.settings import Settings
 from korpus.core.model_store import embed_model_path
 from flows.refresh_tasks import embed_threads
@@ -48,14 +42,12 @@ settings = Settings(data=Path({data!r}))
 shared_embedder(str(embed_model_path(settings)), threads=embed_threads(settings)).embed_passages(["прогрев"])
 token_counter(str(embed_model_path(settings)))
 ner_spans(["Иванов Иван Иванович пришёл."])
-time.sleep(0.2)
-models = peak[0]
+models = peak()
 start = time.perf_counter()
 done = build_meta_documents.fn(settings)
 seconds = time.perf_counter() - start
-time.sleep(0.2)
-print(json.dumps({{"seconds": round(seconds, 1), "models_peak_mb": round(models), "peak_rss_mb": round(peak[0]),
-                  "added_mb": round(peak[0] - models), "parts_embedded": done.get("parts_embedded"),
+print(json.dumps({{"seconds": round(seconds, 1), "models_peak_mb": round(models), "peak_rss_mb": round(peak()),
+                  "added_mb": round(peak() - models), "parts_embedded": done.get("parts_embedded"),
                   "facts_extracted": done.get("facts_extracted")}}))
 """
 

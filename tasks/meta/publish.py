@@ -184,12 +184,14 @@ def _publish(
     ]  # fmt: skip
     chunks, _ = page_chunks(source, pages)
     # parts whose text did not change keep their vectors; texts are keyed by digest, not held twice
+    keys = [_digest(c.text) for c in chunks]
     known = index.current_vectors(source.source_id, key=_digest)
-    fresh = [c for c in chunks if _digest(c.text) not in known]
+    fresh = [(key, c) for key, c in zip(keys, chunks, strict=True) if key not in known]
     for at in range(0, len(fresh), EMBED_SLICE):
-        dense = [c.model_copy(update={"text": dense_text(c.text)}) for c in fresh[at : at + EMBED_SLICE]]
-        known.update(zip([_digest(c.text) for c in fresh[at : at + EMBED_SLICE]], embed(dense), strict=True))
-    vectors = np.stack([known[_digest(c.text)] for c in chunks]) if chunks else np.zeros((0, 0))
+        batch = fresh[at : at + EMBED_SLICE]
+        dense = [c.model_copy(update={"text": dense_text(c.text)}) for _, c in batch]
+        known.update(zip([key for key, _ in batch], embed(dense), strict=True))
+    vectors = np.stack([known[key] for key in keys]) if chunks else np.zeros((0, 0))
     del known
     index.publish_version(source, chunks, vectors, pages, embed_model=model)
     counts["parts_embedded"] += len(fresh)
