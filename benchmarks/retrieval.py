@@ -17,9 +17,9 @@ Retrievers: bm25-nostem, bm25, dense, hybrid-rrf (plain equal-weight RRF), hybri
 It ends with one table: every set × {bm25, dense, hybrid} × {R@1, nDCG@10}, the hybrid whose routing cut is fitted
 on the other sets (leave-one-set-out, benchmarks/fusion.py's grid), and whether hybrid is ≥ both sides.
 
-`--meta-check`: each set refreshed twice, meta-documents on (the default) and off, and the default hybrid compared
-on the non-collection questions (R@1 must be equal within 0.005: meta parts stay out of their way) and on the
-collection questions (top 3 must hold the meta-document asked for).
+`--meta-check`: each set (or each `--only` set) refreshed twice, meta-documents on (the default) and off, and the
+default hybrid compared on the non-collection questions (R@1 must be equal within 0.005: meta parts stay out of their
+way) and on the collection questions (top 3 must hold the meta-document asked for).
 """
 
 from __future__ import annotations
@@ -156,11 +156,14 @@ def main() -> None:
                 import_beir(args.xquad, root, tmp / "xquad.jsonl")
 
             import_beir(args.xquad, tmp / "xquad-probe", tmp / "xquad.jsonl")
-            report = {
-                "archive-style": meta_check(archive, archive_questions, tmp, "archive"),
-                "sample-archive": meta_check(write_sample_archive, ROOT / "eval" / "sample-archive.jsonl", tmp, "s"),
-                "xquad-ru": meta_check(xquad, tmp / "xquad.jsonl", tmp, "xquad"),
+            sets = {
+                "archive-style": (archive, archive_questions, "archive"),
+                "sample-archive": (write_sample_archive, ROOT / "eval" / "sample-archive.jsonl", "s"),
+                "xquad-ru": (xquad, tmp / "xquad.jsonl", "xquad"),
+                "real-colloquial": (write_real_colloquial, REAL_QUESTIONS, "real"),
             }
+            report = {name: meta_check(writer, questions, tmp, short)
+                      for name, (writer, questions, short) in sets.items() if wanted(name)}  # fmt: skip
         print(json.dumps(report, indent=2, ensure_ascii=False))
         return
     report, built = {}, {}  # built: set name → (data folder, questions), for the leave-one-set-out summary
