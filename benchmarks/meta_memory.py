@@ -14,16 +14,14 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import shutil
 import sqlite3
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from scale import ROOT, plain_loop, write_archive
+from scale import ROOT, in_fresh_process, plain_loop, write_archive
 
 BUILD = """
 import json, sys, time
@@ -45,9 +43,9 @@ ner_spans(["Иванов Иван Иванович пришёл."])
 models = peak()
 start = time.perf_counter()
 done = build_meta_documents.fn(settings)
-seconds = time.perf_counter() - start
-print(json.dumps({{"seconds": round(seconds, 1), "models_peak_mb": round(models), "peak_rss_mb": round(peak()),
-                  "added_mb": round(peak() - models), "parts_embedded": done.get("parts_embedded"),
+seconds, top = time.perf_counter() - start, peak()
+print(json.dumps({{"seconds": round(seconds, 1), "models_peak_mb": round(models), "peak_rss_mb": round(top),
+                  "added_mb": round(top - models), "parts_embedded": done.get("parts_embedded"),
                   "facts_extracted": done.get("facts_extracted")}}))
 """
 
@@ -80,12 +78,7 @@ def build(data: Path, work: Path) -> dict:
     """The build on a fresh copy of `data`, in a fresh process."""
     shutil.rmtree(work, ignore_errors=True)
     shutil.copytree(data, work)
-    script = BUILD.format(root=str(ROOT), data=str(work))
-    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=14400,
-                          env=dict(os.environ, PREFECT_LOGGING_LEVEL="WARNING"))  # fmt: skip
-    if done.returncode != 0:
-        raise SystemExit(done.stderr[-3000:])
-    return json.loads(done.stdout.strip().splitlines()[-1])
+    return in_fresh_process(BUILD.format(root=str(ROOT), data=str(work)))
 
 
 def main() -> None:

@@ -164,14 +164,19 @@ print(json.dumps({{"seconds": seconds, "chunks": indexed, "sources": len(sources
 """
 
 
-def plain_loop(archive: Path, data: Path) -> dict:
-    """The same stages over the same files in one plain loop: the floor korpus's orchestration is measured against."""
-    script = PLAIN.format(root=str(ROOT), data=str(data), archive=str(archive))
-    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=14400,
-                          env=dict(os.environ, PREFECT_LOGGING_LEVEL="WARNING"))  # fmt: skip
+def in_fresh_process(script: str, env: dict[str, str] | None = None) -> dict:
+    """Runs `script` in a fresh Python process (so its peak RSS is its own) and returns the JSON of its last line;
+    `env` defaults to this process's with Prefect's logging at WARNING."""
+    env = env if env is not None else dict(os.environ, PREFECT_LOGGING_LEVEL="WARNING")
+    done = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=14400)
     if done.returncode != 0:
         raise SystemExit(done.stderr[-3000:])
     return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def plain_loop(archive: Path, data: Path) -> dict:
+    """The same stages over the same files in one plain loop: the floor korpus's orchestration is measured against."""
+    return in_fresh_process(PLAIN.format(root=str(ROOT), data=str(data), archive=str(archive)))
 
 
 def refresh(
@@ -185,11 +190,7 @@ def refresh(
     env.pop("PREFECT_API_URL", None)
     if group is not None:
         env["KORPUS_INDEX_GROUP_SOURCES"] = str(group)
-    script = RUN.format(root=str(ROOT), data=str(data), archive=str(archive))
-    done = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=14400)
-    if done.returncode != 0:
-        raise SystemExit(done.stderr[-3000:])
-    return json.loads(done.stdout.strip().splitlines()[-1])
+    return in_fresh_process(RUN.format(root=str(ROOT), data=str(data), archive=str(archive)), env)
 
 
 def unchanged_refresh(archive: Path, data: Path, home: Path) -> dict:
