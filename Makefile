@@ -6,21 +6,21 @@ PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV ?= .venv
 BIN := $(VENV)/bin
 DEMO ?= .demo
-APT_PACKAGES := tesseract-ocr tesseract-ocr-rus tesseract-ocr-eng tesseract-ocr-osd ffmpeg ghostscript fonts-dejavu-core espeak-ng poppler-utils djvulibre-bin libreoffice-writer-nogui chromium chromium-driver openjdk-17-jdk-headless libarchive-tools
+APT_PACKAGES := tesseract-ocr tesseract-ocr-rus tesseract-ocr-eng tesseract-ocr-osd ffmpeg ghostscript fonts-dejavu-core espeak-ng poppler-utils djvulibre-bin libreoffice-writer-nogui chromium chromium-driver openjdk-17-jdk-headless maven libarchive-tools
 export PREFECT_SERVER_ANALYTICS_ENABLED := false
 export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 
-.PHONY: help setup system python models lucene demo test test-opensearch lint format clean
+.PHONY: help setup system python models opensearch demo test test-opensearch lint format clean
 
 help:
 	@echo "make demo   set up, write the sample archive, refresh it twice, run cited searches"
 	@echo "make test   set up and run the unit + integration tests"
-	@echo "make setup  system packages (apt), .venv with torch==2.13.0 (CPU), offline models, Lucene for the analyzer check"
+	@echo "make setup  system packages (apt), .venv with torch==2.13.0, offline models, the OpenSearch node (Maven)"
 	@echo "make lint   ruff check + format check"
-	@echo "make test-opensearch   the OpenSearch backend suite against KORPUS_OPENSEARCH_URL (a real cluster)"
+	@echo "make test-opensearch   the OpenSearch tests against KORPUS_OPENSEARCH_URL (a user's own cluster)"
 
-setup: system python models lucene
+setup: system python models opensearch
 
 system:
 	@missing=$$(for p in $(APT_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || echo $$p; done); \
@@ -41,18 +41,15 @@ $(VENV)/.installed: pyproject.toml
 models: python
 	$(BIN)/korpus models
 
-# Lucene's RussianAnalyzer for tests/integration/test_lucene_analyzer.py: the Anserini fat jar (Lucene 9.9.1)
-# inside PyPI's pyserini 1.6.0 sdist — fetched from the registry, only the jar kept.
-LUCENE_JAR := .cache/lucene/anserini-1.7.1-fatjar.jar
-lucene: $(LUCENE_JAR)
+# A real OpenSearch node for `korpus opensearch start` and the tests: OpenSearch 2.19.1 and its k-NN plugin from Maven
+# Central, assembled by infra/opensearch/node (Lucene's jars there serve the analyzer check too). Rebuilt only when
+# the project changes.
+NODE := infra/opensearch/node
+opensearch: $(NODE)/target/.built
 
-$(LUCENE_JAR): | python
-	mkdir -p .cache/lucene
-	$(BIN)/python -m pip download -q --no-deps --no-binary :all: --no-build-isolation pyserini==1.6.0 -d .cache/lucene \
-	  || $(BIN)/python -m pip download -q --no-deps --no-binary :all: pyserini==1.6.0 -d .cache/lucene
-	tar -xzf .cache/lucene/pyserini-1.6.0.tar.gz -C .cache/lucene --no-same-owner --strip-components=4 \
-	  pyserini-1.6.0/pyserini/resources/jars/anserini-1.7.1-fatjar.jar
-	rm -f .cache/lucene/pyserini-1.6.0.tar.gz
+$(NODE)/target/.built: $(NODE)/pom.xml $(wildcard $(NODE)/src/main/java/org/korpus/opensearch/*.java)
+	cd $(NODE) && mvn -q -B package
+	touch $@
 
 demo: setup
 	$(BIN)/korpus sample $(DEMO)/archive
@@ -85,10 +82,10 @@ demo: setup
 test: setup
 	$(BIN)/python -m pytest -m "(unit or integration) and not slow" -q
 
-# The whole OpenSearch backend suite — lexical, admin, kNN, hybrid, routing — against a real cluster.
+# The OpenSearch tests against a user's own cluster instead of the node `make test` starts.
 test-opensearch: python
 	@test -n "$$KORPUS_OPENSEARCH_URL" || { echo "set KORPUS_OPENSEARCH_URL=http://host:9200 (a real OpenSearch 2.19+ cluster)"; exit 2; }
-	$(BIN)/python -m pytest -m opensearch -q tests/integration/test_opensearch_backend.py tests/integration/test_retriever_backends.py
+	$(BIN)/python -m pytest -m opensearch -q
 
 lint:
 	$(BIN)/ruff check .

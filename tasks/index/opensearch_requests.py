@@ -1,6 +1,6 @@
 """The JSON korpus sends to OpenSearch: the index template, the filters every read carries, the BM25, kNN and
-identifier queries, and a chunk as the template's document. Pure functions: tests/unit/test_opensearch_requests.py
-compares the kNN request with a hand-written file that follows the documentation (osmem-server has no kNN)."""
+identifier queries, and a chunk as the template's document. Pure functions; what the cluster does with them is
+tested on a real node (tests/integration/test_opensearch_backend.py)."""
 
 from __future__ import annotations
 

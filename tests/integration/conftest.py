@@ -167,6 +167,38 @@ def prefect_server(tmp_path_factory: pytest.TempPathFactory) -> str:
 
 
 @pytest.fixture(scope="session")
+def opensearch_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A real OpenSearch node (OpenSearch 2.19.1 with k-NN, assembled from Maven Central by `make setup`), started
+    once per test session on free loopback ports and stopped at its end (leashed: it ends with the session however
+    the session ends). KORPUS_OPENSEARCH_URL runs the same tests against a user's own cluster instead."""
+    if os.environ.get("KORPUS_OPENSEARCH_URL"):
+        yield os.environ["KORPUS_OPENSEARCH_URL"]
+        return
+    from tasks.runtime.opensearch_node import start, stop_leashed
+
+    nodes = start(tmp_path_factory.mktemp("opensearch"), nodes=1, port=None, heap_mb=768, detach=False)
+    try:
+        yield nodes[0].url
+    finally:
+        stop_leashed()
+
+
+@pytest.fixture
+def os_prefix(opensearch_url: str) -> Iterator[str]:
+    """A fresh index prefix on the session's node for one test; its indices and template are deleted after it."""
+    import uuid
+
+    from opensearchpy import OpenSearch
+
+    prefix = f"t{uuid.uuid4().hex[:10]}"
+    yield prefix
+    client = OpenSearch(hosts=[opensearch_url], timeout=60)
+    client.indices.delete(index=f"{prefix}-chunks-*", ignore=[404])
+    client.indices.delete_index_template(name=f"{prefix}-chunks", ignore=[404])
+    client.close()
+
+
+@pytest.fixture(scope="session")
 def real_refreshed(models: dict[str, Path], tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Settings, dict]:
     """tests/fixtures/real-archive (real third-party files) through one real refresh: (root, settings, summary)."""
     from flows.corpus_refresh import run_refresh

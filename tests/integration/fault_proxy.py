@@ -1,5 +1,5 @@
-"""A fault-injecting HTTP proxy for tests only: it forwards every request to a real server (here osmem-server,
-the in-memory stand-in speaking OpenSearch's REST API) and, for the requests it is told to, fails the way a
+"""A fault-injecting HTTP proxy for tests only: it forwards every request to a real server (here the session's
+OpenSearch node) and, for the requests it is told to, fails the way a
 cluster restarting mid-bulk fails.
 
 Faults, consumed in order by the matching requests (`Faults.script`):

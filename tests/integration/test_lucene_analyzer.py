@@ -1,10 +1,10 @@
-"""korpus's Russian analysis (tasks/text/analysis.py) against Lucene's own `RussianAnalyzer` — the analyzer OpenSearch's
-built-in `russian` is — token for token on the 300-sentence golden fixture, and the stop sets compared word for word.
+"""korpus's Russian analysis (tasks/text/analysis.py) against Lucene's own `RussianAnalyzer` and against the real
+OpenSearch node's `_analyze` with its built-in `russian` analyzer, token for token on the 300-sentence golden fixture,
+and the stop sets compared word for word.
 
-Lucene comes from a registry package: the Anserini fat jar inside PyPI's `pyserini` 1.6.0 sdist (Lucene 9.9.1,
-Apache-2.0), fetched by `make lucene` (part of `make setup`) into `.cache/lucene/`; `KORPUS_LUCENE_JAR` points
-elsewhere. Java is Debian's OpenJDK 17 (`make system`). A tiny program (tests/fixtures/analyzer/lucene/
-KorpusAnalyze.java) is compiled here and reads the sentences. Skipped, with the reason, only if Java cannot start.
+Lucene comes from Maven Central: the jars the OpenSearch node is assembled from (infra/opensearch/node, `make
+opensearch`, Lucene 9.12.1, Apache-2.0). Java is Debian's OpenJDK 17 (`make system`). A tiny program
+(tests/fixtures/analyzer/lucene/KorpusAnalyze.java) is compiled here and reads the sentences.
 """
 
 from __future__ import annotations
@@ -22,33 +22,22 @@ from tasks.text.analysis import RUSSIAN_STOP_WORDS, analyse
 pytestmark = pytest.mark.integration
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURE = ROOT / "tests" / "fixtures" / "analyzer"
-JAR = Path(os.environ.get("KORPUS_LUCENE_JAR", ROOT / ".cache" / "lucene" / "anserini-1.7.1-fatjar.jar"))
-
-
-def _java_starts() -> str | None:
-    """Why Java cannot run here, or None when it can."""
-    for tool in ("java", "javac"):
-        if shutil.which(tool) is None:
-            return f"{tool} is not installed (make system installs openjdk-17-jdk-headless)"
-    try:
-        subprocess.run(["java", "-version"], capture_output=True, check=True, timeout=60)
-    except (OSError, subprocess.SubprocessError) as exc:
-        return f"java does not start: {exc}"
-    return None
+LUCENE = ROOT / "infra" / "opensearch" / "node" / "target" / "lib"
 
 
 @pytest.fixture(scope="module")
 def lucene(tmp_path_factory: pytest.TempPathFactory) -> dict:
-    why = _java_starts()
-    if why:
-        pytest.skip(why)
-    assert JAR.is_file(), f"no Lucene jar at {JAR}: run `make lucene` (or set KORPUS_LUCENE_JAR)"
+    for tool in ("java", "javac"):
+        assert shutil.which(tool), f"{tool} is not installed (make system installs openjdk-17-jdk-headless)"
+    jars = sorted(LUCENE.glob("lucene-*.jar"))
+    assert jars, f"no Lucene jars in {LUCENE}: run `make opensearch`"
+    classpath = os.pathsep.join(str(j) for j in jars)
     classes = tmp_path_factory.mktemp("lucene-classes")
     source = FIXTURE / "lucene" / "KorpusAnalyze.java"
-    subprocess.run(["javac", "-cp", str(JAR), "-d", str(classes), str(source)], check=True, timeout=300)
+    subprocess.run(["javac", "-cp", classpath, "-d", str(classes), str(source)], check=True, timeout=300)
     sentences = (FIXTURE / "sentences.txt").read_text(encoding="utf-8")
     run = subprocess.run(
-        ["java", "-cp", f"{JAR}{os.pathsep}{classes}", "KorpusAnalyze"],
+        ["java", "-cp", f"{classpath}{os.pathsep}{classes}", "KorpusAnalyze"],
         input=sentences.encode("utf-8"), capture_output=True, check=True, timeout=300,
     )  # fmt: skip
     version, stop, *rows = run.stdout.decode("utf-8").split("\n")
@@ -74,3 +63,18 @@ def test_every_golden_sentence_analyses_as_lucene_does(lucene: dict) -> None:
         if g["tokens"] != theirs or analyse(g["text"]) != theirs
     ]
     assert differ == [], f"{len(differ)} sentences differ from Lucene, first: {differ[:3]}"
+
+
+def test_every_golden_sentence_analyses_as_the_opensearch_node_does(opensearch_url: str) -> None:
+    """The node's own `russian` analyzer (`_analyze`), on every sentence: what its BM25 side indexes."""
+    import httpx
+
+    golden = [json.loads(line) for line in (FIXTURE / "golden.jsonl").read_text(encoding="utf-8").splitlines()]
+    differ = []
+    with httpx.Client(base_url=opensearch_url, timeout=30) as client:
+        for g in golden:
+            answer = client.post("/_analyze", json={"analyzer": "russian", "text": g["text"]})
+            theirs = [t["token"] for t in answer.raise_for_status().json()["tokens"]]
+            if theirs != g["tokens"]:
+                differ.append((g["text"], g["tokens"], theirs))
+    assert len(golden) == 300 and differ == [], f"{len(differ)} sentences differ from the node, first: {differ[:3]}"

@@ -1,18 +1,11 @@
-"""The OpenSearch backend.
-
-`test_osmem_*` (markers integration + opensearch): the lexical and admin paths. By default they run against
-osmem-server — an in-memory stand-in that speaks the OpenSearch REST API (templates, aliases, bulk, bool/filter,
-match, match_phrase, termvectors, the term suggester) but answers 400 to kNN, so these tests exercise no
-kNN and no hybrid; osmem analyses `russian` with bleve, not Lucene, so stemming here only shows the field is
-analysed. With KORPUS_OPENSEARCH_URL set they run against that cluster instead.
-`test_real_cluster_*` (marker opensearch only): kNN, hybrid fusion, routing — skipped unless
-KORPUS_OPENSEARCH_URL is set (`make test-opensearch`). Their requests are also checked against the documentation
-in tests/unit/test_opensearch_requests.py."""
+"""The OpenSearch backend on a real node (OpenSearch 2.19.1 with the k-NN plugin's lucene engine, started once per
+test session by tests/integration/conftest.py `opensearch_url`; KORPUS_OPENSEARCH_URL runs them on a user's cluster):
+admin (template, alias, strict mapping), the `russian` analyzer, BM25, kNN with efficient filtering under access and
+lifecycle, identifiers, routing statistics from `_termvectors`, the version switch, relabel, retire, exact and count.
+Each test works under its own index prefix."""
 
 from __future__ import annotations
 
-import os
-import uuid
 from collections.abc import Iterator
 
 import numpy as np
@@ -24,27 +17,17 @@ from tasks.index.backend import IndexMismatchError
 from tasks.index.opensearch import OpenSearchIndex
 from tasks.retrieval.retriever import Retriever, retrieve
 
-pytestmark = pytest.mark.opensearch
+pytestmark = [pytest.mark.integration, pytest.mark.opensearch]
 DIMS = 4
-REAL_CLUSTER = os.environ.get("KORPUS_OPENSEARCH_URL")
-real_cluster_only = pytest.mark.skipif(not REAL_CLUSTER, reason="needs a real cluster: set KORPUS_OPENSEARCH_URL")
 
 
 @pytest.fixture
-def index(request: pytest.FixtureRequest) -> Iterator[OpenSearchIndex]:
+def index(opensearch_url: str, os_prefix: str) -> Iterator[OpenSearchIndex]:
     from opensearchpy import OpenSearch
 
-    if REAL_CLUSTER:
-        prefix = f"korpus-test-{uuid.uuid4().hex[:8]}"
-        client = OpenSearch(hosts=[REAL_CLUSTER], timeout=60)
-    else:
-        prefix, client = "t", OpenSearch(hosts=[request.getfixturevalue("osmem_clone").url])
-    idx = OpenSearchIndex(client, prefix=prefix)
+    idx = OpenSearchIndex(OpenSearch(hosts=[opensearch_url], timeout=60), prefix=os_prefix)
     idx.ensure("e5-small", DIMS)
     yield idx
-    if REAL_CLUSTER:  # leave the shared cluster as it was
-        client.indices.delete(index=f"{prefix}-chunks-*", ignore=[404])
-        client.indices.delete_index_template(name=f"{prefix}-chunks", ignore=[404])
 
 
 def _publish(
@@ -65,8 +48,7 @@ def _publish(
     return source
 
 
-@pytest.mark.integration
-def test_osmem_admin_template_alias_strict_mapping_and_dimension_refusal(index: OpenSearchIndex) -> None:
+def test_admin_template_alias_strict_mapping_and_dimension_refusal(index: OpenSearchIndex) -> None:
     client = index.client
     name = f"{index.prefix}-chunks-e5-small-4"
     assert client.indices.get_alias(name=index.alias) == {name: {"aliases": {index.alias: {}}}}
@@ -81,8 +63,7 @@ def test_osmem_admin_template_alias_strict_mapping_and_dimension_refusal(index: 
         client.index(index=index.alias, id="x", body={"unmapped": 1})
 
 
-@pytest.mark.integration
-def test_osmem_lexical_search_is_filtered_and_never_serves_superseded(index: OpenSearchIndex) -> None:
+def test_lexical_search_is_filtered_and_never_serves_superseded(index: OpenSearchIndex) -> None:
     _publish(index, "a.txt", "v1", ["Стороны заключили договоры поставки насосов."])
     _publish(index, "hr.txt", "v1", ["Договоры, договоры и ещё раз договоры о премии."], access="hr")
     hits = retrieve(index, "договоры", None, ["public"], mode="bm25")
@@ -100,10 +81,7 @@ def test_osmem_lexical_search_is_filtered_and_never_serves_superseded(index: Ope
     assert "расторгли" in hits[0]["text"]
 
 
-@pytest.mark.integration
-def test_osmem_failed_switch_leaves_the_old_version_serving(
-    index: OpenSearchIndex, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_failed_switch_leaves_the_old_version_serving(index: OpenSearchIndex, monkeypatch: pytest.MonkeyPatch) -> None:
     _publish(index, "a.txt", "v1", ["Первая редакция приказа о пропускном режиме."])
     real = index._bulk
 
@@ -120,8 +98,7 @@ def test_osmem_failed_switch_leaves_the_old_version_serving(
     assert [h["source_version"] for h in hits] == ["v1"]  # v2 stays staged: stored, never served
 
 
-@pytest.mark.integration
-def test_osmem_identifier_ranks_first_and_exact_field_is_unstemmed(index: OpenSearchIndex) -> None:
+def test_identifier_ranks_first_and_exact_field_is_unstemmed(index: OpenSearchIndex) -> None:
     _publish(index, "many.txt", "v1", ["Договор поставки, договор аренды, договор подряда: договор, договор."])
     _publish(index, "inn.txt", "v1", ["Поставщик ООО «Северный ветер», ИНН 7708123450."])
     hits = retrieve(index, "договор ИНН 7708123450", None, ["public"], mode="bm25")
@@ -130,8 +107,7 @@ def test_osmem_identifier_ranks_first_and_exact_field_is_unstemmed(index: OpenSe
     assert unstemmed == []  # the exact field holds «договор», not «договора»
 
 
-@pytest.mark.integration
-def test_osmem_exact_and_count_honour_access(index: OpenSearchIndex) -> None:
+def test_exact_and_count_honour_access(index: OpenSearchIndex) -> None:
     _publish(index, "a.txt", "v1", ["Подписала Смирнова А. В.\nСогласовано: Смирнова А. В."])
     _publish(index, "hr.txt", "v1", ["Премировать Смирнову? Нет: премировать Смирнова А. В."], access="hr")
     found = index.exact_occurrences("Смирнова А. В.", ["public"])
@@ -140,8 +116,7 @@ def test_osmem_exact_and_count_honour_access(index: OpenSearchIndex) -> None:
     assert Retriever(index).count_mentions("Смирнова А. В.", ["public", "hr"])["by_source"] == {"a.txt": 2, "hr.txt": 1}
 
 
-@pytest.mark.integration
-def test_osmem_relabel_and_retire_are_partial_updates(index: OpenSearchIndex) -> None:
+def test_relabel_and_retire_are_partial_updates(index: OpenSearchIndex) -> None:
     source = _publish(index, "a.txt", "v1", ["Служебная записка о ремонте кровли."])
     index.relabel_source(source.model_copy(update={"access": "hr"}))
     assert retrieve(index, "кровли", None, ["public"], mode="bm25") == []
@@ -150,8 +125,7 @@ def test_osmem_relabel_and_retire_are_partial_updates(index: OpenSearchIndex) ->
     assert retrieve(index, "кровли", None, ["hr"], mode="bm25") == []
 
 
-@pytest.mark.integration
-def test_osmem_lexical_coverage_from_termvectors(index: OpenSearchIndex) -> None:
+def test_lexical_coverage_from_termvectors(index: OpenSearchIndex) -> None:
     _publish(index, "roof.txt", "v1", ["Прошу организовать ремонт кровли склада."])
     _publish(index, "other.txt", "v1", ["Инвентаризация товаров на складе."])
     top = retrieve(index, "ремонт кровли", None, ["public"], mode="bm25")[0]
@@ -169,8 +143,7 @@ def _axis(i: int, j: int | None = None, w: float = 0.2) -> np.ndarray:
     return v / np.linalg.norm(v)
 
 
-@real_cluster_only
-def test_real_cluster_knn_filters_inside_the_graph_search(index: OpenSearchIndex) -> None:
+def test_knn_filters_inside_the_graph_search(index: OpenSearchIndex) -> None:
     _publish(index, "secret.txt", "v1", ["Премия сотруднику."], access="hr", vector=_axis(0))
     _publish(index, "near.txt", "v1", ["Ремонт кровли."], vector=_axis(0, 1))
     _publish(index, "far.txt", "v1", ["Приказ о режиме."], vector=_axis(2))
@@ -179,8 +152,7 @@ def test_real_cluster_knn_filters_inside_the_graph_search(index: OpenSearchIndex
     assert retrieve(index, "крыша", _axis(0), ["hr"], mode="dense", k=1)[0]["source_id"] == "secret.txt"
 
 
-@real_cluster_only
-def test_real_cluster_hybrid_fuses_both_sides_and_filters(index: OpenSearchIndex) -> None:
+def test_hybrid_fuses_both_sides_and_filters(index: OpenSearchIndex) -> None:
     _publish(index, "lexical.txt", "v1", ["Договор поставки насосов."], vector=_axis(2))
     _publish(index, "dense.txt", "v1", ["Соглашение о закупке помп."], vector=_axis(0))
     _publish(index, "secret.txt", "v1", ["Договор поставки насосов, секретный."], access="hr", vector=_axis(0))
@@ -189,8 +161,7 @@ def test_real_cluster_hybrid_fuses_both_sides_and_filters(index: OpenSearchIndex
     assert all(h["access"] == "public" and h["lifecycle"] == "current" for h in hits)
 
 
-@real_cluster_only
-def test_real_cluster_hybrid_routes_a_paraphrase_to_dense(index: OpenSearchIndex) -> None:
+def test_hybrid_routes_a_paraphrase_to_dense(index: OpenSearchIndex) -> None:
     _publish(index, "roof.txt", "v1", ["Прошу организовать ремонт кровли."], vector=_axis(0, 1, 0.1))
     _publish(index, "stray.txt", "v1", ["Инвентаризация товаров на складе номер три."], vector=_axis(0, 1, 0.3))
     query, vector = "Когда починят крышу на складе?", _axis(0)

@@ -1,5 +1,5 @@
-"""The OpenSearch cluster failing mid-bulk during a refresh's mirror sync. The cluster is osmem-server (an in-memory
-stand-in speaking the OpenSearch REST API); the faults come from `fault_proxy`, an HTTP proxy in front of it that
+"""The OpenSearch cluster failing mid-bulk during a refresh's mirror sync. The cluster is the session's real node
+(tests/integration/conftest.py `opensearch_url`); the faults come from `fault_proxy`, an HTTP proxy in front of it that
 drops connections after the bulk was applied, before it was forwarded, or answers 503."""
 
 from __future__ import annotations
@@ -38,40 +38,42 @@ def _catalog(settings: Settings) -> set[str]:
         return {row[0] for row in index.conn.execute("SELECT chunk_id FROM chunks WHERE lifecycle = 'current'")}
 
 
-def test_osmem_bulk_dropped_mid_sync_is_retried_and_nothing_is_lost(models, osmem_clone, tmp_path: Path) -> None:
+def test_bulk_dropped_mid_sync_is_retried_and_nothing_is_lost(
+    models, opensearch_url: str, os_prefix: str, tmp_path: Path
+) -> None:
     from flows.corpus_refresh import run_refresh
 
     _archive(tmp_path / "root")
     faults = Faults(script=["drop-after", "503", "drop-before"])
-    with fault_proxy(osmem_clone.url, faults) as url:
+    with fault_proxy(opensearch_url, faults) as url:
         # Meta-documents off: the bulks this test counts are the files' own.
-        settings = Settings(data=tmp_path / "data", backend="opensearch", opensearch_url=url, opensearch_prefix="x",
-                            retry_backoff=0.05, meta_documents=False)  # fmt: skip
+        settings = Settings(data=tmp_path / "data", backend="opensearch", opensearch_url=url,
+                            opensearch_prefix=os_prefix, retry_backoff=0.05, meta_documents=False)  # fmt: skip
         summary = run_refresh(tmp_path / "root", settings)
     # Staging bulk: applied then dropped, 503, dropped unsent, then through; the switch bulk went through first time.
     assert faults.seen == ["drop-after", "503", "drop-before", "ok", "ok"]
     assert summary["opensearch"]["retries"] == 3 and not summary["opensearch"].get("pending")
     assert summary["opensearch"]["indexed"] == summary["chunks_indexed"] > 0
     assert summary["quarantined"] == 0
-    assert _served(settings, osmem_clone.url) == _catalog(settings) and len(_catalog(settings)) == 2
+    assert _served(settings, opensearch_url) == _catalog(settings) and len(_catalog(settings)) == 2
 
 
-def test_osmem_cluster_down_leaves_the_mirror_pending_until_it_returns(
-    models, osmem_clone, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+def test_cluster_down_leaves_the_mirror_pending_until_it_returns(
+    models, opensearch_url: str, os_prefix: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     root = tmp_path / "root"
     _archive(root)
     faults = Faults()
     runner = CliRunner()
-    with fault_proxy(osmem_clone.url, faults) as url:
-        environment = {"BACKEND": "opensearch", "OPENSEARCH_URL": url, "OPENSEARCH_PREFIX": "y",
+    with fault_proxy(opensearch_url, faults) as url:
+        environment = {"BACKEND": "opensearch", "OPENSEARCH_URL": url, "OPENSEARCH_PREFIX": os_prefix,
                        "RETRY_BACKOFF": "0.05", "RETRY_ATTEMPTS": "3", "META_DOCUMENTS": "false"}  # fmt: skip
         for key, value in environment.items():
             monkeypatch.setenv(f"KORPUS_{key}", value)
         settings = Settings(data=tmp_path / "data")
         first = runner.invoke(app, ["refresh", "--root", str(root), "--data", str(settings.data), "--json"])
         assert first.exit_code == 0, first.output
-        served = _served(settings, osmem_clone.url)
+        served = _served(settings, opensearch_url)
         assert served == _catalog(settings)
 
         # A changed file; the cluster goes down for the whole sync: the catalog switches, the cluster keeps serving
@@ -82,7 +84,7 @@ def test_osmem_cluster_down_leaves_the_mirror_pending_until_it_returns(
         assert second.exit_code == 3 and "OpenSearch mirror is not" in second.output
         assert "unreachable" in second.output and "sync-opensearch" in second.output
         assert "down" in faults.seen
-        assert _served(settings, osmem_clone.url) == served != _catalog(settings)
+        assert _served(settings, opensearch_url) == served != _catalog(settings)
         refused = runner.invoke(app, ["sync-opensearch", "--data", str(settings.data)])
         assert refused.exit_code == 2 and "unreachable" in refused.output
 
@@ -90,6 +92,6 @@ def test_osmem_cluster_down_leaves_the_mirror_pending_until_it_returns(
         faults.down = False
         third = runner.invoke(app, ["refresh", "--root", str(root), "--data", str(settings.data), "--json"])
         assert third.exit_code == 0, third.output
-        assert _served(settings, osmem_clone.url) == _catalog(settings)
+        assert _served(settings, opensearch_url) == _catalog(settings)
         hits = retrieve(opensearch_index(settings), "кровли", None, ["public"], mode="bm25")
         assert len(hits) == 1 and "отменён" in hits[0]["text"]

@@ -1,6 +1,5 @@
-"""KORPUS_BACKEND=opensearch: the session's SQLite catalog mirrored to osmem-server (an in-memory server speaking
-the OpenSearch REST API; no kNN or hybrid there, so these tests read through bm25, exact and count only), and the
-HTTP API answering from the mirror with the same server-side scopes."""
+"""KORPUS_BACKEND=opensearch: the session's SQLite catalog mirrored to the session's real OpenSearch node, and the HTTP
+API answering from the mirror with the same server-side scopes."""
 
 from __future__ import annotations
 
@@ -20,10 +19,12 @@ pytestmark = [pytest.mark.integration, pytest.mark.opensearch]
 HR_ORDER = "кадры/приказ_17-к.txt"
 
 
-def test_osmem_mirror_serves_what_the_catalog_serves(refreshed: Refreshed, osmem_clone, tmp_path: Path) -> None:
+def test_mirror_serves_what_the_catalog_serves(
+    refreshed: Refreshed, opensearch_url: str, os_prefix: str, tmp_path: Path
+) -> None:
     data = refreshed.copy_index(tmp_path / "data")
     settings = refreshed.settings.model_copy(update={
-        "data": data, "backend": "opensearch", "opensearch_url": osmem_clone.url, "opensearch_prefix": "m",
+        "data": data, "backend": "opensearch", "opensearch_url": opensearch_url, "opensearch_prefix": os_prefix,
         "api_keys": {"k-public": ["public"], "k-hr": ["public", "hr"]},
     })  # fmt: skip
     cluster = opensearch_index(settings)
@@ -66,8 +67,8 @@ def test_osmem_mirror_serves_what_the_catalog_serves(refreshed: Refreshed, osmem
         }
 
 
-def test_osmem_cli_syncs_and_reads_through_the_mirror(
-    refreshed: Refreshed, osmem_clone, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+def test_cli_syncs_and_reads_through_the_mirror(
+    refreshed: Refreshed, opensearch_url: str, os_prefix: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     import json
 
@@ -77,7 +78,7 @@ def test_osmem_cli_syncs_and_reads_through_the_mirror(
 
     data = refreshed.copy_index(tmp_path / "data")
     runner = CliRunner()
-    monkeypatch.setenv("KORPUS_OPENSEARCH_URL", osmem_clone.url)
+    monkeypatch.setenv("KORPUS_OPENSEARCH_URL", opensearch_url)
     monkeypatch.setenv("KORPUS_OPENSEARCH_PREFIX", "c")
     synced = runner.invoke(app, ["sync-opensearch", "--data", str(data)])
     assert synced.exit_code == 0 and "c-chunks:" in synced.stdout and " indexed," in synced.stdout
@@ -90,7 +91,7 @@ def test_osmem_cli_syncs_and_reads_through_the_mirror(
     assert refused.exit_code == 2 and "KORPUS_OPENSEARCH_URL" in refused.output
 
 
-def test_osmem_refresh_flow_mirrors_each_run(models, osmem_clone, tmp_path: Path) -> None:
+def test_refresh_flow_mirrors_each_run(models, opensearch_url: str, os_prefix: str, tmp_path: Path) -> None:
     from flows.corpus_refresh import run_refresh
     from korpus.core.settings import Settings
 
@@ -98,8 +99,8 @@ def test_osmem_refresh_flow_mirrors_each_run(models, osmem_clone, tmp_path: Path
     root.mkdir()
     (root / "korpus.yaml").write_text("defaults:\n  owner: o\n  access: public\n", encoding="utf-8")
     (root / "записка.txt").write_text("Служебная записка о ремонте кровли склада.\n", encoding="utf-8")
-    settings = Settings(data=tmp_path / "data", backend="opensearch", opensearch_url=osmem_clone.url,
-                        opensearch_prefix="f")  # fmt: skip
+    settings = Settings(data=tmp_path / "data", backend="opensearch", opensearch_url=opensearch_url,
+                        opensearch_prefix=os_prefix)  # fmt: skip
     first = run_refresh(root, settings)
     with SqliteIndex(settings.index_path) as catalog:
         assert first["opensearch"]["indexed"] == catalog.chunk_count() > first["chunks_indexed"] > 0  # + meta-documents

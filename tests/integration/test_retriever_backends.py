@@ -1,6 +1,6 @@
 """The same retriever-level tests over every search backend: the embedded SQLite index and the OpenSearch backend
-on osmem-server (an in-memory stand-in speaking the OpenSearch REST API — lexical, suggest and admin paths; it has
-no kNN, so these tests use the lexical modes). One `Retriever` composes both backends' primitives, so routing, pins,
+on the session's real node (tests/integration/conftest.py `opensearch_url`). One `Retriever` composes both backends'
+primitives, so routing, pins,
 typo variants, scopes and lifecycle behave the same by construction; these tests hold each backend to it."""
 
 from __future__ import annotations
@@ -43,7 +43,10 @@ def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Store]:
         return
     from opensearchpy import OpenSearch
 
-    cluster = OpenSearchIndex(OpenSearch(hosts=[request.getfixturevalue("osmem_clone").url]), prefix="r")
+    cluster = OpenSearchIndex(
+        OpenSearch(hosts=[request.getfixturevalue("opensearch_url")], timeout=60),
+        prefix=request.getfixturevalue("os_prefix"),
+    )
     cluster.ensure("m", DIMS)
     yield Store(cluster, cluster.publish_version, cluster.retire_source)
 

@@ -1,8 +1,6 @@
-"""Golden-request tests for what osmem-server cannot answer: the kNN JSON korpus sends to OpenSearch, against
-hand-written files that follow the documentation (tests/fixtures/opensearch/README.md)."""
-
-import json
-from pathlib import Path
+"""The JSON korpus sends to OpenSearch, as pure functions: names, versions, the template's shape. What the cluster
+does with it (kNN under filters, the analyzer, BM25) is tested on the real node in tests/integration/
+test_opensearch_backend.py."""
 
 import numpy as np
 import pytest
@@ -10,25 +8,13 @@ import pytest
 from tasks.index.opensearch_requests import (
     index_name,
     index_template,
-    knn_body,
     lexical_body,
     server_version,
 )
 
 pytestmark = pytest.mark.unit
-GOLDEN = Path(__file__).resolve().parents[1] / "fixtures" / "opensearch"
 VECTOR = np.asarray([0.1, 0.2, 0.3], dtype=np.float32)
 SCOPES = ["public", "hr"]
-
-
-def _golden(name: str) -> dict:
-    body = json.loads((GOLDEN / name).read_text(encoding="utf-8"))
-    body.pop("_doc")
-    return body
-
-
-def test_knn_request_filters_inside_the_knn_clause() -> None:
-    assert knn_body(VECTOR, SCOPES, 50) == _golden("knn.json")
 
 
 def test_template_is_strict_russian_and_cosine_hnsw() -> None:

@@ -1,7 +1,8 @@
 """`korpus`, the command line: one Typer app whose commands live in small modules by what they are about —
 `sources` (sample, refresh, chunks, sources, quarantine, ocr), `search` (search, exact, cite, eval, import-beir),
 `review` (the `korpus review …` group), `meta`, `models` (models, reindex), `serve`, `ops` (status, gc, sync-opensearch,
-prefect) — listed in `COMMANDS` below, the one place that names them; `common` holds the shared options and errors.
+prefect), `opensearch` (the `korpus opensearch …` group: a local node) — listed in `COMMANDS` below, the one place
+that names them; `common` holds the shared options and errors.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
 import typer
 
 from korpus.apps.cli import meta, models, ops, search, serve, sources
+from korpus.apps.cli.opensearch import opensearch_app
 from korpus.apps.cli.review import review_app
 
 COMMANDS = (
@@ -42,6 +44,7 @@ COMMANDS = (
 
 app = typer.Typer(no_args_is_help=True, add_completion=False, help="Russian archives → citable RAG evidence.")
 app.add_typer(review_app, name="review")
+app.add_typer(opensearch_app, name="opensearch")
 for _name, _command in COMMANDS:
     app.command(_name)(_command)
 
