@@ -22,6 +22,7 @@ from flows import events
 from flows.after_documents import build_meta_documents, collect_garbage, sync_opensearch
 from flows.refresh_stream import Indexer, Inflight, Parse
 from flows.refresh_tasks import (
+    apply_access_changes,
     apply_catalog_changes,
     dask_task_runner,
     discover,
@@ -67,6 +68,9 @@ def _refresh(root: str, settings: Settings) -> dict[str, Any]:
     sources = discover(root, settings)
     plan = plan_refresh(sources, indexed, refused)
     crash_point("after-discover")
+    apply_access_changes(plan, settings)  # relabels and removals first: served to nobody it no longer admits
+    reduced = plan.relabel or plan.removed or plan.rejected
+    mirrored_first = sync_opensearch(settings) if settings.backend == "opensearch" and reduced else None
     logger.info(
         "%d to process, %d unchanged, %d removed, %d refused",
         len(plan.to_process),
@@ -99,7 +103,7 @@ def _refresh(root: str, settings: Settings) -> dict[str, Any]:
                 Parse(work, plan, settings, on_document=indexer.add, on_done=indexer.flush).start()
                 work.run()  # every document parsed, embedded and published as its own work completes
         except Exception as exc:  # the refresh itself failed (a file's failure is that file's item, never this)
-            logger.exception("the refresh failed; its removals and relabels are still applied")
+            logger.exception("the refresh failed; its removals and relabels were applied before it")
             broken = exc
     waiting, moved = indexer.waiting, indexer.moved
     problems = list(plan.rejected) + indexer.problems
@@ -155,6 +159,7 @@ def _refresh(root: str, settings: Settings) -> dict[str, Any]:
         if collected
         else None,
         "opensearch": mirrored,
+        "opensearch_first": mirrored_first,  # the relabels and removals, mirrored before any document was read
         "seconds": round(time.perf_counter() - started, 2),
         "flow_run_id": str(flow_run.id) if flow_run.id else None,  # its artifacts and task states in the Prefect UI
         "review": f"{settings.review_url.rstrip('/')}?status=open" if settings.review_url else None,
@@ -172,16 +177,16 @@ def _refresh(root: str, settings: Settings) -> dict[str, Any]:
 
 
 def _fail_refresh(broken: Exception, root: str, settings: Settings, catalog_changes: Any) -> None:
-    """The refresh itself failed: apply its relabels, removals and quarantine items all the same (a file moved to
-    `hr` or deleted must not stay served because another one broke the run), record the failure for `korpus
-    status`, and raise — the index's own write error as it is (exit 2: the disk), anything else as RefreshFailed."""
+    """The refresh itself failed: record its quarantine items all the same (its relabels and removals were applied
+    at its first step), record the failure for `korpus status`, and raise — the index's own write error as it is
+    (exit 2: the disk), anything else as RefreshFailed."""
     try:
         catalog_changes()
         with SqliteIndex(settings.index_path) as index:
             index.record_refresh({"finished_at": datetime.now(UTC).isoformat(timespec="seconds"), "root": root,
                                   "failed": failure(broken)})  # fmt: skip
     except Exception:  # the index cannot take even these (a full disk): the failure below says why
-        get_run_logger().exception("the refresh's relabels and removals could not be written either")
+        get_run_logger().exception("the refresh's quarantine items could not be written either")
     if isinstance(broken, IndexWriteError):
         raise broken
     raise RefreshFailed(f"the refresh failed: {failure(broken)}") from broken

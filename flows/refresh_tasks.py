@@ -352,17 +352,26 @@ def for_review(items: list[QuarantineItem], sources: dict[str, Source], settings
     return items
 
 
-@task(name="catalog-changes", cache_policy=NO_CACHE)
-def apply_catalog_changes(plan: RefreshPlan, problems: list[QuarantineItem], settings: Settings) -> None:
-    """What no publish recorded (refusals at admission, documents kept out whole), relabels and retirements."""
+@task(name="access-changes", cache_policy=NO_CACHE)
+def apply_access_changes(plan: RefreshPlan, settings: Settings) -> None:
+    """Relabels and retirements, applied to the catalog before any document of the refresh is read: a file moved to
+    another scope or removed (or no longer admissible) stops being served to its old readers at the refresh's first
+    step, not after its last document. A changed file whose labels changed too has its current version relabelled
+    here, before its new version is read."""
     with SqliteIndex(settings.index_path) as index:
-        index.record_quarantine(for_review(problems, {s.source_id: s for s in plan.to_process}, settings))
-        crash_point("catalog-after-quarantine")
         for source in plan.relabel:
             index.relabel_source(source)
         inadmissible = {item.source_id for item in plan.rejected}
         for source_id in [*plan.removed, *sorted(inadmissible)]:
             index.retire_source(source_id)
+
+
+@task(name="catalog-changes", cache_policy=NO_CACHE)
+def apply_catalog_changes(plan: RefreshPlan, problems: list[QuarantineItem], settings: Settings) -> None:
+    """What no publish recorded (refusals at admission, documents kept out whole), once the documents are done."""
+    with SqliteIndex(settings.index_path) as index:
+        index.record_quarantine(for_review(problems, {s.source_id: s for s in plan.to_process}, settings))
+        crash_point("catalog-after-quarantine")
 
 
 # --- the flow ------------------------------------------------------------------------------------------------

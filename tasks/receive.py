@@ -336,6 +336,10 @@ def plan_refresh(
             plan.rejected.append(problem)
         else:
             plan.to_process.append(source)
+            # a changed file whose labels changed too: its current version takes the new labels at once, not when
+            # the new version is published (an access reduction must not wait for the file to be read)
+            plan.relabel += [source.model_copy(update={"version": version}) for version, labels in versions.items()
+                             if tuple(labels) != metadata_key(source)]  # fmt: skip
     on_disk = {s.source_id for s in sources}
     plan.removed = sorted(set(indexed) - on_disk)
     for source_id in plan.removed:

@@ -7,6 +7,10 @@
 - A version switch: the new version's chunks are bulk-indexed as `staged` (never served), then one bulk of partial
   updates makes them `current` and the old ones `superseded`, with `refresh=wait_for`. Retire and relabel are
   bulk partial updates too. Filters — lifecycle `current` and the caller's access scopes — sit inside every query.
+- The catalog is the authority (tasks/index/catalog_check.py): with `catalog` given (always, as korpus serves), a
+  hit is returned only if the SQLite catalog holds its chunk current and visible to the caller, read in the same
+  request, and with the catalog's access rule; a sync records the catalog generation it reached, and `health` says
+  `behind` while the catalog has changes the cluster lacks.
 - Search: the `SearchBackend` primitives (tasks/index/backend.py) — BM25 (`match` on `text` with the typo
   variants of unknown terms as `terms`, variants found by the cluster's term suggester), kNN (lucene-engine
   efficient filtering), identifier matches, routing coverage from `_termvectors` statistics, hits fetched by id
@@ -22,15 +26,18 @@ backend suite against a real cluster when KORPUS_OPENSEARCH_URL is set.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from functools import partial
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 
 from korpus.core.datamodel import Chunk, Source
 from korpus.core.settings import Settings
+from tasks.index import catalog_check
 from tasks.index.backend import IndexMismatchError, idf_coverage
 from tasks.index.exact import locate_occurrences, no_occurrences
 from tasks.index.opensearch_requests import (
@@ -66,8 +73,13 @@ class OpenSearchIndex:
     >>> Retriever(index).search("договор поставки", vector, scopes=["public"], k=5)
     """
 
-    def __init__(self, client: Any, prefix: str = "korpus", retry: RetryPolicy | None = None) -> None:
+    def __init__(
+        self, client: Any, prefix: str = "korpus", retry: RetryPolicy | None = None, catalog: Path | None = None
+    ) -> None:
         self.client = client
+        self.catalog = catalog
+        """The SQLite catalog this cluster mirrors: every hit is checked against it. None only for a cluster used
+        without a catalog (the backend's own tests)."""
         self.retry = retry or RetryPolicy()
         self.prefix = prefix
         self.alias = f"{prefix}-chunks"
@@ -207,6 +219,7 @@ class OpenSearchIndex:
         if model is None:
             return {"indexed": 0, "updated": 0, "superseded": 0}
         self._retrying("setup", partial(self.ensure, *model))
+        reached = catalog_check.generation(catalog.conn)  # read first: a change after it leaves the mirror behind
         want = catalog.chunk_states()
         have = self.states()
         missing = [c for c, state in want.items() if state[0] == "current" and c not in have]
@@ -233,6 +246,8 @@ class OpenSearchIndex:
                                                      "tenant": tenant, "exception": exception})  # fmt: skip
                 updated += chunk_id not in staged
         self._bulk(switch, refresh="wait_for")
+        with catalog.conn:
+            catalog_check.mark_synced(catalog.conn, self.alias, reached)
         return {"indexed": len(missing), "updated": updated, "superseded": superseded}
 
     # --- reads: the SearchBackend primitives (tasks/index/backend.py) ------------------------------------
@@ -320,6 +335,10 @@ class OpenSearchIndex:
         wanted = {"terms": {"chunk_id": ids}}
         body = {"size": len(ids), "_source": HIT_FIELDS, "query": {"bool": {"filter": [wanted, *visible(scopes)]}}}
         found = {h["_id"]: h["_source"] for h in self.client.search(index=self.alias, body=body)["hits"]["hits"]}
+        if self.catalog is not None:  # the catalog decides, in this request: current, and visible to this caller
+            with contextlib.closing(catalog_check.read_only(self.catalog)) as conn:
+                allowed = catalog_check.served(conn, list(found), scopes)
+            found = {c: source | {"access": allowed[c]} for c, source in found.items() if c in allowed}
         return [(c, self._hit(found[c], score, regions)) for c, score in scored if c in found]
 
     @staticmethod
@@ -340,6 +359,14 @@ class OpenSearchIndex:
             served = int(self.client.search(index=self.alias, body=body)["hits"]["total"]["value"])
         except OpenSearchException as exc:
             return {"backend": self.name, "status": "unreachable", "error": str(exc)[:300]}
+        lag = None
+        if self.catalog is not None and self.catalog.is_file():
+            with contextlib.closing(catalog_check.read_only(self.catalog)) as conn:
+                lag = catalog_check.mirror_lag(conn, self.alias)
+        if lag is not None:
+            return {"backend": self.name, "status": "behind", "chunks_served": served, **lag,
+                    "error": "the OpenSearch mirror is behind the catalog (the catalog decides what is served; new "
+                             "and changed chunks are not found there yet): korpus sync-opensearch"}  # fmt: skip
         return {"backend": self.name, "status": "ok", "chunks_served": served}
 
     def exact_occurrences(self, text: str, scopes: Sequence[str], limit: int = 500) -> dict[str, Any]:
@@ -355,6 +382,10 @@ class OpenSearchIndex:
              h["_source"]["chunk_id"], h["_source"].get("regions"))
             for h in self._every(query, source=fields, sort=("source_id", "page", "chunk_id"))
         ]  # fmt: skip
+        if self.catalog is not None:  # the catalog decides, as for `hits`
+            with contextlib.closing(catalog_check.read_only(self.catalog)) as conn:
+                allowed = catalog_check.served(conn, [row[4] for row in rows], scopes)
+            rows = [row for row in rows if row[4] in allowed]
         return locate_occurrences(text, rows, limit)
 
 
@@ -366,4 +397,5 @@ def opensearch_index(settings: Settings) -> OpenSearchIndex:
 
     # korpus retries itself (with backoff, counted); the client's own immediate retries are switched off.
     client = OpenSearch(hosts=[settings.opensearch_url], timeout=60, max_retries=0)
-    return OpenSearchIndex(client, prefix=settings.opensearch_prefix, retry=RetryPolicy.from_settings(settings))
+    return OpenSearchIndex(client, prefix=settings.opensearch_prefix, retry=RetryPolicy.from_settings(settings),
+                           catalog=settings.index_path)  # fmt: skip

@@ -97,11 +97,26 @@ def apply_decision(
             if write is not None:
                 write(index)
             index.record_decision(item_id, reviewer, action.value, note, outcome, status, text=text)
-        if settings.backend == "opensearch":  # the cluster serves what the catalog now serves
-            from tasks.index.opensearch import opensearch_index
-
-            opensearch_index(settings).sync_from(index)
+        if settings.backend == "opensearch":
+            _mirror(index, settings)
         return outcome
+
+
+def _mirror(index: SqliteIndex, settings: Settings) -> None:
+    """The decision reaches the cluster now if it can. If it cannot, the decision stands in the catalog all the same:
+    every cluster hit is checked against the catalog (a rejected chunk is dropped there), and the mirror stays behind
+    — /health and `korpus status` say so — until the next sync (a refresh, a decision, `korpus sync-opensearch`)."""
+    import logging
+
+    from opensearchpy.exceptions import OpenSearchException
+
+    from tasks.index.opensearch import opensearch_index
+    from tasks.runtime.retry import TransientError
+
+    try:
+        opensearch_index(settings).sync_from(index)
+    except (OpenSearchException, TransientError) as exc:
+        logging.getLogger(__name__).warning("review decision not mirrored to OpenSearch yet (pending): %s", exc)
 
 
 Write = Callable[[SqliteIndex], None] | None

@@ -10,8 +10,15 @@ rejecting, editing and re-OCR'ing whatever the queue holds. After every step:
 - every current version's chunks are cut from its stored pages, and a version is current only for bytes a refresh
   read.
 
-The refresh here is the flow's own task functions (`.fn`: read-source, chunk-and-gate, publish, catalog-changes) run
-in order without Prefect and Dask, so 200 sequences fit in CI time; the Prefect flow is the same calls fanned out
+It runs over both backends with the same assertions: the embedded SQLite index, and (KORPUS_BACKEND=opensearch) the
+session's real OpenSearch node mirroring the catalog, with cluster outages among the steps (a proxy in front of the
+node goes down and comes back: syncs of refreshes and review decisions fail meanwhile and the mirror falls behind).
+On the cluster, searches are answered by the node itself — whatever it holds, stale or not — through the backend
+korpus serves with (every hit checked against the catalog).
+
+The refresh here is the flow's own task functions (`.fn`: access-changes, read-source, chunk-and-gate, publish,
+catalog-changes, and the mirror's syncs) run in order without Prefect and Dask, so 200 sequences fit in CI time; the
+Prefect flow is the same calls fanned out
 (flows/refresh_stream.py), and `test_relabel_then_release_through_the_cli` walks the reported sequence through the
 real CLI. Vectors are the real embedding model's, memoised per text.
 """
@@ -21,6 +28,7 @@ from __future__ import annotations
 import hashlib
 import shutil
 import tempfile
+import uuid
 from email.mime.application import MIMEApplication
 from email.mime.multipart import MIMEMultipart
 from email.mime.text import MIMEText
@@ -37,12 +45,16 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, pr
 import flows.refresh_tasks as refresh_tasks
 from korpus.core.model_store import embed_model_path
 from korpus.core.settings import Settings
+from tasks.index.opensearch import opensearch_index
 from tasks.index.sqlite import SqliteIndex
 from tasks.receive import plan_refresh
 from tasks.retrieval.embedding import shared_embedder
 from tasks.retrieval.retriever import retrieve
 from tasks.review.actions import Action, ReviewError, apply_decision
 from tasks.review.queue import QueueQuery, queue_page
+from tasks.runtime.retry import TransientError
+
+from .fault_proxy import Faults, fault_proxy
 
 pytestmark = pytest.mark.integration
 
@@ -92,10 +104,24 @@ class Vectors:
         return self.queries[text]
 
 
+def mirror(settings: Settings) -> None:
+    """The flow's `sync-opensearch` (flows/after_documents.py): a cluster that stays down leaves the mirror pending."""
+    if settings.backend != "opensearch":
+        return
+    with SqliteIndex(settings.index_path) as index:
+        try:
+            opensearch_index(settings).sync_from(index)
+        except TransientError:
+            pass
+
+
 def refresh_inline(root: Path, settings: Settings, vectors: Vectors) -> None:
     """One refresh through the flow's task functions, in the flow's order (flows/corpus_refresh.py)."""
     indexed, refused = refresh_tasks.read_catalog.fn(settings)
     plan = plan_refresh(refresh_tasks.discover.fn(str(root), settings), indexed, refused)
+    refresh_tasks.apply_access_changes.fn(plan, settings)
+    if plan.relabel or plan.removed or plan.rejected:
+        mirror(settings)
     problems = list(plan.rejected)
     if plan.to_process:
         outcomes = refresh_tasks.read_own_text.fn(plan.to_process, settings)
@@ -110,10 +136,13 @@ def refresh_inline(root: Path, settings: Settings, vectors: Vectors) -> None:
         refresh_tasks.publish.fn(published, vectors.embed([c.text for c in chunks]), settings)
         problems += [item for r in group if not r.publish for item in r.problems]
     refresh_tasks.apply_catalog_changes.fn(plan, problems, settings)
+    mirror(settings)
 
 
 class Archive(RuleBasedStateMachine):
     vectors: Vectors
+    cluster: tuple[str, str, Faults] | None = None
+    """(the node's URL, the fault proxy's URL, the proxy's faults) for the OpenSearch run; None: SQLite alone."""
 
     def __init__(self) -> None:
         super().__init__()
@@ -121,6 +150,15 @@ class Archive(RuleBasedStateMachine):
         self.root = self.dir / "archive"
         self.root.mkdir()
         self.settings = Settings(data=self.dir / "data", meta_documents=False)
+        if self.cluster is not None:
+            node, proxy, self.faults = self.cluster
+            self.faults.down = False
+            prefix = f"m{uuid.uuid4().hex[:10]}"
+            self.settings = self.settings.model_copy(update={
+                "backend": "opensearch", "opensearch_url": proxy, "opensearch_prefix": prefix,
+                "retry_attempts": 1, "retry_backoff": 0.0})  # fmt: skip
+            # searches ask the node itself: whatever it holds, through the backend korpus serves with
+            self.serving = self.settings.model_copy(update={"opensearch_url": node})
         self.labels: dict[str, str] = {}  # manifest rules: source id → access (default public)
         self.files: dict[str, str] = {}  # what is on disk
         self.read: dict[str, tuple[str, str]] = {}  # at the last refresh: source id → (sha256, access)
@@ -129,7 +167,14 @@ class Archive(RuleBasedStateMachine):
         self._manifest()
 
     def teardown(self) -> None:
+        if self.cluster is not None:
+            client = opensearch_index(self.serving).client
+            client.indices.delete(index=f"{self.settings.opensearch_prefix}-chunks-*", ignore=[404])
+            client.indices.delete_index_template(name=f"{self.settings.opensearch_prefix}-chunks", ignore=[404])
         shutil.rmtree(self.dir, ignore_errors=True)
+
+    def searcher(self, index: SqliteIndex) -> Any:
+        return index.searcher if self.cluster is None else opensearch_index(self.serving)
 
     def _manifest(self) -> None:
         rules = [{"match": name, "access": access} for name, access in sorted(self.labels.items())]
@@ -165,6 +210,25 @@ class Archive(RuleBasedStateMachine):
     def relabel(self, name: str, access: str) -> None:
         self.labels[name] = access
         self._manifest()
+
+    @precondition(lambda self: self.cluster is not None)
+    @rule(down=st.booleans())
+    def cluster_outage(self, down: bool) -> None:
+        """The cluster goes down (every request korpus sends is dropped) or comes back."""
+        self.faults.down = down
+
+    @precondition(lambda self: self.cluster is not None)
+    @rule(name=st.sampled_from(NAMES), access=st.sampled_from(SCOPES), remove=st.booleans())
+    def relabel_or_remove_while_the_cluster_is_down(self, name: str, access: str, remove: bool) -> None:
+        """The case an outage makes dangerous, drawn as one step: the cluster goes down, a file moves to another
+        scope (or is removed) and a refresh runs; the cluster keeps what it had."""
+        self.faults.down = True
+        if remove and name in self.files:
+            (self.root / name).unlink()
+            del self.files[name]
+        else:
+            self.relabel(name, access)
+        self.refresh()
 
     @rule()
     def refresh(self) -> None:
@@ -215,13 +279,13 @@ class Archive(RuleBasedStateMachine):
                 for q in QUERIES:
                     for mode in ("bm25", "dense", "hybrid"):
                         vector = None if mode == "bm25" else self.vectors.query(q)
-                        for hit in retrieve(index.searcher, q, vector, list(scopes), k=50, mode=mode):
+                        for hit in retrieve(self.searcher(index), q, vector, list(scopes), k=50, mode=mode):
                             row = current.get(hit["source_id"])
                             assert row is not None and row["version"] == hit["source_version"], hit["chunk_id"]
                             assert hit["access"] == row["access"] and row["access"] in scopes, (hit, scopes)
                             assert self.read[hit["source_id"]][1] in scopes, (hit["source_id"], self.read, scopes)
                             assert hit["chunk_id"] not in self.withdrawn, hit["chunk_id"]
-                    found = index.searcher.exact_occurrences("приказ", list(scopes), limit=500)
+                    found = self.searcher(index).exact_occurrences("приказ", list(scopes), limit=500)
                     for occurrence in found["occurrences"]:
                         assert current[occurrence["source_id"]]["access"] in scopes, (occurrence, scopes)
                 queue = queue_page(index, QueueQuery(scopes=list(scopes), status="all", per_page=500))
@@ -263,12 +327,30 @@ def vectors(models: dict[str, Path]) -> Vectors:
 
 def test_access_and_lifecycle_hold_over_random_sequences(vectors: Vectors, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(refresh_tasks.events, "sources_indexed", lambda *_a, **_k: None)  # no Prefect run here
-    Archive.vectors = vectors
-    Archive.TestCase.settings = settings(
+    monkeypatch.setattr(Archive, "vectors", vectors, raising=False)
+    monkeypatch.setattr(Archive.TestCase, "settings", settings(
         max_examples=200, stateful_step_count=10, deadline=None,
         suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
-    )  # fmt: skip
+    ))  # fmt: skip
     Archive.TestCase().runTest()
+
+
+@pytest.mark.opensearch
+def test_access_and_lifecycle_hold_on_the_opensearch_mirror_through_outages(
+    vectors: Vectors, opensearch_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The same machine and invariants with KORPUS_BACKEND=opensearch on the real node, outages among the steps.
+    Fewer sequences than on SQLite: each sync waits for the cluster's refresh (`refresh=wait_for`, up to 1 s)."""
+    monkeypatch.setattr(refresh_tasks.events, "sources_indexed", lambda *_a, **_k: None)
+    monkeypatch.setattr(Archive, "vectors", vectors, raising=False)
+    monkeypatch.setattr(Archive.TestCase, "settings", settings(
+        max_examples=25, stateful_step_count=10, deadline=None,
+        suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
+    ))  # fmt: skip
+    faults = Faults(path="/")
+    with fault_proxy(opensearch_url, faults) as proxy:
+        monkeypatch.setattr(Archive, "cluster", (opensearch_url, proxy, faults))
+        Archive.TestCase().runTest()
 
 
 def test_relabel_then_release_through_the_cli(models: dict[str, Path], tmp_path: Path) -> None:

@@ -7,13 +7,17 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from fastapi.testclient import TestClient
 from typer.testing import CliRunner
 
+from flows.corpus_refresh import run_refresh
+from korpus.apps.api import create_app
 from korpus.apps.cli import app
 from korpus.core.settings import Settings
 from tasks.index.opensearch import opensearch_index
 from tasks.index.sqlite import SqliteIndex
 from tasks.retrieval.retriever import retrieve
+from tasks.review.actions import Action, apply_decision
 
 from .fault_proxy import Faults, fault_proxy
 
@@ -88,6 +92,14 @@ def test_cluster_down_leaves_the_mirror_pending_until_it_returns(
         refused = runner.invoke(app, ["sync-opensearch", "--data", str(settings.data)])
         assert refused.exit_code == 2 and "unreachable" in refused.output
 
+        # The cluster answers again but has not been synced: degraded, the mirror is behind the catalog.
+        faults.down = False
+        status = runner.invoke(app, ["status", "--data", str(settings.data), "--json"])
+        assert status.exit_code == 3 and "behind the catalog" in status.output, status.output
+        health = TestClient(create_app(settings)).get("/health")
+        assert health.status_code == 503 and health.json()["search"]["status"] == "behind"
+        faults.down = True
+
         # Back up: an unchanged refresh completes the mirror.
         faults.down = False
         third = runner.invoke(app, ["refresh", "--root", str(root), "--data", str(settings.data), "--json"])
@@ -95,3 +107,47 @@ def test_cluster_down_leaves_the_mirror_pending_until_it_returns(
         assert _served(settings, opensearch_url) == _catalog(settings)
         hits = retrieve(opensearch_index(settings), "кровли", None, ["public"], mode="bm25")
         assert len(hits) == 1 and "отменён" in hits[0]["text"]
+        assert runner.invoke(app, ["status", "--data", str(settings.data)]).exit_code == 0
+        assert TestClient(create_app(settings)).get("/health").status_code == 200
+
+
+GARBAGE = "M]heh\\guc dh^_dk Cl>opMa no KHA M]heh\\guc dh^_dk Cl>opMa no KHA M]heh\\guc dh^_dk Cl>opMa no KHA."
+
+
+def test_a_decision_the_cluster_cannot_receive_is_withheld_from_it(
+    models, opensearch_url: str, os_prefix: str, tmp_path: Path
+) -> None:
+    """A reviewer rejects a served chunk while the cluster is down: the decision stands in the catalog, the cluster
+    still holds the chunk as current, and no search serves it — every hit is checked against the catalog; the mirror
+    is behind until the next sync, which removes it from the cluster too."""
+    root = tmp_path / "root"
+    root.mkdir()
+    (root / "korpus.yaml").write_text("defaults:\n  owner: o\n  access: public\n", encoding="utf-8")
+    (root / "записка.txt").write_text(f"{GARBAGE}\n\nПриказ о переводе сотрудника в отдел кадров.\n", encoding="utf-8")
+    faults = Faults()
+    with fault_proxy(opensearch_url, faults) as url:
+        settings = Settings(data=tmp_path / "data", backend="opensearch", opensearch_url=url,
+                            opensearch_prefix=os_prefix, retry_attempts=2, retry_backoff=0.05,
+                            meta_documents=False)  # fmt: skip
+        run_refresh(root, settings)
+        with SqliteIndex(settings.index_path) as index:
+            (item,) = [i for i in index.quarantine_items("open") if i["chunk_id"]]
+        apply_decision(item["item_id"], Action.release, "рецензент", "", settings)  # served, and mirrored
+        direct = settings.model_copy(update={"opensearch_url": opensearch_url})
+
+        def found(raw: bool) -> set[str]:
+            backend = opensearch_index(direct)
+            if raw:
+                backend.catalog = None  # what the node itself holds
+            return {h["chunk_id"] for h in retrieve(backend, "M]heh guc", None, ["public"], k=20, mode="bm25")}
+
+        assert item["chunk_id"] in found(raw=False)
+        faults.down = True
+        apply_decision(item["item_id"], Action.reject, "рецензент", "", settings)
+        assert item["chunk_id"] in found(raw=True)  # the cluster never heard of the decision
+        assert item["chunk_id"] not in found(raw=False)  # and still it is not served
+        faults.down = False
+        assert opensearch_index(direct).health()["status"] == "behind"
+        with SqliteIndex(settings.index_path) as index:
+            opensearch_index(direct).sync_from(index)
+        assert item["chunk_id"] not in found(raw=True) and opensearch_index(direct).health()["status"] == "ok"
