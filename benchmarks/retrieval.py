@@ -17,6 +17,10 @@ Retrievers: bm25-nostem, bm25, dense, hybrid-rrf (plain equal-weight RRF), hybri
 It ends with one table: every set × {bm25, dense, hybrid} × {R@1, nDCG@10}, the hybrid whose routing cut is fitted
 on the other sets (leave-one-set-out, benchmarks/fusion.py's grid), and whether hybrid is ≥ both sides.
 
+`--backend opensearch`: every set is also mirrored to a real OpenSearch node (`--opensearch-url`, else a node korpus
+starts for the run: infra/opensearch/node) and every retriever evaluated there too, with the same analyzer, fusion
+and catalog; the closing table then has both backends' R@1 and nDCG@10 side by side and their difference.
+
 `--meta-check`: each set (or each `--only` set) refreshed twice, meta-documents on (the default) and off, and the
 default hybrid compared on the non-collection questions (R@1 must be equal within 0.005: meta parts stay out of their
 way) and on the collection questions (top 3 must hold the meta-document asked for).
@@ -59,6 +63,23 @@ def write_real_colloquial(root: Path) -> None:
 
 
 EMBED_MODEL: list[Path] = []  # --embed-model, when given
+CLUSTER: list[str] = []  # --backend opensearch: the node's URL
+
+
+def cluster_backend(settings: Settings, index: SqliteIndex):
+    """The set's catalog mirrored to the node under its own prefix, served as korpus serves it (catalog-checked)."""
+    import uuid
+
+    from opensearchpy import OpenSearch
+
+    from tasks.index.opensearch import OpenSearchIndex
+
+    cluster = OpenSearchIndex(OpenSearch(hosts=CLUSTER, timeout=120, max_retries=0),
+                              prefix=f"bench{uuid.uuid4().hex[:8]}", catalog=settings.index_path)  # fmt: skip
+    start = time.perf_counter()
+    report = cluster.sync_from(index)
+    print(f"mirrored to OpenSearch: {report} in {time.perf_counter() - start:.1f} s", file=sys.stderr)
+    return cluster
 
 
 def run(root: Path, questions: Path, data: Path, changes=None, policy: str | None = None) -> dict:
@@ -86,14 +107,23 @@ def run(root: Path, questions: Path, data: Path, changes=None, policy: str | Non
                 spent[0] += time.perf_counter() - start
 
         embedder.embed_queries = timed_embed
-        for r in RETRIEVERS:
-            if r == "hybrid+rerank":  # no offline cross-encoder weights exist here
-                continue
-            spent[0], start = 0.0, time.perf_counter()
-            report[r] = evaluate(qs, index.searcher, embedder, r, settings.default_scopes, settings.no_answer_threshold,
-                                 settings.rrf_k, settings.rrf_depth, settings.hybrid_min_coverage)  # fmt: skip
-            total = time.perf_counter() - start
-            seconds[r] = {"questions": len(qs), "embedding_s": round(spent[0], 2), "rest_s": round(total - spent[0], 2)}
+        backends = {"": index.searcher}
+        if CLUSTER:
+            backends[OPENSEARCH] = cluster_backend(settings, index)
+        for suffix, backend in backends.items():
+            for r in RETRIEVERS:
+                if r == "hybrid+rerank":  # no offline cross-encoder weights exist here
+                    continue
+                spent[0], start = 0.0, time.perf_counter()
+                report[r + suffix] = evaluate(qs, backend, embedder, r, settings.default_scopes,
+                                              settings.no_answer_threshold, settings.rrf_k, settings.rrf_depth,
+                                              settings.hybrid_min_coverage)  # fmt: skip
+                total = time.perf_counter() - start
+                seconds[r + suffix] = {"questions": len(qs), "embedding_s": round(spent[0], 2),
+                                       "rest_s": round(total - spent[0], 2)}  # fmt: skip
+            if suffix:
+                backend.client.indices.delete(index=f"{backend.prefix}-chunks-*", ignore=[404])
+                backend.client.indices.delete_index_template(name=f"{backend.prefix}-chunks", ignore=[404])
         # timings go to stderr: the JSON report stays comparable byte for byte between runs
         print(f"eval seconds ({questions.name}): {seconds}", file=sys.stderr)
         return report
@@ -138,8 +168,28 @@ def main() -> None:
     parser.add_argument("--meta-check", action="store_true", help="hybrid with meta-documents on vs off, per set")
     parser.add_argument("--only", nargs="+", help="run only these sets (names as printed)")
     parser.add_argument("--embed-model", type=Path, help="refresh every set with this embedding model folder")
+    parser.add_argument("--backend", choices=["sqlite", "opensearch"], default="sqlite",
+                        help="opensearch: evaluate every set on a real node too, beside SQLite")  # fmt: skip
+    parser.add_argument("--opensearch-url", help="the node or cluster for --backend opensearch (default: start one)")
     args = parser.parse_args()
     EMBED_MODEL[:] = [args.embed_model] if args.embed_model else []
+    if args.backend == "opensearch":
+        if args.opensearch_url:
+            CLUSTER[:] = [args.opensearch_url]
+        else:
+            from tasks.runtime.opensearch_node import start
+
+            CLUSTER[:] = [start(Path(tempfile.mkdtemp(prefix="korpus-bench-node-")), port=None, detach=False,
+                                log=sys.stderr)[0].url]  # fmt: skip
+    try:
+        _main(args)
+    finally:
+        from tasks.runtime.opensearch_node import stop_leashed
+
+        stop_leashed()
+
+
+def _main(args: argparse.Namespace) -> None:
     wanted = (lambda name: name in args.only) if args.only else (lambda name: True)
     ensure_models(Settings())
     if args.meta_check:
@@ -197,6 +247,8 @@ def main() -> None:
     if args.json:
         print(json.dumps(report, indent=2, ensure_ascii=False))
         return
+    if CLUSTER:
+        print(backends_table(report))
     for name, by_retriever in report.items():
         print(f"== {name}")
         for retriever, r in by_retriever.items():
@@ -222,6 +274,22 @@ def leave_one_set_out(built: dict[str, tuple[Path, Path]]) -> dict[str, dict[str
         cut = fitted_cut(others)
         out[name] = {"cut": cut, **measure(own, "two-way", cut)}
     return out
+
+
+OPENSEARCH = " @opensearch"
+
+
+def backends_table(report: dict) -> str:
+    """Every set × {bm25, dense, hybrid} × {R@1, nDCG@10} on SQLite and on the OpenSearch node, and the difference."""
+    rows = ["| set | retriever | SQLite R@1 | OpenSearch R@1 | SQLite nDCG@10 | OpenSearch nDCG@10 | largest gap |",
+            "|" + "---|" * 7]  # fmt: skip
+    for name, by in report.items():
+        for r in ("bm25", "dense", "hybrid"):
+            a, b = by[r], by[r + OPENSEARCH]
+            gap = max(abs(a[m] - b[m]) for m in ("recall@1", "ndcg@10"))
+            rows.append(f"| {name} | {r} | {a['recall@1']:.3f} | {b['recall@1']:.3f} | {a['ndcg@10']:.3f} "
+                        f"| {b['ndcg@10']:.3f} | {gap:.3f}{'' if gap <= 0.01 else ' (over 0.01)'} |")  # fmt: skip
+    return "\n".join(rows)
 
 
 def summary(report: dict, loso: dict) -> str:

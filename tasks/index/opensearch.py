@@ -217,7 +217,7 @@ class OpenSearchIndex:
         interrupted anywhere is completed by the next one."""
         model = catalog.embedding_model()
         if model is None:
-            return {"indexed": 0, "updated": 0, "superseded": 0}
+            return {"indexed": 0, "updated": 0, "deleted": 0}
         self._retrying("setup", partial(self.ensure, *model))
         reached = catalog_check.generation(catalog.conn)  # read first: a change after it leaves the mirror behind
         want = catalog.chunk_states()
@@ -233,13 +233,12 @@ class OpenSearchIndex:
             for chunk_id in part:
                 have[chunk_id] = ("staged", None, None, None, None)
         switch: list[dict[str, Any]] = []
-        staged, updated, superseded = set(missing), 0, 0
+        staged, updated, deleted = set(missing), 0, 0
         for chunk_id, state in have.items():
             target = want.get(chunk_id)
-            if target is None:
-                if state[0] != "superseded":
-                    switch += self._updates([chunk_id], {"lifecycle": "superseded"})
-                    superseded += 1
+            if target is None:  # gone from the catalog (korpus gc, retention): gone from the cluster too
+                switch.append({"delete": {"_index": self.alias, "_id": chunk_id}})
+                deleted += 1
             elif tuple(state) != target:  # labels or lifecycle moved, or just staged above
                 lifecycle, access, owner, tenant, exception = target
                 switch += self._updates([chunk_id], {"lifecycle": lifecycle, "access": access, "owner": owner,
@@ -248,7 +247,7 @@ class OpenSearchIndex:
         self._bulk(switch, refresh="wait_for")
         with catalog.conn:
             catalog_check.mark_synced(catalog.conn, self.alias, reached)
-        return {"indexed": len(missing), "updated": updated, "superseded": superseded}
+        return {"indexed": len(missing), "updated": updated, "deleted": deleted}
 
     # --- reads: the SearchBackend primitives (tasks/index/backend.py) ------------------------------------
 
@@ -282,7 +281,9 @@ class OpenSearchIndex:
         return self._ranked(lexical_body(query, scopes, depth, stemmed, extra))
 
     def vector(self, vector: np.ndarray, scopes: Sequence[str], depth: int) -> list[tuple[str, float]]:
-        return self._ranked(knn_body(vector, scopes, depth))
+        """Cosine similarity, as the embedded index gives it: the lucene engine scores `cosinesimil` as (1 + cos) / 2,
+        and thresholds fitted on cosines (KORPUS_NO_ANSWER_THRESHOLD) must mean the same on both backends."""
+        return [(key, 2.0 * score - 1.0) for key, score in self._ranked(knn_body(vector, scopes, depth))]
 
     def identifiers(self, identifiers: Sequence[str], scopes: Sequence[str], depth: int) -> list[str]:
         """Chunks holding the identifiers, most identifiers matched first (a constant-score clause per identifier)."""

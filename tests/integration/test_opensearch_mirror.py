@@ -33,7 +33,7 @@ def test_mirror_serves_what_the_catalog_serves(
         current = catalog.chunk_count()
         assert first["indexed"] == current > 0
         assert sum(state[0] == "current" for state in cluster.states().values()) == current
-        assert cluster.sync_from(catalog) == {"indexed": 0, "updated": 0, "superseded": 0}  # idempotent
+        assert cluster.sync_from(catalog) == {"indexed": 0, "updated": 0, "deleted": 0}  # idempotent
         embedded_exact = catalog.searcher.exact_occurrences("Смирновой", ["public", "hr"])
 
     client = TestClient(create_app(settings))
@@ -65,6 +65,19 @@ def test_mirror_serves_what_the_catalog_serves(
         assert "договоры/договор_поставки_45-17.pdf" not in {
             h["source_id"] for h in client.get("/search", params=query, headers=hr).json()
         }
+        retired = {c for c, state in cluster.states().items() if state[0] != "current"}
+        assert retired  # kept in the cluster as superseded while the catalog keeps the version (retention)
+
+    # korpus gc removes the expired versions from the catalog; the next sync deletes them from the cluster.
+    import time
+
+    from tasks.index.retention import collect_garbage
+
+    time.sleep(1.1)  # the catalog's times have whole seconds: past the retirement's second
+    assert collect_garbage(settings, retention_days=0)["chunks"] >= len(retired)
+    with SqliteIndex(settings.index_path) as catalog:
+        assert cluster.sync_from(catalog)["deleted"] == len(retired)
+        assert set(cluster.states()) == set(catalog.chunk_states())
 
 
 def test_cli_syncs_and_reads_through_the_mirror(

@@ -8,6 +8,7 @@ from typing import Annotated
 import typer
 
 from korpus.apps.cli.common import DataOption, _fail, _indexed, _settings
+from korpus.core.settings import Settings
 
 
 def status(
@@ -51,11 +52,14 @@ def gc(
     from tasks.index.retention import collect_garbage
     from tasks.runtime.refresh_lock import RefreshLocked
 
+    settings = _settings(data)
     try:
-        report = collect_garbage(_settings(data), older_than, dry_run, vacuum=vacuum)
+        report = collect_garbage(settings, older_than, dry_run, vacuum=vacuum)
     except RefreshLocked as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(4) from None
+    if settings.backend == "opensearch" and report["chunks"] and not dry_run:
+        report["opensearch"] = _mirror_now(settings)  # what the catalog let go leaves the cluster too
     if as_json:
         typer.echo(json.dumps(report, ensure_ascii=False, indent=2))
         return
@@ -64,6 +68,20 @@ def gc(
                f"{report['retention_days']:g} days and {report.get('files', 0)} files "
                f"({report.get('file_bytes', 0) / 1e6:.1f} MB); data directory {report['bytes_before'] / 1e6:.1f} MB "
                f"→ {report['bytes_after'] / 1e6:.1f} MB")  # fmt: skip
+
+
+def _mirror_now(settings: Settings) -> dict:
+    """One sync of the catalog to the cluster; a cluster that does not answer leaves the mirror pending (said)."""
+    from tasks.index.opensearch import opensearch_index
+    from tasks.index.sqlite import SqliteIndex
+    from tasks.runtime.retry import TransientError
+
+    try:
+        with SqliteIndex(settings.index_path) as index:
+            return opensearch_index(settings).sync_from(index)
+    except TransientError as exc:
+        typer.echo(f"OpenSearch mirror left pending (korpus sync-opensearch): {exc}", err=True)
+        return {"pending": True, "error": str(exc)}
 
 
 def sync_opensearch_cmd(data: DataOption = None) -> None:
@@ -81,7 +99,7 @@ def sync_opensearch_cmd(data: DataOption = None) -> None:
     except (ValueError, TransientError) as exc:
         _fail(str(exc))
     typer.echo(f"{cluster.alias}: {report['indexed']} indexed, {report['updated']} updated, "
-               f"{report['superseded']} superseded")  # fmt: skip
+               f"{report['deleted']} deleted")  # fmt: skip
 
 
 def prefect_cmd(
