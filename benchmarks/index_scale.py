@@ -13,6 +13,11 @@ Baselines run beside each figure in the same process, so the ratios hold on a no
 - kNN: sqlite-vec's scan inside SQL (`vector_ranking_sql`, what korpus did before the in-memory copy) and numpy
   brute force over the already filtered vectors (the memory-bandwidth floor);
 - with the embedding model: e5-small on 1 000 of the generated texts, to combine into an end-to-end rate.
+
+`--backend opensearch` adds, in the same run, the same index on a real OpenSearch node (`--opensearch-url`, else a
+node korpus starts for the run with `--heap-mb`): the mirror's bulk indexing rate (`sync_from`, what a refresh runs:
+stored text and vectors, 500 chunks a bulk), BM25/kNN/hybrid p50 and p95 of the same queries with the same filters
+through the backend korpus serves with (every hit checked against the catalog), and the node's resident memory.
 """
 
 from __future__ import annotations
@@ -254,6 +259,51 @@ def api(path: Path, qs: list, clients: int = 20, per_client: int = 15) -> dict:
         server.wait(10)
 
 
+def cluster(path: Path, sets: dict[str, list], url: str, pid: int | None) -> dict:
+    """The same catalog mirrored to the node, and the same queries through the served (catalog-checked) backend."""
+    import uuid
+
+    import psutil
+    from opensearchpy import OpenSearch
+
+    from tasks.index.opensearch import OpenSearchIndex
+
+    backend = OpenSearchIndex(OpenSearch(hosts=[url], timeout=300, max_retries=0),
+                              prefix=f"scale{uuid.uuid4().hex[:8]}", catalog=path)  # fmt: skip
+    out: dict = {}
+    with SqliteIndex(path) as index:
+        start = time.perf_counter()
+        report = backend.sync_from(index)
+        seconds = time.perf_counter() - start
+        total = index.chunk_count(None)
+    out["mirror"] = {**report, "seconds": round(seconds, 1), "chunks_per_s": round(report["indexed"] / seconds, 1),
+                     "chunks_in_cluster": total}  # fmt: skip
+    backend.client.indices.forcemerge(index=backend.alias, max_num_segments=1, request_timeout=3600)
+    scopes = ["public"]
+    runs = {
+        "bm25": lambda q, v: retrieve(backend, q, None, scopes, k=10, mode="bm25"),
+        "knn": lambda q, v: retrieve(backend, q, v, scopes, k=10, mode="dense"),
+        "hybrid": lambda q, v: retrieve(backend, q, v, scopes, k=10, mode="hybrid"),
+        "hybrid-rrf": lambda q, v: retrieve(backend, q, v, scopes, k=10, mode="hybrid-rrf"),
+    }
+    for label, qs in sets.items():
+        for q, v in qs[:20]:  # warm: the HNSW graph and the postings into the page cache
+            runs["hybrid"](q, v)
+        out[label] = {}
+        for name, fn in runs.items():
+            times = []
+            for q, v in qs:
+                start = time.perf_counter()
+                fn(q, v)
+                times.append(time.perf_counter() - start)
+            out[label][name] = {"p50_ms": pct(times, 50), "p95_ms": pct(times, 95)}
+    if pid is not None:
+        out["node_rss_mb"] = round(psutil.Process(pid).memory_info().rss / 2**20)
+    backend.client.indices.delete(index=f"{backend.prefix}-chunks-*", ignore=[404])
+    backend.client.indices.delete_index_template(name=f"{backend.prefix}-chunks", ignore=[404])
+    return out
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--chunks", type=int, default=100_000)
@@ -261,6 +311,10 @@ def main() -> None:
     parser.add_argument("--keep", type=Path, help="build (or reuse) the index in this folder")
     parser.add_argument("--skip-api", action="store_true")
     parser.add_argument("--json", action="store_true")
+    parser.add_argument("--backend", choices=["sqlite", "opensearch"], default="sqlite",
+                        help="opensearch: the same index and queries on a real node too, beside SQLite")  # fmt: skip
+    parser.add_argument("--opensearch-url", help="the node for --backend opensearch (default: start one)")
+    parser.add_argument("--heap-mb", type=int, default=2048, help="the started node's Java heap")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="korpus-scale-") as tmp:
         folder = args.keep or Path(tmp)
@@ -279,6 +333,19 @@ def main() -> None:
         report["latency_frequent_words"] = latency(path, queries(args.queries // 2, ranks=(20, 200)))
         if not args.skip_api:
             report["api_20_clients"] = api(path, qs)
+        if args.backend == "opensearch":
+            from tasks.runtime.opensearch_node import start, stop_leashed
+
+            url, pid = args.opensearch_url, None
+            try:
+                if url is None:
+                    (node,) = start(folder / "opensearch", port=None, heap_mb=args.heap_mb, detach=False,
+                                    log=sys.stderr)  # fmt: skip
+                    url, pid = node.url, node.pid
+                sets = {"latency": qs, "latency_frequent_words": queries(args.queries // 2, ranks=(20, 200))}
+                report["opensearch"] = cluster(path, sets, url, pid)
+            finally:
+                stop_leashed()
     print(json.dumps(report, indent=2, ensure_ascii=False))
 
 

@@ -15,6 +15,8 @@ its own), with the same models and cores:
   those that may name someone (tasks/meta/ner.py; a labelled row);
 - `per document, meta off` — KORPUS_INDEX_GROUP_SOURCES=1: each document embedded and published alone (korpus
   before #14); only up to `--per-document-max` files;
+- `default into OpenSearch` (with `--opensearch`) — the default with KORPUS_BACKEND=opensearch on a real node korpus
+  starts for the run (infra/opensearch/node): the same refresh, then the catalog mirrored to the node (a labelled row);
 - `plain loop` — the same stages (read, chunk, gate, embed in batches of 32 documents, publish) in one Python loop,
   no Prefect, no Dask, no meta-documents: the floor the orchestration is measured against (issue: throughput ≥ 0.8 ×
   this). It runs before and after the refreshes and the two are averaged: this machine's speed drifts by ±15 %.
@@ -215,6 +217,7 @@ def _measure(
     without: tuple[str, ...] = (),
     plain_files: int = 0,
     unchanged: bool = False,
+    opensearch: str | None = None,
 ) -> dict:
     """One archive of `files` letters through every configuration; `plain_files` runs the plain loop on the archive's
     first that many letters (the same files: one seed; 0: all) and compares seconds per file, `unchanged` times a
@@ -232,6 +235,9 @@ def _measure(
                ("default, NER on every sentence", None, True, {"KORPUS_NER_ALL_SENTENCES": "1"})]  # fmt: skip
     if files <= per_document_max:
         configs.append(("per document, meta off", 1, False, {}))
+    if opensearch:
+        configs.append(("default into OpenSearch", None, True, {"KORPUS_BACKEND": "opensearch",
+                        "KORPUS_OPENSEARCH_URL": opensearch, "KORPUS_OPENSEARCH_PREFIX": f"scale{files}"}))  # fmt: skip
     configs = [c for c in configs if c[0] not in without or c[0] == "default"]
     for label, group, meta, extra in configs:
         started = time.perf_counter()
@@ -259,6 +265,9 @@ def _measure(
         documents = (default["seconds"] - (default["meta_s"] or 0)) / files
         row["orchestration share, default less meta (1 − plain ÷ refresh)"] = round(1 - per_file / documents, 3)
     row["first searchable ÷ whole refresh (default)"] = round(default["first_searchable_s"] / default["seconds"], 3)
+    if opensearch:
+        row["default into OpenSearch ÷ default into SQLite (s)"] = round(
+            row["default into OpenSearch"]["seconds"] / default["seconds"], 3)  # fmt: skip
     return row
 
 
@@ -290,18 +299,29 @@ def main() -> None:
         action="store_true",
         help="after the default, refresh the unchanged tree again and time it against find | wc -l (#32 item 4)",
     )
+    parser.add_argument("--opensearch", action="store_true",
+                        help="add the default refresh into a real OpenSearch node started for the run")  # fmt: skip
     args = parser.parse_args()
     report: dict = {}
     with tempfile.TemporaryDirectory(prefix="korpus-scale-") as tmp:
         home = Path(tmp) / "prefect-home"
+        node = None
         try:
+            if args.opensearch:
+                from tasks.runtime.opensearch_node import start
+
+                (node,) = start(Path(tmp) / "opensearch", port=None, heap_mb=2048, detach=False, log=sys.stderr)
             write_archive(Path(tmp) / "warm-up", 2)  # starts korpus's local server: no measured run pays for it
             refresh(Path(tmp) / "warm-up", Path(tmp) / "data-warm-up", home)
             for files in args.files:
                 report[files] = _measure(Path(tmp), files, home, args.per_document_max, tuple(args.without),
-                                         plain_files=args.plain_files, unchanged=args.unchanged)  # fmt: skip
+                                         plain_files=args.plain_files, unchanged=args.unchanged,
+                                         opensearch=node.url if node else None)  # fmt: skip
         finally:
             stop_server(home)
+            from tasks.runtime.opensearch_node import stop_leashed
+
+            stop_leashed()
         if len(args.files) >= 2:
             small, big = report[args.files[0]]["default"], report[args.files[-1]]["default"]
             report["time per file, largest ÷ smallest"] = round(big["s_per_file"] / small["s_per_file"], 3)
