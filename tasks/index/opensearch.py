@@ -211,43 +211,10 @@ class OpenSearchIndex:
         }
 
     def sync_from(self, catalog: SqliteIndex, batch: int = 500) -> dict[str, int]:
-        """Make the cluster serve exactly what the embedded catalog serves: index the current chunks it lacks (as
-        `staged`, from the stored text and vectors — nothing re-parsed or re-embedded), then one bulk of partial
-        updates switches lifecycles and labels and supersedes what the catalog no longer holds. Idempotent: a sync
-        interrupted anywhere is completed by the next one."""
-        model = catalog.embedding_model()
-        if model is None:
-            return {"indexed": 0, "updated": 0, "deleted": 0}
-        self._retrying("setup", partial(self.ensure, *model))
-        reached = catalog_check.generation(catalog.conn)  # read first: a change after it leaves the mirror behind
-        want = catalog.chunk_states()
-        have = self.states()
-        missing = [c for c, state in want.items() if state[0] == "current" and c not in have]
-        for start in range(0, len(missing), batch):
-            part = missing[start : start + batch]
-            actions: list[dict[str, Any]] = []
-            for stored in catalog.stored_chunks(part):
-                doc = chunk_document(stored.chunk, stored.ordinal, stored.vector, stored.kind, stored.exception)
-                actions += [{"index": {"_index": self.alias, "_id": stored.chunk.chunk_id}}, doc]
-            self._bulk(actions)
-            for chunk_id in part:
-                have[chunk_id] = ("staged", None, None, None, None)
-        switch: list[dict[str, Any]] = []
-        staged, updated, deleted = set(missing), 0, 0
-        for chunk_id, state in have.items():
-            target = want.get(chunk_id)
-            if target is None:  # gone from the catalog (korpus gc, retention): gone from the cluster too
-                switch.append({"delete": {"_index": self.alias, "_id": chunk_id}})
-                deleted += 1
-            elif tuple(state) != target:  # labels or lifecycle moved, or just staged above
-                lifecycle, access, owner, tenant, exception = target
-                switch += self._updates([chunk_id], {"lifecycle": lifecycle, "access": access, "owner": owner,
-                                                     "tenant": tenant, "exception": exception})  # fmt: skip
-                updated += chunk_id not in staged
-        self._bulk(switch, refresh="wait_for")
-        with catalog.conn:
-            catalog_check.mark_synced(catalog.conn, self.alias, reached)
-        return {"indexed": len(missing), "updated": updated, "deleted": deleted}
+        """Make the cluster serve exactly what the catalog serves (tasks/index/opensearch_mirror.py)."""
+        from tasks.index.opensearch_mirror import sync_from
+
+        return sync_from(self, catalog, batch)
 
     # --- reads: the SearchBackend primitives (tasks/index/backend.py) ------------------------------------
 

@@ -3,16 +3,20 @@ feeds item by item, any other XML as its text — FictionBook (.fb2) and EPUB (.
 
 The page becomes Markdown-like text — `#` headings from `<h1>`…`<h6>` (or FictionBook's book and section titles),
 paragraphs apart, list items as `- `, table rows with cells joined by ` | ` — so the chunker keeps headings with
-their text (tasks/text/structure.py, `markdown=True`). Scripts, styles and the rest of `<head>` are never text; the
-title is. The encoding is the one the file declares (`<meta charset>`, `http-equiv`, the XML prolog), else the
-same detection as a text file (tasks/readers/text.py). One page per file, like a text file: an EPUB's chapters
-follow one another in its reading order (the spine), a feed's items each under its own heading with its date.
+their text (tasks/text/structure.py, `markdown=True`). The page is parsed as a browser parses it (selectolax's Lexbor,
+an HTML5 parser: a missing `</head>`, unclosed elements and stray end tags are repaired the way the standard says),
+and every text a browser renders is kept, in order: only scripts, styles, templates and comments are never text
+(and `<head>`, whose one text is the title — kept as the first heading). The fallback content of `<iframe>`,
+`<noembed>` and `<noframes>` (raw text to the parser) is parsed again as markup and kept: no text is dropped for
+sitting inside an element a browser would replace. The encoding is the one the file declares (`<meta charset>`,
+`http-equiv`, the XML prolog), else the same detection as a text file (tasks/readers/text.py). One page per file,
+like a text file: an EPUB's chapters follow one another in its reading order (the spine), a feed's items each under
+its own heading with its date.
 """
 
 from __future__ import annotations
 
 import re
-from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any
 from xml.etree import ElementTree
@@ -23,10 +27,11 @@ from tasks.ocr.engine import PageImageSource
 from tasks.readers.base import ParseOutcome, UnreadableSourceError, problem, whole_file_page
 from tasks.readers.text import decode_text
 
-_SKIPPED = {"script", "style", "noscript", "template", "svg", "head", "iframe", "object", "canvas"}
+_SKIPPED = {"script", "style", "template", "head"}  # head: its title is read on the way (`in_title`)
+_REPARSED = {"iframe", "noembed", "noframes"}  # raw text to an HTML5 parser: parsed again as markup
 _BLOCKS = {"p", "div", "section", "article", "main", "header", "footer", "aside", "nav", "blockquote", "pre",
            "ul", "ol", "dl", "dt", "dd", "table", "form", "fieldset", "address", "figure", "figcaption", "center",
-           "body", "html"}  # fmt: skip
+           "body", "html", "iframe", "noembed", "noframes"}  # fmt: skip
 _DECLARED = re.compile(rb"""<meta[^>]+charset\s*=\s*["']?\s*([A-Za-z0-9_\-]+)""", re.I)
 
 
@@ -34,11 +39,10 @@ def _collapse(text: str) -> str:
     return " ".join(text.split())
 
 
-class _HtmlText(HTMLParser):
-    """The visible text of a page, as Markdown-like lines."""
+class _HtmlText:
+    """The visible text of a page, as Markdown-like lines, from start tags, end tags and text in document order."""
 
     def __init__(self) -> None:
-        super().__init__(convert_charrefs=True)
         self.lines: list[str] = []
         self.current: list[str] = []
         self.skipping = 0
@@ -134,10 +138,39 @@ def html_text(raw: bytes) -> tuple[str, str]:
 
 def html_to_text(markup: str) -> str:
     """The visible text of decoded HTML (a web page, a letter's text/html part), headings as `#`."""
-    parser = _HtmlText()
-    parser.feed(markup)
-    parser.close()
-    return parser.text()
+    from selectolax.lexbor import LexborHTMLParser
+
+    sink = _HtmlText()
+    _walk(LexborHTMLParser(markup).root, sink)
+    return sink.text()
+
+
+def _walk(root: Any, sink: _HtmlText) -> None:
+    """The parsed tree's start tags, text and end tags, in document order (a stack: no recursion limit on nesting)."""
+    from selectolax.lexbor import LexborHTMLParser
+
+    if root is None:
+        return
+    stack: list[tuple[Any, bool]] = [(root, True)]
+    while stack:
+        node, entering = stack.pop()
+        tag = node.tag
+        if not entering:
+            sink.handle_endtag(tag)
+            continue
+        if tag == "-text":
+            sink.handle_data(node.text_content or "")
+            continue
+        if tag.startswith("-"):  # comments, doctype
+            continue
+        sink.handle_starttag(tag, [])
+        stack.append((node, False))
+        if tag in _REPARSED:  # its fallback content, as markup
+            inner = LexborHTMLParser(node.text(deep=True)).body
+            children = list(inner.iter(include_text=True)) if inner is not None else []
+        else:
+            children = list(node.iter(include_text=True))
+        stack.extend((child, True) for child in reversed(children))
 
 
 def declared_xml_encoding(raw: bytes) -> str:
