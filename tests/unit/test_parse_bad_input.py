@@ -50,9 +50,17 @@ def test_blank_page_goes_to_ocr_not_to_the_index(tmp_path: Path) -> None:
     assert outcome.ocr_pending == [1] and outcome.pages == []
 
 
-def test_non_utf8_text_is_quarantined(tmp_path: Path) -> None:
+def test_a_short_cp1251_text_is_read_not_quarantined(tmp_path: Path) -> None:
+    """One word is too short to score as Russian; it is read by the code page that reads it best (it was refused)."""
     path = tmp_path / "cp1251.txt"
     path.write_bytes("Протокол".encode("cp1251"))
+    outcome = read_plain_text(_source(path, SourceKind.text))
+    assert not outcome.problems and outcome.pages[0].text == "Протокол"
+
+
+def test_bytes_no_code_page_reads_as_text_are_quarantined(tmp_path: Path) -> None:
+    path = tmp_path / "noise.txt"
+    path.write_bytes(bytes(range(128, 256)) * 4)
     outcome = read_plain_text(_source(path, SourceKind.text))
     assert outcome.problems[0].reasons == [ReasonCode.unreadable_file]
 

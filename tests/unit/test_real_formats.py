@@ -226,3 +226,23 @@ def test_latin_twins_of_cyrillic_initials_are_written_in_cyrillic() -> None:
 
     words = [word("Кузнецов"), word("H."), word("A.,"), word("Петрова"), word("SOVA", 1), word("A", 1), word("ASR", 1)]
     assert [w.text for w in cyrillic_initials(words)] == ["Кузнецов", "Н.", "А.,", "Петрова", "SOVA", "A", "ASR"]
+
+
+@pytest.mark.parametrize(
+    ("text", "encoding"),
+    [
+        ("Café résumé, à bientôt. Merci pour la réunion de lundi.", "cp1252"),
+        ("Zürich Straße: die Lieferung verzögert sich um zwei Wochen.", "cp1252"),
+        ("Grüße aus München, Ihre Jörg und Käthe.", "latin_1"),
+        ("Zürich Straße, Grüße und schöne Feiertage.", "cp850"),
+        ("Zażółć gęślą jaźń. Dziękuję za przesłanie umowy.", "cp1250"),
+        ("Příliš žluťoučký kůň úpěl ďábelské ódy.", "iso8859_2"),
+        ("Шёл дождь", "mac_cyrillic"),
+        ("Протокол", "cp1251"),
+        ("Привет", "koi8_r"),
+    ],
+)
+def test_western_central_and_short_texts_are_read_not_refused(text: str, encoding: str) -> None:
+    """Letters in cp1252, latin-1, cp850, cp1250 and iso-8859-2, and Russian words too short to score as Russian:
+    each was refused as «no encoding reads it» before."""
+    assert decode_text(text.encode(encoding))[0] == text
