@@ -1,21 +1,21 @@
-"""Plain text (.txt, .md): the whole file is page 1, decoded from whatever Russian encoding it was saved in.
+"""Plain text (.txt, .md): the whole file is page 1, decoded from whatever encoding it was saved in.
 
 UTF-8 (with or without BOM) and UTF-16 with a BOM are taken as they are. Otherwise each single-byte Russian
 encoding (cp1251, koi8-r, cp866, mac-cyrillic, iso-8859-5) is tried and scored by how Russian the result reads —
 how many characters are ordinary Russian letters and punctuation, and how many letters are the ten
 commonest lowercase ones (`russian_score`). A text no Cyrillic code page reads as Russian — a letter in English,
 German or French (cp1252, latin-1, DOS cp850), Polish or Czech (cp1250, iso-8859-2), or a Russian text too short
-to score — is read by chardet's guess or by whichever single-byte code page, Cyrillic or Western, reads it most
-plausibly, the more plausible of the two (`plausible_code_page`: fewest characters that are no letter, digit or ordinary punctuation, fewest words mixing
-Latin and Cyrillic letters, and — for a Latin reading — not mostly accented letters, which is what Cyrillic bytes
-read as latin-1 look like). Only bytes no code page reads as text (mostly symbols and control characters) are
-`unreadable-file`, with the encodings tried.
+to score — is read by chardet's guess or by korpus's own most plausible single-byte reading
+(`plausible_code_page`), whichever reads more plausibly (`plausibility`: fewest symbols and control characters,
+no words mixing Latin and Cyrillic letters, not mostly accented letters, which is what Cyrillic bytes read as
+latin-1 look like). Only bytes no code page reads as text are `unreadable-file`, with the encodings tried.
 """
 
 from __future__ import annotations
 
 import codecs
 import re
+from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
@@ -84,7 +84,7 @@ def plausibility(text: str) -> tuple[float, float]:
     odd = sum(1 for ch in visible if not (ch.isalnum() or ch in _ORDINARY))
     words = _WORD.findall(text)
     mixed = sum(1 for w in words if _LATIN.search(w) and _CYRILLIC.search(w))
-    odd += sum(1 for w in words for a, b in zip(w, w[1:], strict=False) if a.islower() and b.isupper())  # «рТЙЧЕФ»
+    odd += sum(1 for w in words for a, b in pairwise(w) if a.islower() and b.isupper())  # «рТЙЧЕФ»
     latin = [ch for w in words for ch in w if _LATIN.match(ch)]
     accented = sum(1 for ch in latin if not ch.isascii())
     if latin and accented * 2 > len(latin):  # Cyrillic bytes read as a Western code page: «Ïðèêàç»
