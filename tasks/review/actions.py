@@ -93,7 +93,7 @@ def apply_decision(
         else:
             outcome, status, write = _reocr(index, item, settings)
         with index.write_transaction():
-            _still_as_read(index, item, needs_current=write is not None and action is not Action.reject)
+            _still_as_read(index, item, needs_current=write is not None and action is not Action.reject, scopes=scopes)
             if write is not None:
                 write(index)
             index.record_decision(item_id, reviewer, action.value, note, outcome, status, text=text)
@@ -123,12 +123,18 @@ Write = Callable[[SqliteIndex], None] | None
 """What a decision writes, run inside its transaction once `_still_as_read` holds (None: only the audit row)."""
 
 
-def _still_as_read(index: SqliteIndex, item: dict[str, Any], needs_current: bool) -> None:
-    """Inside the decision's transaction: the item has not been decided meanwhile and, for a decision that indexes
-    text, its version is still the current one."""
+def _still_as_read(
+    index: SqliteIndex, item: dict[str, Any], needs_current: bool, scopes: Sequence[str] | None = None
+) -> None:
+    """Inside the decision's transaction: the item has not been decided meanwhile, its scope — the catalog row's, read
+    again here — is still one the reviewer holds (a relabel between the first read and this write refuses it), and,
+    for a decision that indexes text, its version is still the current one."""
     rows = index.conn.execute("SELECT status FROM quarantine WHERE item_id = ?", (item["item_id"],)).fetchall()
     if not rows or rows[0][0] != item["status"]:
         raise ReviewError(f"item {item['item_id']} was decided meanwhile ({rows[0][0] if rows else 'gone'}): reload it")
+    now = index.quarantine_item(item["item_id"])
+    if scopes is not None and (now is None or now["access"] not in scopes):
+        raise ReviewError(f"no quarantine item {item['item_id']!r}: see `korpus review list`")
     if needs_current and not index.is_current_version(item["source_id"], item["source_version"] or ""):
         raise ReviewError(
             f"{item['source_id']} version {(item['source_version'] or '')[:12]} is no longer current "

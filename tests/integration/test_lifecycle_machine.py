@@ -437,3 +437,41 @@ def test_a_release_is_refused_when_a_refresh_supersedes_its_version_meanwhile(
         assert not served
         assert item["chunk_id"] not in {c["chunk_id"] for c in index.source_chunks("записка.txt")}
         assert "ремонте крыши" in " ".join(c["body"] for c in index.source_chunks("записка.txt"))
+
+
+def test_a_decision_is_refused_when_a_relabel_takes_the_item_out_of_the_reviewers_scope_meanwhile(
+    vectors: Vectors, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A `public` reviewer's release computes its vector first; the file moves to `hr` in that time. The scope is
+    checked again inside the write transaction, against the catalog row: the release is refused, the item stays
+    open, and nothing is served to `public` (before, the scope was read only before the transaction)."""
+    import tasks.review.actions as actions
+
+    monkeypatch.setattr(refresh_tasks.events, "sources_indexed", lambda *_a, **_k: None)
+    root = tmp_path / "archive"
+    root.mkdir()
+    (root / "korpus.yaml").write_text("defaults:\n  owner: Архив\n  access: public\n", encoding="utf-8")
+    (root / "записка.txt").write_text(CONTENTS[3], encoding="utf-8")
+    settings = Settings(data=tmp_path / "data", meta_documents=False)
+    refresh_inline(root, settings, vectors)
+    with SqliteIndex(settings.index_path) as index:
+        (item,) = index.quarantine_items("open")
+    real = actions.shared_embedder
+
+    class RelabellingEmbedder:
+        def __init__(self, *args: Any) -> None:
+            self.inner = real(*args)
+            self.name = self.inner.name
+
+        def embed_passages(self, texts: list[str]) -> np.ndarray:
+            with SqliteIndex(settings.index_path) as index:  # the manifest moved it to hr; a refresh relabelled it
+                source, _ = index.current_source("записка.txt")
+                index.relabel_source(source.model_copy(update={"access": "hr"}))
+            return self.inner.embed_passages(texts)
+
+    monkeypatch.setattr(actions, "shared_embedder", RelabellingEmbedder)
+    with pytest.raises(ReviewError, match="no quarantine item"):
+        apply_decision(item["item_id"], Action.release, "рецензент", "", settings, scopes=["public"])
+    with SqliteIndex(settings.index_path) as index:
+        assert index.quarantine_item(item["item_id"])["status"] == "open"
+        assert retrieve(index.searcher, "M]heh guc", None, ["public"], k=20, mode="bm25") == []
