@@ -6,7 +6,8 @@ served, so a mistaken change can still be traced. After that `collect_garbage` r
 
 - in the catalog, each version in its own transaction (a kill mid-way leaves every version whole or gone): its
   chunks with their analysed terms, vectors and identifiers, its stored pages, its catalog row. The quarantine items
-  and reviewers' decisions stay: they are the audit trail;
+  and reviewers' decisions stay as the audit trail — ids, reasons, statuses, who decided what and when — but lose
+  the version's text: an item's evidence, stored chunk and OCR readings, its page image, a reviewer's edited text;
 - on disk, whatever no version still in the catalog (or an open quarantine item) needs: page-cache entries
   (OCR pages, transcript windows, VAD results) by sha256, converted office PDFs, the members unpacked from a letter
   or archive version (`<data>/unpacked/`), decoded audio left by a killed
@@ -83,10 +84,42 @@ def drop_version(index: SqliteIndex, source_id: str, version: str) -> int:
         ).fetchall():  # the audit trail stays; the question the item asked is moot
             index.record_decision(item_id, "korpus", "expired", "", "its version expired (korpus gc): a newer one "
                                   "is served or the file was removed", "resolved")  # fmt: skip
+        images = scrub_quarantine(index, source_id, version)
         conn.execute("DELETE FROM pages WHERE source_id = ? AND version = ?", (source_id, version))
         conn.execute("DELETE FROM pending_pages WHERE source_id = ? AND version = ?", (source_id, version))
         conn.execute("DELETE FROM sources WHERE source_id = ? AND version = ?", (source_id, version))
+    for image in images:  # after the commit: a kill before it leaves the rows pointing at files still there
+        Path(image).unlink(missing_ok=True)
     return len(rowids)
+
+
+def scrub_quarantine(index: SqliteIndex, source_id: str, version: str, only: set[str] | None = None) -> list[str]:
+    """Inside `drop_version`'s transaction: the version's quarantine items keep their ids, reasons and statuses and
+    their decisions who decided what and when; their text goes (evidence, stored chunk, OCR readings, a reviewer's
+    edited text). Returns the page images no other item still points at, for the caller to delete."""
+    conn = index.conn
+    items = [r[0] for r in conn.execute("SELECT item_id FROM quarantine WHERE source_id = ? AND source_version = ?",
+                                        (source_id, version)) if only is None or r[0] in only]  # fmt: skip
+    if not items:
+        return []
+    marks = ",".join("?" * len(items))
+    images = {r[0] for r in conn.execute(f"SELECT evidence_path FROM quarantine WHERE item_id IN ({marks}) "
+                                         "AND evidence_path IS NOT NULL", items)}  # fmt: skip
+    conn.execute(f"UPDATE quarantine SET evidence = NULL, chunk = NULL, readings = NULL, evidence_path = NULL "
+                 f"WHERE item_id IN ({marks})", items)  # fmt: skip
+    conn.execute(f"UPDATE quarantine_decisions SET text = NULL WHERE item_id IN ({marks})", items)
+    shared = {
+        r[0] for r in conn.execute("SELECT DISTINCT evidence_path FROM quarantine WHERE evidence_path IS NOT NULL")
+    }
+    return sorted(images - shared)
+
+
+def quarantine_to_scrub(index: SqliteIndex, expired: list[tuple[str, str]]) -> int:
+    """How many quarantine items of these versions still hold text (what `korpus gc --dry-run` says would go)."""
+    return sum(index.conn.execute(
+        "SELECT count(*) FROM quarantine WHERE source_id = ? AND source_version = ? AND (evidence IS NOT NULL OR "
+        "chunk IS NOT NULL OR readings IS NOT NULL OR evidence_path IS NOT NULL)", pair).fetchall()[0][0]
+        for pair in expired)  # fmt: skip
 
 
 def expire_stale_refusals(index: SqliteIndex, cutoff: str) -> int:
@@ -98,10 +131,17 @@ def expire_stale_refusals(index: SqliteIndex, cutoff: str) -> int:
         f"FROM sources s WHERE s.source_id = q.source_id AND s.version = q.source_version) AND NOT ({PRESENT})",
         (cutoff,),
     ).fetchall()
+    images: list[str] = []
     with index.write_transaction():
         for (item_id,) in rows:
             index.record_decision(item_id, "korpus", "expired", "", "a refusal of an older version (korpus gc): the "
                                   "file changed or was removed since", "resolved")  # fmt: skip
+        for source_id, version in {tuple(r) for r in index.conn.execute(
+                f"SELECT source_id, source_version FROM quarantine WHERE item_id IN ({','.join('?' * len(rows))})",
+                [r[0] for r in rows])}:  # fmt: skip
+            images += scrub_quarantine(index, source_id, version, only={r[0] for r in rows})
+    for image in images:
+        Path(image).unlink(missing_ok=True)
     return len(rows)
 
 
@@ -197,6 +237,7 @@ def collect_garbage(
     lock = refresh_lock(settings.data, wait=settings.refresh_wait) if take_lock else nullcontext()
     with lock, SqliteIndex(settings.index_path) as index:
         expired = expired_versions(index, cutoff)
+        report["quarantine_items_scrubbed"] = quarantine_to_scrub(index, expired)
         if dry_run:
             chunks = sum(index.conn.execute("SELECT count(*) FROM chunks WHERE source_id = ? AND source_version = ?",
                                             pair).fetchall()[0][0] for pair in expired)  # fmt: skip

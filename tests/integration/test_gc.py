@@ -121,6 +121,16 @@ def test_gc_removes_expired_versions_and_what_only_they_needed(models: dict[str,
         expired = [i for i in index.quarantine_items("resolved") if i["source_id"] in ("мусор.txt", "программа.exe")]
         assert len(expired) == 6 and all(index.quarantine_item(i["item_id"])["decisions"][-1]["action"] == "expired"
                                          for i in expired)  # fmt: skip
+        # the audit trail keeps ids, reasons and decisions; the expired versions' text is gone from it
+        for item in (index.quarantine_item(i["item_id"]) for i in expired):
+            assert item["reasons"] and not item["evidence"] and item["chunk"] is None and not item["readings"], item
+        stored = index.conn.execute(
+            "SELECT count(*) FROM quarantine q WHERE NOT EXISTS (SELECT 1 FROM sources s WHERE "
+            "s.source_id = q.source_id AND s.version = q.source_version) AND q.source_version "
+            "IS NOT NULL AND q.evidence IS NOT NULL AND q.status != 'open'"
+        ).fetchall()[0][0]
+        assert stored == 0
+    assert planned["quarantine_items_scrubbed"] == report["quarantine_items_scrubbed"] > 0
     again = runner.invoke(app, ["gc", "--older-than", "0", "--json", "--data", str(data)])
     assert json.loads(again.stdout)["versions"] == 0 and json.loads(again.stdout)["files"] == 0
     summary = run_refresh(root, settings)  # nothing changed: nothing read again, nothing lost
