@@ -10,7 +10,7 @@ Whoever can open the Prefect UI is not thereby a reviewer, nor granted a scope:
   keys the flow refuses to run. The key typed into the form is deleted from Prefect's run inputs once read;
 - what the flow writes to Prefect (the form's description, its artifacts and logs) is item ids, reason codes,
   statuses and counts — never document text, evidence or file names; its result adds each item's outcome in
-  words (a refusal may name the file). The evidence is on `/review/item/ID`.
+  words (a refusal may name the file). The evidence is on `/review/items/ID`, each item linked there.
 
 Resume it from the UI, or programmatically: `resume_flow_run(id, run_input={"action": "reject", "reviewer_key":
 …})`; the server validates the input against the form's schema and refuses anything else. The web page `/review` of
@@ -68,11 +68,17 @@ def summarise(item_ids: list[str], settings: Settings) -> str:
                 lines.append(f"| `{item_id}` | unknown | — | — |")
                 continue
             reasons.update(item["reasons"])
-            lines.append(f"| `{item_id}` | {item['status']} | {', '.join(item['reasons'])} | {item['page'] or '—'} |")
-    where = f"{settings.review_url.rstrip('/')}/item/ID" if settings.review_url else "/review/item/ID in korpus serve"
+            shown = f"[`{item_id}`]({item_page(settings, item_id)})" if settings.review_url else f"`{item_id}`"
+            lines.append(f"| {shown} | {item['status']} | {', '.join(item['reasons'])} | {item['page'] or '—'} |")
+    where = item_page(settings, "ID") if settings.review_url else "/review/items/ID in korpus serve"
     counts = ", ".join(f"{code} {n}" for code, n in reasons.most_common()) or "—"
     return "\n".join([f"## Карантин: {len(item_ids)} item(s)", "", f"reasons: {counts}", "",
                       *lines, "", f"The evidence is shown to reviewers only, at {where}."])  # fmt: skip
+
+
+def item_page(settings: Settings, item_id: str) -> str:
+    """The review page's address of one item (korpus/apps/review_web.py serves it at `/review/items/{item_id}`)."""
+    return f"{(settings.review_url or '/review').rstrip('/')}/items/{item_id}"
 
 
 @task(name="apply-decision", cache_policy=NO_CACHE)

@@ -210,3 +210,22 @@ def test_a_refused_chunk_has_its_words_highlighted_on_the_page(workbench: tuple[
         index.record_quarantine([item])
     page = client.get(f"/review/items/{item.item_id}", headers={"X-API-Key": "rev-all"})
     assert page.status_code == 200 and page.text.count('class="region"') == len(stored.regions)
+
+
+def test_the_review_flow_links_to_the_item_page_that_exists(review_archive: tuple[Path, Path], tmp_path: Path) -> None:
+    """The Prefect review flow's summary links each item to the page korpus serve has for it (it linked to
+    `/item/ID`, a 404)."""
+    from fastapi.testclient import TestClient
+
+    from flows.quarantine_review import item_page, summarise
+
+    _root, data = review_archive
+    settings = Settings(data=data, review_url="http://testserver/review", review_keys={"k": {"name": "р", "scopes":
+                        ["public", "hr"]}})  # fmt: skip
+    with SqliteIndex(settings.index_path) as index:
+        item_id = index.quarantine_items("open")[0]["item_id"]
+    assert f"({item_page(settings, item_id)})" in summarise.fn([item_id], settings)
+    client = TestClient(create_app(settings))
+    client.post("/review/login", data={"key": "k"})
+    page = client.get(item_page(settings, item_id).removeprefix("http://testserver"))
+    assert page.status_code == 200 and item_id in page.text
