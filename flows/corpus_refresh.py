@@ -39,6 +39,7 @@ from tasks.runtime.crash_points import crash_point
 from tasks.runtime.memory import cap_arenas, release_free_memory
 from tasks.runtime.prefect_server import flows_on_server
 from tasks.runtime.processes import watch_over_me
+from tasks.runtime.reader_child import stop_children
 from tasks.runtime.refresh_lock import refresh_lock
 from tasks.runtime.retry import RetryPolicy
 
@@ -105,6 +106,8 @@ def _refresh(root: str, settings: Settings) -> dict[str, Any]:
         except Exception as exc:  # the refresh itself failed (a file's failure is that file's item, never this)
             logger.exception("the refresh failed; its removals and relabels were applied before it")
             broken = exc
+        finally:
+            stop_children()  # the reading children (and their forkserver): nothing outlives the documents' work
     waiting, moved = indexer.waiting, indexer.moved
     problems = list(plan.rejected) + indexer.problems
     if progress is not None:  # every source was seen: held back or changed mid-run ones say so instead

@@ -36,7 +36,7 @@ from tasks.contract.chunking import build_chunks
 from tasks.contract.gate import holds_its_own_text, route_chunks
 from tasks.contract.splitter import LlmSplitter
 from tasks.index.sqlite import SqliteIndex
-from tasks.parse import ParseOutcome, read_source
+from tasks.parse import ParseOutcome
 from tasks.parse import ocr_page as ocr_page_stage
 from tasks.pdf.pages import save_page_image
 from tasks.readers.base import failure, problem
@@ -44,6 +44,7 @@ from tasks.readers.registry import reader_for
 from tasks.receive import RefreshPlan, discover_sources, reading_of
 from tasks.retrieval.embedding import shared_embedder, token_counter
 from tasks.runtime.crash_points import crash_point
+from tasks.runtime.reader_child import read_contained
 from tasks.text.quality import text_language
 
 
@@ -122,7 +123,7 @@ def read_own_text(sources: list[Source], settings: Settings) -> list[ParseOutcom
     outcomes = []
     for source in sources:
         try:
-            outcomes.append(read_source(source, settings))
+            outcomes.append(read_contained(source, settings))
             crash_point("after-read-source")
         except OSError as exc:  # gone or replaced since discovery (the flow then skips it), or unreadable
             outcomes.append(

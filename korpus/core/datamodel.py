@@ -56,6 +56,10 @@ class ReasonCode(StrEnum):
     asr_failed = "asr-failed"
     no_speech = "no-speech"
     page_quality = "page-quality"
+    reader_crashed = "reader-crashed"
+    """The file's reader died on it (a signal: SIGSEGV, SIGABRT, the OOM killer) or hit its memory or time limit, in
+    the child process it reads in (tasks/runtime/reader_child.py). Not read again until its bytes change or a
+    reviewer asks (`korpus review retry`)."""
     processing_failed = "processing-failed"
     """A stage failed on this file in a way korpus did not foresee (the detail names the exception): the file is
     kept out, the rest of the refresh goes on."""
@@ -84,6 +88,8 @@ REASON_ADVICE: dict[ReasonCode, str] = {
     ReasonCode.no_speech: "no speech was found: reject a silent recording; a quiet one may need other audio filters",
     ReasonCode.page_quality: "`korpus review reocr` (the VLM tier when configured), release the text as it is, or "
     "replace the scan",
+    ReasonCode.reader_crashed: "the reader crashed or hit a limit on this file (the detail says which): replace it "
+    "with an undamaged copy, or raise KORPUS_READER_MEMORY_MB / KORPUS_READER_SECONDS and `korpus review retry`",
     ReasonCode.processing_failed: "the detail names what failed: replace the file with an undamaged copy, or report "
     "the detail if the file opens elsewhere; reject to clear the item",
     ReasonCode.policy_not_approved: "reject it; a refresh cuts the source again under the current policy",

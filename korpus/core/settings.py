@@ -137,6 +137,15 @@ class Settings(BaseSettings):
     )
     vlm_timeout: float = Field(default=120.0, gt=0)
     vlm_dpi: int = Field(default=200, ge=72, le=400, description="Page image resolution sent to the VLM.")
+    reader_isolation: bool = Field(
+        default=True,
+        description="Read PDFs, images, DjVu, office files, spreadsheets, archives and mail in a child process with "
+        "a memory and a time limit: a reader's crash is that file's `reader-crashed` item "
+        "(tasks/runtime/reader_child.py).",
+    )
+    reader_memory_mb: int = Field(default=4096, ge=256, description="The reading child's address-space limit, MB.")
+    reader_seconds: float = Field(default=600.0, gt=0, description="The longest a reader may take on one file.")
+    reader_files_per_child: int = Field(default=200, ge=1, description="Files a reading child reads before a new one.")
     retry_attempts: int = Field(
         default=4, ge=1, description="Calls made to an engine or service before a transient fault counts as failed."
     )

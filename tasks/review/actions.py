@@ -31,6 +31,9 @@ class Action(StrEnum):
     reocr = "reocr"
     edit = "edit"
     """The reviewer's own text becomes the page's text (`method: manual`), chunked, gated and indexed."""
+    retry = "retry"
+    """A file refused as a whole because its reader crashed (or could not read it) is read again by the next refresh
+    (a version refused for its content is otherwise not read again until its bytes change)."""
 
 
 class ReviewError(RuntimeError):
@@ -90,6 +93,8 @@ def apply_decision(
             outcome, status, write = _release(index, item, settings)
         elif action is Action.edit:
             outcome, status, write = _edit(index, item, settings, text or "", reviewer)
+        elif action is Action.retry:
+            outcome, status, write = _retry(item)
         else:
             outcome, status, write = _reocr(index, item, settings)
         with index.write_transaction():
@@ -157,6 +162,14 @@ def apply_batch(
         except ReviewError as exc:
             outcomes[item_id] = f"refused: {exc}"
     return outcomes
+
+
+def _retry(item: dict[str, Any]) -> tuple[str, str, Write]:
+    retryable = {ReasonCode.reader_crashed.value, ReasonCode.unreadable_file.value}
+    if item["page"] is not None or item["chunk"] is not None or not retryable & set(item["reasons"]):
+        raise ReviewError("retry is for a file refused as a whole because it could not be read (reader-crashed, "
+                          "unreadable-file); this item is about a page or a chunk")  # fmt: skip
+    return "the next refresh reads the file again", "retry", None
 
 
 def _reject(item: dict[str, Any]) -> tuple[str, str, Write]:

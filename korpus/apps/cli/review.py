@@ -100,6 +100,13 @@ def review_reocr(item_id: str, note: NoteOption = "", reviewer: ReviewerOption =
     _decide(item_id, "reocr", reviewer, note, data)
 
 
+@review_app.command("retry")
+def review_retry(item_id: str, note: NoteOption = "", reviewer: ReviewerOption = "", data: DataOption = None) -> None:
+    """Read a file its reader crashed on (or could not read) again at the next refresh: after raising the limits
+    (KORPUS_READER_MEMORY_MB, KORPUS_READER_SECONDS) or fixing what the detail names."""
+    _decide(item_id, "retry", reviewer, note, data)
+
+
 @review_app.command("edit")
 def review_edit(
     item_id: str,
