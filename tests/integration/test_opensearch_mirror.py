@@ -126,3 +126,36 @@ def test_refresh_flow_mirrors_each_run(models, opensearch_url: str, os_prefix: s
     # The table of contents lists the new title, and only its new build is served from the mirror.
     toc = [h for h in hits if h["source_id"] == "korpus://meta/public/Оглавление коллекции"]
     assert len(toc) == 1 and "отменён" in toc[0]["text"]
+
+
+def test_the_viewer_and_cite_follow_a_hit_the_cluster_found(
+    refreshed: Refreshed, opensearch_url: str, os_prefix: str, tmp_path: Path
+) -> None:
+    """KORPUS_BACKEND=opensearch: a hit /search found on the cluster links to /view, which shows its page with its
+    words highlighted (the viewer reads the catalog, the authority), and `korpus cite` finds it; the access rule holds
+    on both."""
+    from typer.testing import CliRunner
+
+    from korpus.apps.cli import app as cli
+
+    data = refreshed.copy_index(tmp_path / "data")
+    settings = refreshed.settings.model_copy(update={
+        "data": data, "backend": "opensearch", "opensearch_url": opensearch_url, "opensearch_prefix": os_prefix,
+        "api_keys": {"k-public": ["public"], "k-hr": ["public", "hr"]}})  # fmt: skip
+    with SqliteIndex(settings.index_path) as catalog:
+        opensearch_index(settings).sync_from(catalog)
+    client = TestClient(create_app(settings))
+    hits = client.get("/search", params={"q": "ремонт кровли склада", "k": 3}, headers={"X-API-Key": "k-public"})
+    scan = next(h for h in hits.json() if h["source_id"] == "сканы/протокол_1998.pdf")
+    page = client.get(scan["view"], headers={"X-API-Key": "k-public"})
+    assert page.status_code == 200 and page.text.count('class="region"') == len(scan["regions"]) > 0
+    hr = client.get("/search", params={"q": "премия Смирновой", "mode": "bm25"}, headers={"X-API-Key": "k-hr"}).json()
+    hr_hit = next(h for h in hr if h["source_id"] == HR_ORDER)
+    assert client.get(hr_hit["view"], headers={"X-API-Key": "k-public"}).status_code == 404
+    runner = CliRunner()
+    env = {"KORPUS_BACKEND": "opensearch", "KORPUS_OPENSEARCH_URL": opensearch_url,
+           "KORPUS_OPENSEARCH_PREFIX": os_prefix}  # fmt: skip
+    cited = runner.invoke(cli, ["cite", scan["chunk_id"], "--json", "--data", str(data)], env=env)
+    assert cited.exit_code == 0 and '"page"' in cited.stdout, cited.output
+    refused = runner.invoke(cli, ["cite", hr_hit["chunk_id"], "--data", str(data)], env=env)
+    assert refused.exit_code == 2
