@@ -3,8 +3,9 @@
 Server-rendered HTML (Jinja2 templates and one small script in korpus/apps/review_assets; nothing is loaded from
 outside) over the same code as `korpus review`: every action is `tasks.review.actions.apply_decision`, recorded in the
 audit trail, and the index changes at once. Reviewer keys (`KORPUS_REVIEW_KEYS`) are separate from search keys:
-a search key gets 403 here. The key is accepted as `X-API-Key`, `Authorization: Bearer …` or the cookie the login
-form sets (HttpOnly, SameSite=Strict), so scripts can use every page, and `/review/api/…` speaks JSON. A reviewer
+a search key gets 403 here. The key is accepted as `X-API-Key`, `Authorization: Bearer …` or the session cookie the
+login form sets (a random session id, never the key: korpus/apps/sessions.py), so scripts can use every page, and
+`/review/api/…` speaks JSON. A reviewer
 sees an item — its row, text, page image or recording — only when their key grants the item's access scope.
 """
 
@@ -19,6 +20,7 @@ from fastapi.responses import FileResponse, HTMLResponse, JSONResponse, Redirect
 from jinja2 import Environment, FileSystemLoader, select_autoescape
 from pydantic import BaseModel, Field
 
+from korpus.apps.sessions import Sessions
 from korpus.core.datamodel import ReasonCode, Source, SourceKind, timecode
 from korpus.core.settings import Reviewer, Settings
 from tasks.index.sqlite import SqliteIndex
@@ -100,14 +102,15 @@ def _where(item: dict[str, Any]) -> str:
     return "весь файл"
 
 
-def install_review(app: FastAPI, settings: Settings) -> None:
-    """Add the review page, its JSON API and its assets to the API app."""
+def install_review(app: FastAPI, settings: Settings, sessions: Sessions | None = None) -> None:
+    """Add the review page, its JSON API and its assets to the API app; `sessions` are the server's browser logins."""
     env = templates()
+    sessions = sessions or Sessions(settings.session_hours)
 
     def key_of(request: Request) -> str | None:
         auth = request.headers.get("authorization")
         bearer = auth.removeprefix("Bearer ").strip() if auth and auth.startswith("Bearer ") else None
-        return request.headers.get("x-api-key") or bearer or request.cookies.get(COOKIE)
+        return request.headers.get("x-api-key") or bearer or sessions.key(request.cookies.get(COOKIE))
 
     def who(request: Request, page: bool = False) -> Reviewer:
         if not settings.review_keys:
@@ -116,7 +119,7 @@ def install_review(app: FastAPI, settings: Settings) -> None:
         reviewer = settings.reviewer(key)
         if reviewer is not None:
             return reviewer
-        if key and key in settings.api_keys:
+        if settings.api_scopes(key) is not None:
             raise HTTPException(status_code=403, detail="a search key cannot review: use a reviewer key")
         if page:
             raise LoginNeeded
@@ -166,19 +169,20 @@ def install_review(app: FastAPI, settings: Settings) -> None:
         return render("login.html", reviewer=None, message=message)
 
     @app.post(f"{ROOT}/login", include_in_schema=False)
-    def login(key: Annotated[str, Form()]) -> Response:
+    def login(request: Request, key: Annotated[str, Form()]) -> Response:
         if not settings.review_keys:
             raise HTTPException(status_code=404, detail="review is off: set KORPUS_REVIEW_KEYS")
         if settings.reviewer(key) is None:
-            search_key = key in settings.api_keys
+            search_key = settings.api_scopes(key) is not None
             text = "Это ключ для поиска, а не для проверки." if search_key else "Ключ не подошёл."
             return render("login.html", status_code=403 if search_key else 401, reviewer=None, message=text)
         response = RedirectResponse(ROOT, status_code=303)
-        response.set_cookie(COOKIE, key, httponly=True, samesite="strict", path=ROOT)
+        sessions.set_cookie(response, request, COOKIE, key, path=ROOT)  # a session id, never the key
         return response
 
     @app.post(f"{ROOT}/logout", include_in_schema=False)
-    def logout() -> Response:
+    def logout(request: Request) -> Response:
+        sessions.close(request.cookies.get(COOKIE))
         response = RedirectResponse(f"{ROOT}/login", status_code=303)
         response.delete_cookie(COOKIE, path=ROOT)
         return response

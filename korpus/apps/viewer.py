@@ -43,13 +43,13 @@ def viewer_router(deps: Served) -> APIRouter:
         return HTMLResponse(_templates.get_template("view_login.html").render(next=next, failed=False))
 
     @router.post("/view/login")
-    def login(key: Annotated[str, Form()], next: Annotated[str, Form()] = "/") -> Response:
-        if key not in settings.api_keys:
+    def login(request: Request, key: Annotated[str, Form()], next: Annotated[str, Form()] = "/") -> Response:
+        if settings.api_scopes(key) is None:
             page = _templates.get_template("view_login.html").render(next=next, failed=True)
             return HTMLResponse(page, status_code=401)
         target = next if next.startswith("/view/") else "/view/login"  # never a redirect off this server
         response = RedirectResponse(target, status_code=303)
-        response.set_cookie(KEY_COOKIE, key, httponly=True, samesite="strict")
+        deps.sessions.set_cookie(response, request, KEY_COOKIE, key)  # a session id, never the key
         return response
 
     @router.get("/view/{source_id:path}")

@@ -202,6 +202,9 @@ class Settings(BaseSettings):
         description="Reviewer key → who and which scopes, for the /review page of `korpus serve`, as JSON: "
         '{"key": {"name": "Иванова", "scopes": ["public", "hr"]}}. Separate from api_keys; empty: no /review.',
     )
+    session_hours: float = Field(
+        default=8.0, gt=0, description="How long a viewer or review login lasts (korpus/apps/sessions.py)."
+    )
     review_url: str | None = Field(
         default=None,
         description="The address reviewers open /review at (http://host:8765/review): linked from the refresh "
@@ -323,6 +326,16 @@ class Settings(BaseSettings):
     @property
     def models_dir(self) -> Path:
         return self.home / "models"
+
+    def api_scopes(self, key: str | None) -> list[str] | None:
+        """The scopes this API key grants (`api_keys`), compared in constant time; None for any other key."""
+        if not key:
+            return None
+        found = None
+        for known, scopes in self.api_keys.items():  # every key compared: the time says nothing about which matched
+            if hmac.compare_digest(known.encode(), key.encode()):
+                found = list(scopes)
+        return found
 
     def reviewer(self, key: str | None) -> Reviewer | None:
         """Who holds this reviewer key (`review_keys`), compared in constant time; None for any other key."""

@@ -3,12 +3,13 @@ file's item, never the refresh's end.
 
 The shape is Apache Tika's forked server: a throwaway child per reading thread, reused file after file, restarted
 after a crash, a limit hit, or every `KORPUS_READER_FILES_PER_CHILD` files (what native libraries leak goes with it).
-The child is forked from a forkserver that imported the readers once (so a child starts in milliseconds, without the
-parent's threads), caps its address space (RLIMIT_AS, `KORPUS_READER_MEMORY_MB`) and answers one file at a time over a
-pipe; the parent waits `KORPUS_READER_SECONDS` for each. A child that dies (SIGSEGV, SIGABRT, the OOM killer), runs
-out of its memory or past its time is that file's `reader-crashed` item with the signal or the limit it hit — a
-version refused as a whole, so the next refresh does not read it again until its bytes change or a reviewer asks
-(`korpus review retry ID`).
+The child is a fresh Python (`python -m tasks.runtime.reader_child`, a plain subprocess: allowed inside a Dask worker
+process too, where a multiprocessing child is not), caps its address space (RLIMIT_AS, `KORPUS_READER_MEMORY_MB`)
+and answers one file at a time over two pipes of its own; the parent waits `KORPUS_READER_SECONDS` for each. It is in
+the parent's process group and ends when its pipe closes: it never outlives the refresh. A child that dies (SIGSEGV,
+SIGABRT, the OOM killer), runs out of its memory or past its time is that file's `reader-crashed` item with the
+signal or the limit it hit — a version refused as a whole, so the next refresh does not read it again until its
+bytes change or a reviewer asks (`korpus review retry ID`).
 
 Isolated kinds: those whose readers run native code on the file's bytes — PDF (MuPDF), image (PIL), DjVu
 (djvulibre), office documents and spreadsheets (LibreOffice, openpyxl/xlrd), archives (libarchive), mail (its
@@ -19,14 +20,14 @@ program korpus already runs in its own process). `KORPUS_READER_ISOLATION=false`
 from __future__ import annotations
 
 import contextlib
-import multiprocessing
 import os
 import resource
 import signal
+import subprocess
+import sys
 import threading
 from dataclasses import dataclass
 from multiprocessing.connection import Connection
-from typing import Any
 
 from korpus.core.datamodel import ReasonCode, Source, SourceKind
 from korpus.core.settings import Settings
@@ -51,13 +52,7 @@ class Limits:
         return cls(settings.reader_memory_mb, settings.reader_seconds, settings.reader_files_per_child)
 
 
-def _context() -> multiprocessing.context.BaseContext:
-    context = multiprocessing.get_context("forkserver")
-    context.set_forkserver_preload(["tasks.parse", "tasks.readers.registry"])
-    return context
-
-
-def _serve(conn: Connection, memory_mb: int) -> None:
+def _serve(requests: Connection, conn: Connection, memory_mb: int) -> None:
     """The child: cap the address space, then read one file per request until told to stop or the pipe closes."""
     limit = memory_mb * 2**20
     resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
@@ -65,7 +60,7 @@ def _serve(conn: Connection, memory_mb: int) -> None:
 
     while True:
         try:
-            request = conn.recv()
+            request = requests.recv()
         except (EOFError, OSError):
             return
         if request is None:
@@ -104,17 +99,26 @@ class ReaderChild:
 
     def __init__(self, limits: Limits) -> None:
         self.limits = limits
-        self.process: Any = None
+        self.process: subprocess.Popen[bytes] | None = None
+        self.send: Connection | None = None
         self.conn: Connection | None = None
         self.served = 0
 
     def _start(self) -> None:
-        context = _context()
-        parent, child = context.Pipe()
-        self.process = context.Process(target=_serve, args=(child, self.limits.memory_mb), daemon=True)
-        self.process.start()
-        child.close()
-        self.conn, self.served = parent, 0
+        from_parent, to_child = os.pipe()  # (read end, write end)
+        from_child, to_parent = os.pipe()
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "tasks.runtime.reader_child", str(from_parent), str(to_parent),
+             str(self.limits.memory_mb)],
+            pass_fds=(from_parent, to_parent), stdin=subprocess.DEVNULL, close_fds=True,
+        )  # fmt: skip
+        os.close(from_parent)
+        os.close(to_parent)
+        self.send, self.conn, self.served = (
+            Connection(to_child, readable=False),
+            Connection(from_child, writable=False),
+            0,
+        )
         with _all_lock:
             if self not in _all:
                 _all.append(self)
@@ -123,23 +127,25 @@ class ReaderChild:
         if self.process is None:
             return
         with contextlib.suppress(OSError, ValueError):
-            self.conn.send(None)  # type: ignore[union-attr]
-        self.process.join(2)
-        if self.process.is_alive():
+            self.send.send(None)  # type: ignore[union-attr]
+        try:
+            self.process.wait(2)
+        except subprocess.TimeoutExpired:
             self.process.kill()
-            self.process.join(5)
-        with contextlib.suppress(OSError):
-            self.conn.close()  # type: ignore[union-attr]
-        self.process, self.conn = None, None
+            self.process.wait(5)
+        for end in (self.send, self.conn):
+            with contextlib.suppress(OSError):
+                end.close()  # type: ignore[union-attr]
+        self.process, self.send, self.conn = None, None, None
 
     def read(self, source: Source, settings: Settings) -> ParseOutcome:
-        if self.process is None or self.served >= self.limits.files_per_child or not self.process.is_alive():
+        if self.process is None or self.served >= self.limits.files_per_child or self.process.poll() is not None:
             self.stop()
             self._start()
         self.served += 1
-        assert self.conn is not None
+        assert self.send is not None and self.conn is not None
         try:
-            self.conn.send((source, settings, os.environ.get(FAULT_VARIABLE)))
+            self.send.send((source, settings, os.environ.get(FAULT_VARIABLE)))
             answered = self.conn.poll(self.limits.seconds)
             answer = self.conn.recv() if answered else None
         except (EOFError, OSError):  # the child died while reading
@@ -159,8 +165,11 @@ class ReaderChild:
         raise ReaderError(value)
 
     def _died(self) -> str:
-        self.process.join(5)
-        code = self.process.exitcode
+        assert self.process is not None
+        try:
+            code = self.process.wait(5)
+        except subprocess.TimeoutExpired:
+            code = None
         if code is not None and code < 0:
             return f"the reader crashed ({signal.Signals(-code).name})"
         return f"the reader's process ended (exit code {code})"
@@ -200,8 +209,7 @@ def stop_children() -> None:
         children, _all[:] = list(_all), []
     for child in children:
         child.stop()
-    if children:  # and the forkserver they were forked from: no process of korpus's outlives the refresh
-        from multiprocessing import forkserver
 
-        with contextlib.suppress(Exception):
-            forkserver._forkserver._stop()
+
+if __name__ == "__main__":  # the child: python -m tasks.runtime.reader_child REQUESTS_FD ANSWERS_FD MEMORY_MB
+    _serve(Connection(int(sys.argv[1]), writable=False), Connection(int(sys.argv[2]), readable=False), int(sys.argv[3]))

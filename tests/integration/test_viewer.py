@@ -141,3 +141,23 @@ def test_in_a_browser_a_recording_plays_from_the_hits_second(keyed: Settings, si
     assert hit["t_start"] - 0.5 <= at <= hit["t_start"] + 5, (at, hit["t_start"])
     current = browser.find_element(By.CSS_SELECTOR, ".transcript .current")
     assert current.get_attribute("id") == f"c-{hit['chunk_id']}"
+
+
+def test_a_login_cookie_is_a_session_never_the_key_and_ends_at_logout(keyed: Settings) -> None:
+    """The viewer's and the review page's cookies carry a random session id (the key itself sat in the browser
+    before), which grants the key's scopes until it expires or the reviewer logs out; a forged id grants nothing."""
+    settings = keyed.model_copy(update={"review_keys": {"rev-key": {"name": "Рецензент", "scopes": ["public"]}},
+                                        "session_hours": 1.0})  # fmt: skip
+    client = TestClient(create_app(settings), base_url="https://testserver")
+    logged = client.post("/view/login", data={"key": "k-public", "next": f"/view/{SCAN}"}, follow_redirects=False)
+    cookie = logged.headers["set-cookie"]
+    assert "k-public" not in cookie and "secure" in cookie.lower() and "max-age=3600" in cookie.lower()
+    with SqliteIndex(keyed.index_path) as index:
+        scan_chunk = index.source_chunks(SCAN)[0]["chunk_id"]
+    assert client.get(f"/view/{SCAN}", params={"chunk": scan_chunk}).status_code == 200
+    forged = TestClient(create_app(settings), base_url="https://testserver", cookies={"korpus_key": "k-public"})
+    assert forged.get(f"/view/{SCAN}", params={"chunk": scan_chunk}).status_code == 401  # the key is no cookie
+    review = client.post("/review/login", data={"key": "rev-key"}, follow_redirects=False)
+    assert "rev-key" not in review.headers["set-cookie"] and client.get("/review").status_code == 200
+    client.post("/review/logout", follow_redirects=False)
+    assert client.get("/review", follow_redirects=False).status_code == 303  # signed out: back to the login form

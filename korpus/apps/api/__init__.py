@@ -41,6 +41,6 @@ def create_app(settings: Settings) -> FastAPI:
     app.include_router(sources_router(deps))
     app.include_router(health_router(deps))
     app.include_router(viewer_router(deps))  # /view: a hit on its page (korpus/apps/viewer.py)
-    install_review(app, settings)  # /review: the quarantine workbench (korpus/apps/review_web.py)
+    install_review(app, settings, deps.sessions)  # /review: the quarantine workbench (korpus/apps/review_web.py)
     app.include_router(tools_router())
     return app

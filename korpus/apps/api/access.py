@@ -9,14 +9,16 @@ from typing import Annotated, Any
 
 from fastapi import Cookie, Depends, Header, HTTPException, Query
 
+from korpus.apps.sessions import Sessions
 from korpus.core.settings import Settings, parse_scopes
 from tasks.index.registry import backend_entry, backend_for
 from tasks.index.sqlite import SqliteIndex
 from tasks.retrieval.retriever import Retriever
 
 KEY_COOKIE = "korpus_key"
-"""The cookie /view/login sets (HttpOnly, SameSite=Strict) so a browser can follow viewer links; it carries the same
-API key a header would, and grants exactly that key's scopes."""
+"""The cookie /view/login sets (HttpOnly, SameSite=Strict, Secure behind https) so a browser can follow viewer
+links: a session id (korpus/apps/sessions.py), never the key; it grants exactly the scopes of the key it was opened
+with, until it expires."""
 
 
 @dataclass(frozen=True)
@@ -29,10 +31,13 @@ class Served:
     Reader: Any
     reader: Any
     """The function behind `Reader`, for a route that opens its own index (/health)."""
+    sessions: Sessions
+    """The browser logins of this server (the viewer's and the review page's)."""
 
 
 def served(settings: Settings) -> Served:
     """The dependencies over one data directory's settings; a cluster backend, once made, is kept for the process."""
+    sessions = Sessions(settings.session_hours)
 
     def granted(
         x_api_key: Annotated[str | None, Header()] = None,
@@ -41,10 +46,11 @@ def served(settings: Settings) -> Served:
     ) -> list[str]:
         if not settings.api_keys:
             return list(settings.default_scopes)
-        key = x_api_key or (authorization.removeprefix("Bearer ").strip() if authorization else None) or korpus_key
-        if not key or key not in settings.api_keys:
+        key = x_api_key or (authorization.removeprefix("Bearer ").strip() if authorization else None)
+        granted_scopes = settings.api_scopes(key or sessions.key(korpus_key))
+        if granted_scopes is None:
             raise HTTPException(status_code=401, detail="a valid API key is required (X-API-Key)")
-        return list(settings.api_keys[key])
+        return granted_scopes
 
     def scopes(
         allowed: Annotated[list[str], Depends(granted)],
@@ -77,4 +83,4 @@ def served(settings: Settings) -> Served:
         return Retriever.from_settings(backend, settings)
 
     return Served(settings, Annotated[list[str], Depends(scopes)], Annotated[SqliteIndex, Depends(index)],
-                  Annotated[Retriever, Depends(reader)], reader)  # fmt: skip
+                  Annotated[Retriever, Depends(reader)], reader, sessions)  # fmt: skip
