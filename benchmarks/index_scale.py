@@ -277,7 +277,7 @@ def cluster(path: Path, sets: dict[str, list], url: str, pid: int | None) -> dic
         seconds = time.perf_counter() - start
         total = index.chunk_count(None)
     out["mirror"] = {**report, "seconds": round(seconds, 1), "chunks_per_s": round(report["indexed"] / seconds, 1),
-                     "chunks_in_cluster": total}  # fmt: skip
+                     "chunks_in_catalog": total}  # fmt: skip
     backend.client.indices.forcemerge(index=backend.alias, max_num_segments=1, request_timeout=3600)
     scopes = ["public"]
     runs = {
