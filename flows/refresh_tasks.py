@@ -362,6 +362,8 @@ def apply_access_changes(plan: RefreshPlan, settings: Settings) -> None:
     with SqliteIndex(settings.index_path) as index:
         for source in plan.relabel:
             index.relabel_source(source)
+        for source in plan.refused_labels:
+            index.relabel_refused(source)
         inadmissible = {item.source_id for item in plan.rejected}
         for source_id in [*plan.removed, *sorted(inadmissible)]:
             index.retire_source(source_id)

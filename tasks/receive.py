@@ -291,6 +291,8 @@ class RefreshPlan:
     to_process: list[Source] = field(default_factory=list)
     unchanged: list[Source] = field(default_factory=list)
     relabel: list[Source] = field(default_factory=list)
+    refused_labels: list[Source] = field(default_factory=list)
+    """Versions refused as a whole, with the manifest's labels now: their quarantine items follow a relabel too."""
     removed: list[str] = field(default_factory=list)
     rejected: list[QuarantineItem] = field(default_factory=list)
     change: dict[str, ChangeKind] = field(default_factory=dict)
@@ -321,6 +323,8 @@ def plan_refresh(
         refusal = refused.get(source.source_id, {}).get(source.version)
         if refusal is not None and (problem is not None or not refusal <= ADMISSION_REASONS):
             plan.change[source.source_id] = ChangeKind.unchanged
+            if source.access:  # the items of a refused version take the manifest's access like any other
+                plan.refused_labels.append(source)
             if problem is not None:
                 plan.rejected.append(problem)
             continue

@@ -35,6 +35,17 @@ class QuarantineStore:
             refused.setdefault(source_id, {}).setdefault(version, set()).update(json.loads(reasons))
         return refused
 
+    def relabel_refused(self, source: Source) -> int:
+        """A version refused as a whole has no catalog row for the triggers to follow: its quarantine items take the
+        manifest's access here (a file moved to `hr` takes its refused items out of a `public` reviewer's queue)."""
+        with self.conn:
+            self.conn.execute(
+                "UPDATE quarantine SET access = ? WHERE source_id = ? AND source_version = ? AND access IS NOT ? "
+                "AND NOT EXISTS (SELECT 1 FROM sources s WHERE s.source_id = ? AND s.version = ?)",
+                (source.access, source.source_id, source.version, source.access, source.source_id, source.version),
+            )
+            return self.conn.changes()
+
     def record_quarantine(self, items: Iterable[QuarantineItem]) -> int:
         """Add items to the queue; an item seen again keeps its first-seen time and any decision made on it."""
         count = 0

@@ -475,3 +475,27 @@ def test_a_decision_is_refused_when_a_relabel_takes_the_item_out_of_the_reviewer
     with SqliteIndex(settings.index_path) as index:
         assert index.quarantine_item(item["item_id"])["status"] == "open"
         assert retrieve(index.searcher, "M]heh guc", None, ["public"], k=20, mode="bm25") == []
+
+
+def test_a_refused_versions_items_follow_a_relabel(
+    vectors: Vectors, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A version refused as a whole has no catalog row, so the triggers that move items with a relabel did not apply:
+    its items kept `public` after the file moved to `hr` (#46). Now the refresh relabels them too."""
+    monkeypatch.setattr(refresh_tasks.events, "sources_indexed", lambda *_a, **_k: None)
+    root = tmp_path / "archive"
+    root.mkdir()
+    (root / "korpus.yaml").write_text("defaults:\n  owner: Архив\n  access: public\n", encoding="utf-8")
+    (root / "двоичный.txt").write_bytes(b"\x7fELF\x02\x01\x01\x00" * 50)  # refused as a whole: not text
+    settings = Settings(data=tmp_path / "data", meta_documents=False)
+    refresh_inline(root, settings, vectors)
+    with SqliteIndex(settings.index_path) as index:
+        (item,) = index.quarantine_items("open")
+        assert queue_page(index, QueueQuery(scopes=["public"], status="all")).total == 1
+    (root / "korpus.yaml").write_text("defaults:\n  owner: Архив\n  access: public\nrules:\n  - match: двоичный.txt\n"
+                                      "    access: hr\n", encoding="utf-8")  # fmt: skip
+    refresh_inline(root, settings, vectors)
+    with SqliteIndex(settings.index_path) as index:
+        assert index.quarantine_item(item["item_id"])["access"] == "hr"
+        assert queue_page(index, QueueQuery(scopes=["public"], status="all")).total == 0
+        assert queue_page(index, QueueQuery(scopes=["hr"], status="all")).total == 1
