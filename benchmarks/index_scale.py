@@ -138,6 +138,16 @@ def pct(values: list[float], q: float) -> float:
     return round(statistics.quantiles(values, n=100)[q - 1] * 1000, 2) if len(values) > 1 else values[0] * 1000
 
 
+def percentiles(fn, qs: list) -> dict[str, float]:
+    """p50 and p95 in milliseconds of `fn(query, vector)` over the queries, one after another."""
+    times = []
+    for q, v in qs:
+        start = time.perf_counter()
+        fn(q, v)
+        times.append(time.perf_counter() - start)
+    return {"p50_ms": pct(times, 50), "p95_ms": pct(times, 95)}
+
+
 def queries(n: int, ranks: tuple[int, int] = (200, 5000), seed: int = 2) -> list[tuple[str, np.ndarray]]:
     """2-5 words drawn from a band of the vocabulary's frequency ranks. Content words (ranks 200-5000) each occur in
     ~0.1-5 % of the chunks, like the nouns of a real question; frequent words (20-200) in 5-40 %, a worst case
@@ -183,12 +193,7 @@ def latency(path: Path, qs: list) -> dict:
             cold.append(time.perf_counter() - start)
         out["hybrid_first_pass"] = {"p50_ms": pct(cold, 50), "p95_ms": pct(cold, 95)}
         for name, fn in runs.items():
-            times = []
-            for q, v in qs:
-                start = time.perf_counter()
-                fn(q, v)
-                times.append(time.perf_counter() - start)
-            out[name] = {"p50_ms": pct(times, 50), "p95_ms": pct(times, 95)}
+            out[name] = percentiles(fn, qs)
     out["hybrid_vs_hybrid_fts5_p95"] = round(out["hybrid"]["p95_ms"] / out["hybrid-fts5"]["p95_ms"], 2)
     out["knn_vs_numpy_floor_p50"] = round(out["knn"]["p50_ms"] / out["numpy-knn-floor"]["p50_ms"], 1)
     out["sqlite_vec_scan_vs_knn_p50"] = round(out["knn-sqlite-vec-scan"]["p50_ms"] / out["knn"]["p50_ms"], 1)
@@ -289,14 +294,7 @@ def cluster(path: Path, sets: dict[str, list], url: str, pid: int | None) -> dic
     for label, qs in sets.items():
         for q, v in qs[:20]:  # warm: the HNSW graph and the postings into the page cache
             runs["hybrid"](q, v)
-        out[label] = {}
-        for name, fn in runs.items():
-            times = []
-            for q, v in qs:
-                start = time.perf_counter()
-                fn(q, v)
-                times.append(time.perf_counter() - start)
-            out[label][name] = {"p50_ms": pct(times, 50), "p95_ms": pct(times, 95)}
+        out[label] = {name: percentiles(fn, qs) for name, fn in runs.items()}
     if pid is not None:
         out["node_rss_mb"] = round(psutil.Process(pid).memory_info().rss / 2**20)
     backend.client.indices.delete(index=f"{backend.prefix}-chunks-*", ignore=[404])

@@ -391,6 +391,19 @@ def test_relabel_then_release_through_the_cli(models: dict[str, Path], tmp_path:
     assert hr and all(h["access"] == "hr" for h in hr), hr
 
 
+def _one_refused_chunk(tmp_path: Path, vectors: Vectors) -> tuple[Path, Settings, dict[str, Any]]:
+    """A public archive of one memo with a chunk the gate refused, refreshed: (root, settings, its open item)."""
+    root = tmp_path / "archive"
+    root.mkdir()
+    (root / "korpus.yaml").write_text("defaults:\n  owner: Архив\n  access: public\n", encoding="utf-8")
+    (root / "записка.txt").write_text(CONTENTS[3], encoding="utf-8")
+    settings = Settings(data=tmp_path / "data", meta_documents=False)
+    refresh_inline(root, settings, vectors)
+    with SqliteIndex(settings.index_path) as index:
+        (item,) = index.quarantine_items("open")
+    return root, settings, item
+
+
 def test_a_release_is_refused_when_a_refresh_supersedes_its_version_meanwhile(
     vectors: Vectors, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -401,14 +414,7 @@ def test_a_release_is_refused_when_a_refresh_supersedes_its_version_meanwhile(
     import tasks.review.actions as actions
 
     monkeypatch.setattr(refresh_tasks.events, "sources_indexed", lambda *_a, **_k: None)
-    root = tmp_path / "archive"
-    root.mkdir()
-    (root / "korpus.yaml").write_text("defaults:\n  owner: Архив\n  access: public\n", encoding="utf-8")
-    (root / "записка.txt").write_text(CONTENTS[3], encoding="utf-8")
-    settings = Settings(data=tmp_path / "data", meta_documents=False)
-    refresh_inline(root, settings, vectors)
-    with SqliteIndex(settings.index_path) as index:
-        (item,) = index.quarantine_items("open")
+    root, settings, item = _one_refused_chunk(tmp_path, vectors)
     real = actions.shared_embedder
 
     class SlowEmbedder:
@@ -448,14 +454,7 @@ def test_a_decision_is_refused_when_a_relabel_takes_the_item_out_of_the_reviewer
     import tasks.review.actions as actions
 
     monkeypatch.setattr(refresh_tasks.events, "sources_indexed", lambda *_a, **_k: None)
-    root = tmp_path / "archive"
-    root.mkdir()
-    (root / "korpus.yaml").write_text("defaults:\n  owner: Архив\n  access: public\n", encoding="utf-8")
-    (root / "записка.txt").write_text(CONTENTS[3], encoding="utf-8")
-    settings = Settings(data=tmp_path / "data", meta_documents=False)
-    refresh_inline(root, settings, vectors)
-    with SqliteIndex(settings.index_path) as index:
-        (item,) = index.quarantine_items("open")
+    _root, settings, item = _one_refused_chunk(tmp_path, vectors)
     real = actions.shared_embedder
 
     class RelabellingEmbedder:
