@@ -263,6 +263,10 @@ def build(root: Path, outside: Path) -> tuple[dict[str, set[ReasonCode]], set[st
         "text/сжатый_gzip.txt": (gzip.compress("Записка о ремонте. ".encode() * 200), {ReasonCode.unreadable_file}),
         "office/без_document_xml.docx": (docx_without_document(), {ReasonCode.unreadable_file}),
         "pdf/один_байт.pdf": (b"%", {ReasonCode.unreadable_file}),
+        "веб/битая.epub": (b"PK\x03\x04" + rnd.randbytes(300), {ReasonCode.unreadable_file}),
+        "pdf/читатель_падает.pdf": (text_pdf("Документ, на котором читатель падает."), {ReasonCode.reader_crashed}),
+        "веб/обрезанная.rss": ('<?xml version="1.0"?><rss><channel><title>Новости</title><item><title>Новость о '
+                               "ремонте".encode(), {ReasonCode.unreadable_file}),
         os.fsdecode("имена/".encode() + "Приказ.txt".encode("cp1251")): (
             "Приказ, имя которого записано в cp1251.".encode(), {ReasonCode.unreadable_file}),
     }  # fmt: skip
@@ -303,6 +307,22 @@ def build(root: Path, outside: Path) -> tuple[dict[str, set[ReasonCode]], set[st
         "старое/письмо_1998.txt": "Письмо директору завода о поставке угля.".encode("cp1251"),
         "a/b/c/d/e/f/g/h/глубоко.txt": "Записка на восьмом уровне вложенности папок.".encode(),
         "pdf/пароль_владельца.pdf": owner_password_pdf(),
+        # markup a browser repairs: read as it renders (#46 item 3), nothing dropped
+        "веб/без_head.html": "<html><head><title>Приказ о поставке</title><body><p>Текст договора поставки насосов "
+        "для котельной.</p>".encode(),
+        "веб/iframe_открыт.html": "<p>Начало записки<iframe src=x>после фрейма о ремонте кровли</p><p>ещё текст "
+        "записки</p>".encode(),
+        "веб/без_конца.mht": (
+            'MIME-Version: 1.0\nContent-Type: multipart/related; boundary="x"\n\n--x\n'
+            "Content-Type: text/html; charset=utf-8\n\n<p>Текст сохранённой страницы о поставке "
+            "угля"
+        ).encode(),
+        "почта/html_незакрыт.eml": (
+            "From: a@b.ru\nTo: c@d.ru\nSubject: Совещание\nMIME-Version: 1.0\nContent-Type: "
+            "text/html; charset=utf-8\n\n<html><body><p>Письмо о переносе совещания<div>на "
+            "пятницу"
+        ).encode(),
+        "старое/letter_cp1252.txt": "Café résumé: the delivery to Zürich is delayed by a week.".encode("cp1252"),
     }
     # containers: a zip bomb (its list and its first members read, the rest refused by the ratio limit), a
     # member named out of the archive
@@ -363,6 +383,7 @@ def test_a_malformed_archive_is_contained(tmp_path: Path, monkeypatch: pytest.Mo
         return transcribe(plan, indices, settings)
 
     monkeypatch.setattr(flows.refresh_tasks, "transcribe_windows", whisper_that_fails)
+    monkeypatch.setenv("KORPUS_FAULT_READ", "читатель_падает:segv")  # its reading child segfaults (#46 item 1)
     # a file changing and one vanishing during the run: right after discovery hashed them
     (root / "меняется.txt").write_text("Первая редакция приказа об отпусках.", encoding="utf-8")
     (root / "исчезает.txt").write_text("Записка, которую удалят посреди обновления.", encoding="utf-8")
@@ -407,6 +428,8 @@ def test_a_malformed_archive_is_contained(tmp_path: Path, monkeypatch: pytest.Mo
     with SqliteIndex(settings.index_path) as index:
         assert not retrieve(index.searcher, "пароль сейфа", None, ["public"], k=5, mode="bm25")
         assert retrieve(index.searcher, "длинным именем файла", None, ["public"], k=1, mode="bm25")
+        assert retrieve(index.searcher, "после фрейма", None, ["public"], k=1, mode="bm25")[0]["source_id"] == (
+            "веб/iframe_открыт.html")  # fmt: skip
 
     again = flows.corpus_refresh.run_refresh(root, settings)  # the changed file is read now; nothing else
     assert again["changed_during_run"] == [] and again["changes"].get("new") == 1
