@@ -66,8 +66,9 @@ def test_keys_are_reviewer_keys_and_a_search_key_gets_403(workbench: tuple[Setti
     login = client.post("/review/login", data={"key": "rev-public"})
     assert login.status_code == 303 and "httponly" in login.headers["set-cookie"].lower()
     assert "samesite=strict" in login.headers["set-cookie"].lower()
-    page = client.get("/review", cookies={"korpus_review": "rev-public"})
+    page = client.get("/review")  # with the session cookie the login set
     assert page.status_code == 200 and "Иванов" in page.text and "старые/слой_1.txt" in page.text
+    assert "rev-public" not in login.headers["set-cookie"]  # a session id, never the key
     # a reviewer key is not a search key
     assert client.get("/search", params={"q": "опись"}, headers={"X-API-Key": "rev-all"}).status_code == 401
 

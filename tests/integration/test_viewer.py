@@ -146,7 +146,9 @@ def test_in_a_browser_a_recording_plays_from_the_hits_second(keyed: Settings, si
 def test_a_login_cookie_is_a_session_never_the_key_and_ends_at_logout(keyed: Settings) -> None:
     """The viewer's and the review page's cookies carry a random session id (the key itself sat in the browser
     before), which grants the key's scopes until it expires or the reviewer logs out; a forged id grants nothing."""
-    settings = keyed.model_copy(update={"review_keys": {"rev-key": {"name": "Рецензент", "scopes": ["public"]}},
+    from korpus.core.settings import Reviewer
+
+    settings = keyed.model_copy(update={"review_keys": {"rev-key": Reviewer(name="Рецензент", scopes=["public"])},
                                         "session_hours": 1.0})  # fmt: skip
     client = TestClient(create_app(settings), base_url="https://testserver")
     logged = client.post("/view/login", data={"key": "k-public", "next": f"/view/{SCAN}"}, follow_redirects=False)
