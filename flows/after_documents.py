@@ -16,7 +16,7 @@ from korpus.core.datamodel import Chunk
 from korpus.core.model_store import embed_model_path
 from korpus.core.settings import Settings
 from tasks.index.sqlite import SqliteIndex
-from tasks.runtime.retry import RetryPolicy, TransientError, counting_retries
+from tasks.runtime.retry import RetryPolicy, counting_retries
 
 
 def embed_on_every_core(chunks: list[Chunk], settings: Settings) -> np.ndarray:
@@ -70,12 +70,10 @@ def sync_opensearch(settings: Settings) -> dict[str, Any]:
     backoff while the cluster is down or overloaded; when it stays down the catalog's changes stand, the cluster
     keeps serving what it served, and the answer says `pending` — the sync is idempotent, so the next refresh (or
     `korpus sync-opensearch`) completes it."""
-    from tasks.index.opensearch import opensearch_index
+    from tasks.index.opensearch import mirror_or_pending
 
     with SqliteIndex(settings.index_path) as index, counting_retries() as retries:
-        try:
-            report: dict[str, Any] = opensearch_index(settings).sync_from(index)
-        except TransientError as exc:
-            get_run_logger().error("OpenSearch mirror left pending: %s", exc)
-            report = {"pending": True, "error": str(exc)}
+        report = mirror_or_pending(settings, index)
+    if report.get("pending"):
+        get_run_logger().error("OpenSearch mirror left pending: %s", report["error"])
     return report | {"retries": retries[0]}

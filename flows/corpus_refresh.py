@@ -107,7 +107,7 @@ def _refresh(root: str, settings: Settings) -> dict[str, Any]:
             logger.exception("the refresh failed; its removals and relabels were applied before it")
             broken = exc
         finally:
-            stop_children()  # the reading children (and their forkserver): nothing outlives the documents' work
+            stop_children()  # the reading child processes: none outlives the documents' work
     waiting, moved = indexer.waiting, indexer.moved
     problems = list(plan.rejected) + indexer.problems
     if progress is not None:  # every source was seen: held back or changed mid-run ones say so instead

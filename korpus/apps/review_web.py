@@ -5,8 +5,8 @@ outside) over the same code as `korpus review`: every action is `tasks.review.ac
 audit trail, and the index changes at once. Reviewer keys (`KORPUS_REVIEW_KEYS`) are separate from search keys:
 a search key gets 403 here. The key is accepted as `X-API-Key`, `Authorization: Bearer …` or the session cookie the
 login form sets (a random session id, never the key: korpus/apps/sessions.py), so scripts can use every page, and
-`/review/api/…` speaks JSON. A reviewer
-sees an item — its row, text, page image or recording — only when their key grants the item's access scope.
+`/review/api/…` speaks JSON. A reviewer sees an item — its row, text, page image or recording — only when their key
+grants the item's access scope.
 """
 
 from __future__ import annotations

@@ -303,11 +303,18 @@ class OpenSearchIndex:
         wanted = {"terms": {"chunk_id": ids}}
         body = {"size": len(ids), "_source": HIT_FIELDS, "query": {"bool": {"filter": [wanted, *visible(scopes)]}}}
         found = {h["_id"]: h["_source"] for h in self.client.search(index=self.alias, body=body)["hits"]["hits"]}
-        if self.catalog is not None:  # the catalog decides, in this request: current, and visible to this caller
-            with contextlib.closing(catalog_check.read_only(self.catalog)) as conn:
-                allowed = catalog_check.served(conn, list(found), scopes)
+        allowed = self._allowed(list(found), scopes)
+        if allowed is not None:
             found = {c: source | {"access": allowed[c]} for c, source in found.items() if c in allowed}
         return [(c, self._hit(found[c], score, regions)) for c, score in scored if c in found]
+
+    def _allowed(self, chunk_ids: list[str], scopes: Sequence[str]) -> dict[str, str] | None:
+        """The catalog's say, read in this request: chunk id → access rule of those it holds current and visible to
+        the caller (tasks/index/catalog_check.py); None when this cluster has no catalog to ask."""
+        if self.catalog is None:
+            return None
+        with contextlib.closing(catalog_check.read_only(self.catalog)) as conn:
+            return catalog_check.served(conn, chunk_ids, scopes)
 
     @staticmethod
     def _hit(source: dict[str, Any], score: float, regions: bool = True) -> dict[str, Any]:
@@ -350,9 +357,8 @@ class OpenSearchIndex:
              h["_source"]["chunk_id"], h["_source"].get("regions"))
             for h in self._every(query, source=fields, sort=("source_id", "page", "chunk_id"))
         ]  # fmt: skip
-        if self.catalog is not None:  # the catalog decides, as for `hits`
-            with contextlib.closing(catalog_check.read_only(self.catalog)) as conn:
-                allowed = catalog_check.served(conn, [row[4] for row in rows], scopes)
+        allowed = self._allowed([row[4] for row in rows], scopes)
+        if allowed is not None:
             rows = [row for row in rows if row[4] in allowed]
         return locate_occurrences(text, rows, limit)
 
@@ -367,3 +373,13 @@ def opensearch_index(settings: Settings) -> OpenSearchIndex:
     client = OpenSearch(hosts=[settings.opensearch_url], timeout=60, max_retries=0)
     return OpenSearchIndex(client, prefix=settings.opensearch_prefix, retry=RetryPolicy.from_settings(settings),
                            catalog=settings.index_path)  # fmt: skip
+
+
+def mirror_or_pending(settings: Settings, catalog: SqliteIndex) -> dict[str, Any]:
+    """One sync of the catalog to the configured cluster (`sync_from`, its requests retried); a cluster that stays
+    down leaves the mirror pending — `{"pending": True, "error": …}` — for the next sync to complete. What every
+    caller that mirrors after its own write runs: a refresh, a review decision, `korpus gc`."""
+    try:
+        return opensearch_index(settings).sync_from(catalog)
+    except TransientError as exc:
+        return {"pending": True, "error": str(exc)}

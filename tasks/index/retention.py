@@ -131,18 +131,20 @@ def expire_stale_refusals(index: SqliteIndex, cutoff: str) -> int:
         f"FROM sources s WHERE s.source_id = q.source_id AND s.version = q.source_version) AND NOT ({PRESENT})",
         (cutoff,),
     ).fetchall()
+    expired = [item_id for (item_id,) in rows]
+    marks = ",".join("?" * len(expired))
     images: list[str] = []
     with index.write_transaction():
-        for (item_id,) in rows:
+        for item_id in expired:
             index.record_decision(item_id, "korpus", "expired", "", "a refusal of an older version (korpus gc): the "
                                   "file changed or was removed since", "resolved")  # fmt: skip
-        for source_id, version in {tuple(r) for r in index.conn.execute(
-                f"SELECT source_id, source_version FROM quarantine WHERE item_id IN ({','.join('?' * len(rows))})",
-                [r[0] for r in rows])}:  # fmt: skip
-            images += scrub_quarantine(index, source_id, version, only={r[0] for r in rows})
+        versions = set(index.conn.execute(
+            f"SELECT source_id, source_version FROM quarantine WHERE item_id IN ({marks})", expired))  # fmt: skip
+        for source_id, version in versions:
+            images += scrub_quarantine(index, source_id, version, only=set(expired))
     for image in images:
         Path(image).unlink(missing_ok=True)
-    return len(rows)
+    return len(expired)
 
 
 def _still_needed(index: SqliteIndex, leaving: set[tuple[str, str]]) -> tuple[set[str], set[str]]:

@@ -115,13 +115,15 @@ def _mirror(index: SqliteIndex, settings: Settings) -> None:
 
     from opensearchpy.exceptions import OpenSearchException
 
-    from tasks.index.opensearch import opensearch_index
-    from tasks.runtime.retry import TransientError
+    from tasks.index.opensearch import mirror_or_pending
 
     try:
-        opensearch_index(settings).sync_from(index)
-    except (OpenSearchException, TransientError) as exc:
-        logging.getLogger(__name__).warning("review decision not mirrored to OpenSearch yet (pending): %s", exc)
+        report = mirror_or_pending(settings, index)
+    except OpenSearchException as exc:  # refused outright (not a transient fault): the decision stands all the same
+        report = {"pending": True, "error": str(exc)}
+    if report.get("pending"):
+        logging.getLogger(__name__).warning("review decision not mirrored to OpenSearch yet (pending): %s",
+                                            report["error"])  # fmt: skip
 
 
 Write = Callable[[SqliteIndex], None] | None
@@ -137,7 +139,7 @@ def _still_as_read(
     rows = index.conn.execute("SELECT status FROM quarantine WHERE item_id = ?", (item["item_id"],)).fetchall()
     if not rows or rows[0][0] != item["status"]:
         raise ReviewError(f"item {item['item_id']} was decided meanwhile ({rows[0][0] if rows else 'gone'}): reload it")
-    now = index.quarantine_item(item["item_id"])
+    now = index.quarantine_item(item["item_id"]) if scopes is not None else None
     if scopes is not None and (now is None or now["access"] not in scopes):
         raise ReviewError(f"no quarantine item {item['item_id']!r}: see `korpus review list`")
     if needs_current and not index.is_current_version(item["source_id"], item["source_version"] or ""):

@@ -45,14 +45,13 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, pr
 import flows.refresh_tasks as refresh_tasks
 from korpus.core.model_store import embed_model_path
 from korpus.core.settings import Settings
-from tasks.index.opensearch import opensearch_index
+from tasks.index.opensearch import mirror_or_pending, opensearch_index
 from tasks.index.sqlite import SqliteIndex
 from tasks.receive import plan_refresh
 from tasks.retrieval.embedding import shared_embedder
 from tasks.retrieval.retriever import retrieve
 from tasks.review.actions import Action, ReviewError, apply_decision
 from tasks.review.queue import QueueQuery, queue_page
-from tasks.runtime.retry import TransientError
 
 from .fault_proxy import Faults, fault_proxy
 
@@ -109,10 +108,7 @@ def mirror(settings: Settings) -> None:
     if settings.backend != "opensearch":
         return
     with SqliteIndex(settings.index_path) as index:
-        try:
-            opensearch_index(settings).sync_from(index)
-        except TransientError:
-            pass
+        mirror_or_pending(settings, index)
 
 
 def refresh_inline(root: Path, settings: Settings, vectors: Vectors) -> None:

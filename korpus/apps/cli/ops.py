@@ -72,16 +72,14 @@ def gc(
 
 def _mirror_now(settings: Settings) -> dict:
     """One sync of the catalog to the cluster; a cluster that does not answer leaves the mirror pending (said)."""
-    from tasks.index.opensearch import opensearch_index
+    from tasks.index.opensearch import mirror_or_pending
     from tasks.index.sqlite import SqliteIndex
-    from tasks.runtime.retry import TransientError
 
-    try:
-        with SqliteIndex(settings.index_path) as index:
-            return opensearch_index(settings).sync_from(index)
-    except TransientError as exc:
-        typer.echo(f"OpenSearch mirror left pending (korpus sync-opensearch): {exc}", err=True)
-        return {"pending": True, "error": str(exc)}
+    with SqliteIndex(settings.index_path) as index:
+        report = mirror_or_pending(settings, index)
+    if report.get("pending"):
+        typer.echo(f"OpenSearch mirror left pending (korpus sync-opensearch): {report['error']}", err=True)
+    return report
 
 
 def sync_opensearch_cmd(data: DataOption = None) -> None:
