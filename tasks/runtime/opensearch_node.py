@@ -28,6 +28,8 @@ from typing import IO, Any
 
 import psutil
 
+from tasks.runtime.processes import recorded_process
+
 OPENSEARCH_VERSION = "2.19.1"
 KNN_VERSION = "2.19.1.0"
 NODE_PROJECT = Path(__file__).resolve().parents[2] / "infra" / "opensearch" / "node"
@@ -191,16 +193,6 @@ def _tail(node_home: Path, lines: int = 40) -> str:
     return "\n".join(text.splitlines()[-lines:])
 
 
-def _alive(node: dict[str, Any]) -> psutil.Process | None:
-    try:
-        process = psutil.Process(node["pid"])
-        if abs(process.create_time() - node["created"]) < 0.01 and process.status() != psutil.STATUS_ZOMBIE:
-            return process
-    except (psutil.Error, KeyError):
-        pass
-    return None
-
-
 def recorded(home: Path) -> list[dict[str, Any]]:
     try:
         return json.loads((home / STATE_FILE).read_text(encoding="utf-8"))
@@ -212,7 +204,7 @@ def status(home: Path) -> list[dict[str, Any]]:
     """Each recorded node that is still running: name, url, pid and the cluster health it reports."""
     out = []
     for node in recorded(home):
-        if _alive(node) is None:
+        if recorded_process(node) is None:
             continue
         state = health(f"http://127.0.0.1:{node['http_port']}")
         out.append({"name": node["name"], "url": f"http://127.0.0.1:{node['http_port']}", "pid": node["pid"],
@@ -222,7 +214,7 @@ def status(home: Path) -> list[dict[str, Any]]:
 
 def stop(home: Path) -> int:
     """Stop every recorded node (SIGTERM, then SIGKILL after 30 s); the number that were running."""
-    nodes = [node for node in recorded(home) if _alive(node) is not None]
+    nodes = [node for node in recorded(home) if recorded_process(node) is not None]
     for node in nodes:
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(node["pid"], signal.SIGTERM)

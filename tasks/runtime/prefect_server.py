@@ -26,6 +26,8 @@ from typing import Any
 
 import psutil
 
+from tasks.runtime.processes import recorded_process
+
 PERSISTENT_MARK = "KORPUS_PERSISTENT_SERVER"
 """In the server's environment: the watchdog of the command that started it does not kill it."""
 STATE_FILE = "korpus-server.json"
@@ -48,17 +50,6 @@ def _healthy(api_url: str, timeout: float = 2.0) -> bool:
         return False
 
 
-def _process(state: dict[str, Any]) -> psutil.Process | None:
-    """The recorded server process if it is still that process (not a reused pid)."""
-    try:
-        process = psutil.Process(state["pid"])
-        if abs(process.create_time() - state["created"]) < 0.01 and process.status() != psutil.STATUS_ZOMBIE:
-            return process
-    except (psutil.Error, KeyError):
-        pass
-    return None
-
-
 def running_server(home: Path | None = None) -> dict[str, Any] | None:
     """The server korpus started under this Prefect home, if it is running and answers; else None."""
     path = (home or prefect_home()) / STATE_FILE
@@ -66,7 +57,7 @@ def running_server(home: Path | None = None) -> dict[str, Any] | None:
         state = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None
-    if _process(state) is None or not _healthy(state["api_url"]):
+    if recorded_process(state) is None or not _healthy(state["api_url"]):
         return None
     return state
 
@@ -147,7 +138,7 @@ def stop_server(home: Path | None = None) -> bool:
         state = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return False
-    process = _process(state)
+    process = recorded_process(state)
     path.unlink(missing_ok=True)
     if process is None:
         return False
