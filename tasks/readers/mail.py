@@ -15,8 +15,10 @@ empty). Inline images under INLINE_IMAGE_BYTES (logos, signatures) are not taken
 
 from __future__ import annotations
 
+import binascii
 import email
 import email.policy
+import itertools
 import logging
 import mimetypes
 import re
@@ -39,6 +41,7 @@ from tasks.readers.registry import kind_of
 TNEF_SIGNATURE = b"\x78\x9f\x3e\x22"
 OLE2 = b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1"
 INLINE_IMAGE_BYTES = 16 * 1024
+DECODE_BLOCK = 1 << 20  # decoded bytes per block of an attachment
 LABEL_SUBJECT_CHARS = 80
 
 
@@ -156,17 +159,42 @@ def _attachments(message: Message) -> Iterator[Member]:
             continue
         if part is message or _is_body(part):
             continue
-        data = part.get_payload(decode=True) or b""
+        blocks = _decoded_blocks(part)
+        first = next(blocks, b"")
         inline = part.get_content_disposition() != "attachment" and part.get_content_maintype() == "image"
-        if inline and len(data) < INLINE_IMAGE_BYTES:
+        if inline and len(first) < INLINE_IMAGE_BYTES:  # a first block that short is the whole part
             continue
         number += 1
-        tnef = part.get_content_type() == "application/ms-tnef" or data.startswith(TNEF_SIGNATURE)
+        tnef = part.get_content_type() == "application/ms-tnef" or first.startswith(TNEF_SIGNATURE)
         name = _file_name(part, number)
         kind = SourceKind.mail if tnef else None
         if not tnef and kind_of(name) is None:  # a name cut short or without its extension: the MIME type says
             kind = kind_of("x" + (mimetypes.guess_extension(part.get_content_type()) or ""))
-        yield Member(name=name, blocks=[data], kind=kind)
+        yield Member(name=name, blocks=itertools.chain([first], blocks), kind=kind)
+
+
+def _decoded_blocks(part: Message) -> Iterator[bytes]:
+    """A part's bytes as they are decoded, DECODE_BLOCK at a time, so the unpacker counts them against its budget
+    (tasks/unpack.py) as they come and stops decoding when it is spent. Base64 is decoded in slices (what
+    `get_payload(decode=True)` gives, up to the first padding, as it does); other encodings are decoded whole, as
+    they are never larger than the letter's own text."""
+    raw = part.get_payload()
+    if str(part.get("content-transfer-encoding", "")).strip().lower() != "base64" or not isinstance(raw, str):
+        yield part.get_payload(decode=True) or b""
+        return
+    pending, step = "", DECODE_BLOCK // 3 * 4
+    for start in range(0, len(raw), step):
+        pending += re.sub(r"[^A-Za-z0-9+/=]", "", raw[start : start + step])
+        end = pending.find("=")
+        if end >= 0:  # padding ends the data; what follows it is not read
+            yield binascii.a2b_base64(pending[:end] + "=" * (-end % 4)) if end % 4 != 1 else b""
+            return
+        cut = len(pending) - len(pending) % 4
+        if cut:
+            yield binascii.a2b_base64(pending[:cut])
+            pending = pending[cut:]
+    if len(pending) > 1:
+        yield binascii.a2b_base64(pending + "=" * (-len(pending) % 4))
 
 
 def _as_bytes(message: Message) -> bytes:

@@ -264,3 +264,43 @@ def test_a_data_directory_restored_in_part_is_unpacked_again_each_child_once(roo
     again = [s.source_id for s in discover_sources(root, settings)]
     assert again == first == ["a.zip", "a.zip › x.txt", "a.zip › y.txt", "a.zip › z.txt"]
     assert all(Path(s.path).is_file() for s in discover_sources(root, settings) if "›" in s.source_id)
+
+
+def test_an_attachment_is_decoded_as_it_is_counted_and_decoding_stops_at_the_limit(
+    root: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """#46 item 6: a letter's attachment comes out in blocks as its base64 is decoded, so the member limit stops the
+    decoding itself; before, the whole attachment was decoded in memory first and counted after."""
+    from tasks.readers import mail
+
+    decoded: list[int] = []
+    real = mail.binascii.a2b_base64
+
+    def counting(data: str, **options: bool) -> bytes:
+        out = real(data, **options)
+        decoded.append(len(out))
+        return out
+
+    monkeypatch.setattr(mail.binascii, "a2b_base64", counting)
+    big = bytes(range(256)) * (48 << 12)  # 48 MiB that do not compress
+    (root / "письмо.eml").write_bytes(letter({"акт.txt": "Акт сверки".encode(), "архив.bin": big}))
+    settings = Settings(data=tmp_path / "data", unpack_max_member_bytes=4 << 20)
+    sources = found(root, settings)
+    assert sources["письмо.eml › акт.txt"].unreadable is None
+    refused = sources["письмо.eml › архив.bin"]
+    assert refused.unreadable and "unpack_max_member_bytes" in refused.unreadable
+    assert max(decoded) <= mail.DECODE_BLOCK and sum(decoded) <= (4 << 20) + 2 * mail.DECODE_BLOCK
+
+
+@pytest.mark.parametrize("size", [0, 1, 2, 3, 57, 4096, 3 << 20])
+def test_blockwise_base64_decoding_gives_what_the_email_package_gives(size: int) -> None:
+    from email.message import Message
+
+    from tasks.readers.mail import _decoded_blocks
+
+    part = MIMEApplication(bytes((n * 7) % 251 for n in range(size)))
+    assert b"".join(_decoded_blocks(part)) == part.get_payload(decode=True)
+    damaged = Message()
+    damaged["Content-Transfer-Encoding"] = "base64"
+    damaged.set_payload(part.get_payload()[: len(part.get_payload()) // 2] + "!")
+    assert len(b"".join(_decoded_blocks(damaged))) <= size  # what can be decoded, never the encoded text as bytes
