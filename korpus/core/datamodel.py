@@ -212,7 +212,7 @@ class PageResult(BaseModel):
     t_start: float | None = None
     t_end: float | None = None
     text: str
-    method: str = Field(description="text-layer | tesseract | vlm | whisper | plain-text")
+    method: str = Field(description="text-layer | tesseract | vlm | whisper | plain-text | blank (nothing drawn)")
     engine: str = Field(default="", description="Engine and version that produced the text.")
     units: list[Unit] = Field(default_factory=list, description="Structure; empty until tasks/text/structure.py ran.")
     tier: int | None = Field(default=None, description="PDF: 0 text layer, 1 Tesseract, 2 VLM.")

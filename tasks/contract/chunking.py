@@ -301,9 +301,11 @@ def build_chunks(
             )
         furniture = furniture_spans(page.units) if policy.name != "page-v1" else []
         if not spans and page.text.strip() and not furniture:
-            trail.update(page.text, page.units, len(page.text) + 1)  # only headings: they open the next page
-            continue
-        if not spans and not furniture:
+            if any(later.text.strip() for later in pages[number:]):
+                trail.update(page.text, page.units, len(page.text) + 1)  # only headings: they open the next page
+                continue
+            spans = [(0, len(page.text), [], "")]  # headings no text follows (a title page, a cover): a chunk
+        if not spans and not furniture and page.method != "blank":
             empty.append(
                 QuarantineItem(
                     source_id=source.source_id, source_version=source.version, page=page.page, t_start=page.t_start,

@@ -48,6 +48,20 @@ class PageImage:
     height_pt: float
 
 
+MAX_RENDER_PIXELS = 60_000_000
+"""A page rendered or decoded for an engine holds at most this many pixels: a bigger page (a 200-inch MediaBox, a
+30,000-pixel scan) is rendered at a lower resolution."""
+MAX_RENDER_SIDE = 32_767
+"""Nor more than this many on either side: Tesseract (Leptonica) takes no more."""
+
+
+def fit_dpi(width_in: float, height_in: float, dpi: int) -> int:
+    """`dpi`, lowered so that a page of this size (inches) renders within MAX_RENDER_PIXELS and MAX_RENDER_SIDE."""
+    width, height = max(width_in * dpi, 1.0), max(height_in * dpi, 1.0)
+    scale = min(1.0, (MAX_RENDER_PIXELS / (width * height)) ** 0.5, MAX_RENDER_SIDE / width, MAX_RENDER_SIDE / height)
+    return dpi if scale >= 1.0 else max(1, int(dpi * scale))
+
+
 PageImageSource = Callable[[int, str], PageImage]
 """(dpi, format) → the page image; the reader renders it (PDF, DjVu) or loads it (a photo, a TIFF frame)."""
 

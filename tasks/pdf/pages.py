@@ -14,7 +14,7 @@ import pymupdf
 
 from korpus.core.datamodel import Unit
 from korpus.core.settings import Settings
-from tasks.ocr.engine import PageImage
+from tasks.ocr.engine import PageImage, fit_dpi
 from tasks.readers.base import UnreadableSourceError
 from tasks.text.quality import PageFacts, TextLayerQuality, text_layer_quality
 from tasks.text.regions import Box, page_boxes
@@ -23,10 +23,6 @@ from tasks.text.structure import pdf_page_structure
 
 class UnreadablePdfError(UnreadableSourceError):
     """The file cannot be opened as a PDF (corrupt, encrypted, not a PDF)."""
-
-
-MAX_RENDER_PIXELS = 60_000_000
-"""A page bigger than this at the OCR resolution is rendered at a lower one (a 20000×20000 image page)."""
 
 
 def page_facts(page: pymupdf.Page) -> PageFacts:
@@ -56,6 +52,8 @@ class PdfPageText:
     size: tuple[float, float] | None = None
     boxes: str = ""
     """The layer's words placed on `text` (tasks/text/regions.py)."""
+    blank: bool = False
+    """Nothing is drawn on the page (no text, image, path or annotation): there is nothing to OCR."""
 
 
 def open_pdf(path: str) -> pymupdf.Document:
@@ -82,9 +80,12 @@ def read_text_layers(path: str, settings: Settings) -> list[PdfPageText]:
             except Exception as exc:  # a damaged page tree (found by fuzzing): the file cannot be trusted
                 raise UnreadablePdfError(f"page {number} cannot be loaded (a damaged page tree): {exc}") from exc
             text, units = pdf_page_structure(page)
-            quality = text_layer_quality(page.get_text(), settings, page_facts(page))
+            plain, facts = page.get_text(), page_facts(page)
+            quality = text_layer_quality(plain, settings, facts)
             size = (page.rect.width, page.rect.height)
-            pages.append(PdfPageText(number, text, quality, units, size, layer_boxes(page, text)))
+            blank = not plain.strip() and not facts.image_coverage and page.first_annot is None
+            blank = blank and not page.get_bboxlog()  # nothing drawn at all (asked only of a page without text)
+            pages.append(PdfPageText(number, text, quality, units, size, layer_boxes(page, text), blank))
     return pages
 
 
@@ -95,11 +96,8 @@ def layer_boxes(page: pymupdf.Page, text: str) -> str:
 
 
 def render_dpi(page: pymupdf.Page, dpi: int) -> int:
-    """`dpi`, lowered for a page so large that its pixmap would pass MAX_RENDER_PIXELS."""
-    pixels = page.rect.width * page.rect.height * (dpi / 72) ** 2
-    if pixels <= MAX_RENDER_PIXELS:
-        return dpi
-    return max(36, int(dpi * (MAX_RENDER_PIXELS / pixels) ** 0.5))
+    """`dpi`, lowered for a page so large that its pixmap would pass MAX_RENDER_PIXELS or MAX_RENDER_SIDE."""
+    return fit_dpi(page.rect.width / 72, page.rect.height / 72, dpi)
 
 
 def render_page(path: str, page: int, dpi: int, fmt: str = "png") -> tuple[bytes, int]:

@@ -13,7 +13,7 @@ from typing import Any
 
 from korpus.core.datamodel import PageResult, ReasonCode, Source, SourceKind
 from korpus.core.settings import Settings
-from tasks.ocr.engine import PageImage, PageImageSource
+from tasks.ocr.engine import PageImage, PageImageSource, fit_dpi
 from tasks.readers.base import ParseOutcome, UnreadableSourceError, problem
 from tasks.runtime.processes import run_owned
 from tasks.text.quality import text_layer_quality
@@ -79,6 +79,7 @@ def hidden_words(path: str, page: int) -> list[Box]:
 
 def djvu_page_image(path: str, page: int, dpi: int, fmt: str) -> PageImage:
     width, height, own = page_dpi(path, page)
+    dpi = fit_dpi(width / own, height / own, dpi)  # ddjvu decodes a huge page at the lower resolution itself
     with tempfile.TemporaryDirectory(prefix="korpus-djvu-") as tmp:
         out = Path(tmp) / "page.pgm"
         _djvu("ddjvu", "-format=pgm", f"-page={page}", f"-scale={dpi}", path, str(out))

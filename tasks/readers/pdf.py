@@ -23,7 +23,16 @@ def layer_pages(source: Source, path: str, settings: Settings, engine: str = "py
         outcome.problems.append(problem(source, ReasonCode.unreadable_file, str(exc)))
         return outcome
     outcome.page_count = len(layers)
+    if all(layer.blank for layer in layers):
+        detail = f"nothing is drawn on any of its {len(layers)} pages (no text, image, line or annotation)"
+        outcome.problems.append(problem(source, ReasonCode.empty_text, detail))
+        return outcome
     for layer in layers:
+        if layer.blank:  # a blank page (a separator, a back side): not OCR'd, no chunk, no item
+            outcome.pages.append(PageResult(source_id=source.source_id, source_version=source.version,
+                                            page=layer.page, text="", method="blank", engine=engine, tier=0,
+                                            size=layer.size))  # fmt: skip
+            continue
         result = PageResult(
             source_id=source.source_id, source_version=source.version, page=layer.page, text=layer.text,
             method="text-layer", engine=engine, units=layer.units, tier=0, quality=layer.quality.score,

@@ -88,13 +88,14 @@ def encrypted() -> bytes:
     return doc.tobytes(encryption=pymupdf.PDF_ENCRYPT_AES_256, owner_pw="o", user_pw="u")
 
 
-def giant_png() -> bytes:
-    """A 20,000 × 20,000 px PNG header (400 Mpx): a decompression bomb is refused before it is decoded."""
+def giant_png(side: int = 20_000) -> bytes:
+    """A PNG header of side × side 1-bit pixels and a few bytes of data: at 20,000 (400 Mpx, within the decode
+    limit) the cut data makes the file unreadable; at 30,000 it is over the limit and never decoded (#46 item 2)."""
 
     def chunk(kind: bytes, data: bytes) -> bytes:
         return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
 
-    ihdr = struct.pack(">IIBBBBB", 20000, 20000, 1, 0, 0, 0, 0)
+    ihdr = struct.pack(">IIBBBBB", side, side, 1, 0, 0, 0, 0)
     return (
         b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", ihdr) + chunk(b"IDAT", zlib.compress(b"\0" * 100)) + chunk(b"IEND", b"")
     )
@@ -149,9 +150,18 @@ def png_bad_crc() -> bytes:
     return bytes(data)
 
 
-def blank_pdf() -> bytes:
+def blank_pages(count: int) -> bytes:
+    """Pages with nothing drawn on them: one item for the file, not one OCR and one item a page."""
     doc = pymupdf.open()
-    doc.new_page()
+    for _ in range(count):
+        doc.new_page()
+    return doc.tobytes()
+
+
+def drawn_pdf() -> bytes:
+    """A page with a frame drawn on it and no text: it goes to OCR (a page with nothing drawn is `blank`)."""
+    doc = pymupdf.open()
+    doc.new_page().draw_rect(pymupdf.Rect(50, 50, 545, 792))
     return doc.tobytes()
 
 
@@ -253,7 +263,9 @@ def build(root: Path, outside: Path) -> tuple[dict[str, set[ReasonCode]], set[st
                                                              ReasonCode.empty_text, ReasonCode.page_quality}),
         "img/битая_crc.png": (png_bad_crc(), {ReasonCode.unreadable_file, ReasonCode.ocr_failed}),
         "djvu/декодер_зависает.djvu": (blank_djvu(work), {ReasonCode.ocr_failed}),
-        "pdf/рендер_падает.pdf": (blank_pdf(), {ReasonCode.ocr_failed}),
+        "pdf/рендер_падает.pdf": (drawn_pdf(), {ReasonCode.ocr_failed}),
+        "pdf/пустые_страницы.pdf": (blank_pages(300), {ReasonCode.empty_text}),
+        "img/30000px.png": (giant_png(30_000), {ReasonCode.ocr_failed}),
         "audio/длина_в_заголовке_врёт.wav": (wav_that_lies_about_its_length(work), {ReasonCode.unreadable_file}),
         "audio/whisper_сбой.wav": (speech_wav(work, "Сбой распознавания речи."), {ReasonCode.asr_failed}),
         "почта/битое.msg": (b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1" + rnd.randbytes(600), {ReasonCode.unreadable_file}),

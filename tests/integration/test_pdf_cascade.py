@@ -20,8 +20,9 @@ import tasks.ocr.tesseract_engine
 from corpora.sample_archive import _scan_pdf
 from korpus.core.datamodel import ReasonCode, Source, SourceKind
 from korpus.core.settings import Settings
+from tasks.ocr.engine import MAX_RENDER_PIXELS
 from tasks.parse import ocr_document, ocr_pdf_page, parse_pdf_text_layers
-from tasks.pdf.pages import MAX_RENDER_PIXELS, render_dpi
+from tasks.pdf.pages import render_dpi
 from tasks.receive import file_sha256
 
 from .chat_stand_in import Script, chat_stand_in

@@ -47,6 +47,22 @@ def test_empty_page_is_a_quarantine_item_not_a_silent_drop() -> None:
     assert empty[0].page == 2 and empty[0].reasons == [ReasonCode.empty_text]
 
 
+def test_a_blank_page_is_no_item_and_headings_nothing_follows_are_a_chunk() -> None:
+    """A page with nothing drawn on it (method `blank`, tasks/readers/pdf.py) is neither a chunk nor an item; a
+    document that ends in headings only — a title page before a blank back side — keeps them as its last chunk
+    (before, they waited for a page that never came: no chunk, no item, the document silently gone)."""
+    from tasks.contract.chunking import build_chunks
+    from tasks.text.structure import text_structure
+
+    title = "# Протокол заседания комиссии\n"
+    pages = [_page(1, title).model_copy(update={"units": text_structure(title, markdown=True)}),
+             _page(2, "").model_copy(update={"method": "blank"})]  # fmt: skip
+    chunks, empty = build_chunks(SOURCE, pages)
+    assert empty == [] and [c.locator.page for c in chunks] == [1] and "Протокол заседания" in chunks[0].body
+    chunks, empty = build_chunks(SOURCE, [*pages, _page(3, "Слушали: о поставке насосов.")])
+    assert empty == [] and [c.locator.page for c in chunks] == [3] and chunks[0].section_path[0].startswith("Протокол")
+
+
 def test_speech_chunk_address_is_a_timecode() -> None:
     audio = SOURCE.model_copy(update={"source_id": "записи/допрос_03.mp3", "kind": SourceKind.audio})
     stretch = PageResult(
