@@ -344,7 +344,7 @@ def for_review(items: list[QuarantineItem], sources: dict[str, Source], settings
         source = sources.get(item.source_id)
         if source is None:
             continue
-        item.access = item.access or source.access
+        item.access, item.tenant = item.access or source.access, item.tenant or source.tenant
         item.kind = item.kind or (source.kind.value if source.kind else None)
         if item.page and source.kind is SourceKind.pdf and item.chunk_id is None and item.evidence_path is None:
             image = settings.data / "evidence" / item.source_id / f"p{item.page:05d}.png"

@@ -15,7 +15,7 @@ from pathlib import Path
 from stat import S_ISDIR, S_ISREG
 
 import yaml
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, field_validator
 
 from korpus.core.datamodel import (
     ADMISSION_REASONS,
@@ -36,11 +36,22 @@ MANIFEST_NAME = "korpus.yaml"
 METADATA_KEYS = ("owner", "access", "tenant")
 
 
-class ManifestRule(BaseModel):
-    match: str = Field(description="Glob relative to the root: * within a folder, ** across folders.")
+class _Labels(BaseModel):
     owner: str | None = None
     access: str | None = None
     tenant: str | None = None
+
+    @field_validator("access", "tenant")
+    @classmethod
+    def _one_word(cls, value: str | None) -> str | None:
+        """A scope is `access` or `tenant/access` (korpus/core/datamodel.scope_of): neither part may hold a `/`."""
+        if value is not None and ("/" in value or not value.strip()):
+            raise ValueError(f"{value!r}: access and tenant names cannot be empty or hold '/'")
+        return value
+
+
+class ManifestRule(_Labels):
+    match: str = Field(description="Glob relative to the root: * within a folder, ** across folders.")
 
     def matches(self, source_id: str) -> bool:
         return glob_regex(self.match).fullmatch(source_id) is not None
@@ -52,10 +63,8 @@ class ManifestRule(BaseModel):
         return CHILD_SEPARATOR.strip() in self.match
 
 
-class ManifestDefaults(BaseModel):
-    owner: str | None = None
-    access: str | None = None
-    tenant: str | None = None
+class ManifestDefaults(_Labels):
+    pass
 
 
 class Manifest(BaseModel):
@@ -280,7 +289,7 @@ def admission_problems(source: Source) -> QuarantineItem | None:
         return None
     return QuarantineItem(
         source_id=source.source_id, source_version=source.version, reasons=reasons, detail="; ".join(details),
-        access=source.access, kind=source.kind.value if source.kind else None,
+        access=source.access, tenant=source.tenant, kind=source.kind.value if source.kind else None,
     )  # fmt: skip
 
 

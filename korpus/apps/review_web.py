@@ -138,7 +138,7 @@ def install_review(app: FastAPI, settings: Settings, sessions: Sessions | None =
 
     def item_for(index: SqliteIndex, item_id: str, reviewer: Reviewer) -> dict[str, Any]:
         item = index.quarantine_item(item_id)
-        if item is None or item["access"] not in reviewer.scopes:
+        if item is None or item["scope"] not in reviewer.scopes:
             raise HTTPException(status_code=404, detail="no such item visible to this reviewer")
         return item
 

@@ -119,6 +119,24 @@ FURNITURE_SECTION = "Служебные надписи"
 the other chunks' bodies and headings, listed after every document hit, found by `korpus exact`."""
 
 
+DEFAULT_TENANT = "default"
+
+
+def scope_of(access: str | None, tenant: str | None) -> str | None:
+    """The scope a caller must hold to see what carries these labels: the access rule itself in the default tenant
+    (`public`, `hr`), `tenant/access` in any other (`acme/public`) — so a key granted `public` never sees another
+    tenant's `public`, on any path (docs/manifest.md, "Tenants")."""
+    if access is None:
+        return None
+    return access if tenant in (None, DEFAULT_TENANT) else f"{tenant}/{access}"
+
+
+def scope_sql(tenant: str, access: str) -> str:
+    """`scope_of` as an SQL expression over two columns (the chunk filters, the review queue, the catalog check)."""
+    default = f"{tenant} IS NULL OR {tenant} = '{DEFAULT_TENANT}'"
+    return f"(CASE WHEN {default} THEN {access} ELSE {tenant} || '/' || {access} END)"
+
+
 class Source(BaseModel):
     """One file under the source root, identified by its root-relative path and versioned by sha256."""
 
@@ -305,6 +323,7 @@ class QuarantineItem(BaseModel):
     evidence_path: str | None = Field(default=None, description="A page image of the rejected page, if any.")
     chunk: Chunk | None = Field(default=None, description="The refused chunk, kept so a reviewer can release it.")
     access: str | None = Field(default=None, description="The source's access scope; None when the manifest has none.")
+    tenant: str | None = Field(default=None, description="The source's tenant (None: the default one).")
     kind: str | None = Field(default=None, description="The source's kind (pdf, image, audio…), for the review queue.")
     readings: list[dict] = Field(
         default_factory=list, description="What each OCR tier read: tier, engine, text, score, reasons."

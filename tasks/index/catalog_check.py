@@ -40,7 +40,7 @@ def served(conn: apsw.Connection, chunk_ids: Sequence[str], scopes: Sequence[str
     for start in range(0, len(chunk_ids), BATCH):
         part = list(chunk_ids[start : start + BATCH])
         rows = conn.execute(
-            f"SELECT c.chunk_id, v.visible FROM chunks c JOIN chunk_visibility v ON v.rowid = c.rowid "
+            f"SELECT c.chunk_id, c.access FROM chunks c JOIN chunk_visibility v ON v.rowid = c.rowid "
             f"WHERE c.chunk_id IN ({', '.join('?' for _ in part)}) AND v.visible IN ({allowed})",
             [*part, *scopes],
         )

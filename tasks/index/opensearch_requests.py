@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from korpus.core.datamodel import Chunk
+from korpus.core.datamodel import DEFAULT_TENANT, Chunk
 from tasks.text.identifiers import extract_identifiers
 from tasks.text.regions import pack
 
@@ -80,8 +80,15 @@ def index_template(prefix: str, dims: int) -> dict[str, Any]:
 
 
 def visible(scopes: Sequence[str]) -> list[dict[str, Any]]:
-    """The filters every read carries: current chunks whose access rule is among the caller's scopes."""
-    return [{"term": {"lifecycle": "current"}}, {"terms": {"access": list(scopes)}}]
+    """The filters every read carries: current chunks whose scope is among the caller's — `public` is the access
+    rule `public` in the default tenant, `acme/public` that rule in tenant `acme` (korpus/core/datamodel.scope_of)."""
+    by_tenant: dict[str, list[str]] = {}
+    for scope in scopes:
+        tenant, _, access = scope.rpartition("/")
+        by_tenant.setdefault(tenant or DEFAULT_TENANT, []).append(access)
+    either = [{"bool": {"filter": [{"term": {"tenant": tenant}}, {"terms": {"access": rules}}]}}
+              for tenant, rules in by_tenant.items()]  # fmt: skip
+    return [{"term": {"lifecycle": "current"}}, {"bool": {"should": either, "minimum_should_match": 1}}]
 
 
 def lexical_query(query: str, stemmed: bool = True) -> dict[str, Any]:

@@ -10,7 +10,7 @@ from typing import Any
 import apsw
 import numpy as np
 
-from korpus.core.datamodel import ADMISSION_REASONS, Chunk, PageResult, QuarantineItem, Source
+from korpus.core.datamodel import ADMISSION_REASONS, Chunk, PageResult, QuarantineItem, Source, scope_of
 from tasks.index.schema import utc_now
 
 _OPEN_WHOLE_SOURCE = "page IS NULL AND chunk_id IS NULL AND t_start IS NULL AND status = 'open'"
@@ -40,9 +40,10 @@ class QuarantineStore:
         manifest's access here (a file moved to `hr` takes its refused items out of a `public` reviewer's queue)."""
         with self.conn:
             self.conn.execute(
-                "UPDATE quarantine SET access = ? WHERE source_id = ? AND source_version = ? AND access IS NOT ? "
+                "UPDATE quarantine SET access = ?, tenant = ? WHERE source_id = ? AND source_version = ? "
+                "AND (access IS NOT ? OR tenant IS NOT ?) "
                 "AND NOT EXISTS (SELECT 1 FROM sources s WHERE s.source_id = ? AND s.version = ?)",
-                (source.access, source.source_id, source.version, source.access, source.source_id, source.version),
+                [*(labels := (source.access, source.tenant, source.source_id, source.version)), *labels],
             )
             return self.conn.changes()
 
@@ -53,11 +54,12 @@ class QuarantineStore:
             for item in items:
                 self.conn.execute(
                     "INSERT INTO quarantine (item_id, source_id, source_version, page, t_start, chunk_id, reasons, "
-                    "detail, evidence, evidence_path, chunk, first_seen, last_seen, access, kind, readings) "
-                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
+                    "detail, evidence, evidence_path, chunk, first_seen, last_seen, access, kind, readings, tenant) "
+                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
                     "ON CONFLICT(item_id) DO UPDATE SET last_seen = excluded.last_seen, "
                     "reasons = excluded.reasons, detail = excluded.detail, "
-                    "access = coalesce(excluded.access, access), kind = coalesce(excluded.kind, kind), "
+                    "access = coalesce(excluded.access, access), tenant = coalesce(excluded.tenant, tenant), "
+                    "kind = coalesce(excluded.kind, kind), "
                     "readings = coalesce(excluded.readings, readings)",
                     (
                         item.item_id,
@@ -76,6 +78,7 @@ class QuarantineStore:
                         item.access,
                         item.kind,
                         json.dumps(item.readings, ensure_ascii=False) if item.readings else None,
+                        item.tenant,
                     ),
                 )
                 count += 1
@@ -151,6 +154,7 @@ class QuarantineStore:
         row = self.source_version(item["source_id"], item["source_version"])
         if row:  # the catalog's row decides the scope (a relabel moves it); the item's copy is for versions never read
             item["access"], item["kind"] = row["access"] or item["access"], item["kind"] or row["kind"]
+            item["tenant"] = row["tenant"] or item["tenant"]
             if item["chunk"] is not None:
                 item["chunk"] = item["chunk"].model_copy(
                     update={
@@ -159,6 +163,7 @@ class QuarantineStore:
                         "tenant": row["tenant"] or item["chunk"].tenant,
                     }
                 )
+        item["scope"] = scope_of(item["access"], item["tenant"])  # what a reviewer must hold to see it
         fields = ("decided_at", "reviewer", "action", "note", "outcome", "text")
         decisions = self.conn.execute(
             f"SELECT {', '.join(fields)} FROM quarantine_decisions WHERE item_id = ? ORDER BY rowid", (item_id,)

@@ -9,6 +9,8 @@ from typing import Any
 
 import apsw
 
+from korpus.core.datamodel import scope_sql
+
 
 def utc_now() -> str:
     return datetime.now(UTC).isoformat(timespec="seconds")
@@ -56,7 +58,7 @@ CREATE TABLE IF NOT EXISTS quarantine (
     item_id TEXT PRIMARY KEY, source_id TEXT NOT NULL, source_version TEXT, page INTEGER, t_start REAL,
     chunk_id TEXT, reasons TEXT NOT NULL, detail TEXT, evidence TEXT, evidence_path TEXT, chunk TEXT,
     first_seen TEXT NOT NULL, last_seen TEXT NOT NULL, status TEXT NOT NULL DEFAULT 'open',
-    access TEXT, kind TEXT, readings TEXT);
+    access TEXT, kind TEXT, readings TEXT, tenant TEXT);
 CREATE TABLE IF NOT EXISTS pending_pages (
     source_id TEXT NOT NULL, version TEXT NOT NULL, page INTEGER NOT NULL, attempts INTEGER NOT NULL,
     error TEXT NOT NULL, last_tried TEXT NOT NULL, PRIMARY KEY (source_id, version, page));
@@ -68,25 +70,31 @@ CREATE INDEX IF NOT EXISTS quarantine_by_status ON quarantine (status, first_see
 # Columns added after the first release: (table, column, type). An older index gets them on open.
 ADDED_COLUMNS = (("quarantine", "access", "TEXT"), ("quarantine", "kind", "TEXT"), ("quarantine", "readings", "TEXT"),
                  ("quarantine_decisions", "text", "TEXT"), ("sources", "superseded_at", "TEXT"),
-                 ("chunks", "regions", "TEXT"))  # fmt: skip
+                 ("chunks", "regions", "TEXT"), ("quarantine", "tenant", "TEXT"))  # fmt: skip
 
 
-# What a filter needs, in a table of two narrow columns: `visible` is the access rule of a current chunk and NULL
-# otherwise. BM25 joins it instead of `chunks`, whose rows carry text and body: at 100k chunks the join over a
-# query's matches fell from p95 ~75 ms to ~19 ms. Triggers keep it exact inside every writing transaction.
-VISIBILITY_SQL = """
+# What a filter needs, in a table of two narrow columns: `visible` is the scope of a current chunk (its access rule,
+# `tenant/access` outside the default tenant: korpus/core/datamodel.scope_of) and NULL otherwise. BM25 joins it
+# instead of `chunks`, whose rows carry text and body: at 100k chunks the join over a query's matches fell
+# from p95 ~75 ms to ~19 ms. Triggers keep it exact inside every writing transaction.
+VISIBILITY_SQL = f"""
 CREATE TABLE IF NOT EXISTS chunk_visibility (rowid INTEGER PRIMARY KEY, visible TEXT);
-CREATE TRIGGER IF NOT EXISTS chunks_visibility_insert AFTER INSERT ON chunks BEGIN
-    INSERT OR REPLACE INTO chunk_visibility VALUES (new.rowid, CASE WHEN new.lifecycle = 'current' THEN new.access END);
+DROP TRIGGER IF EXISTS chunks_visibility_insert;
+DROP TRIGGER IF EXISTS chunks_visibility_update;
+CREATE TRIGGER IF NOT EXISTS chunks_scope_insert AFTER INSERT ON chunks BEGIN
+    INSERT OR REPLACE INTO chunk_visibility
+    VALUES (new.rowid, CASE WHEN new.lifecycle = 'current' THEN {scope_sql("new.tenant", "new.access")} END);
 END;
-CREATE TRIGGER IF NOT EXISTS chunks_visibility_update AFTER UPDATE OF lifecycle, access ON chunks BEGIN
-    UPDATE chunk_visibility SET visible = CASE WHEN new.lifecycle = 'current' THEN new.access END
+CREATE TRIGGER IF NOT EXISTS chunks_scope_update AFTER UPDATE OF lifecycle, access, tenant ON chunks BEGIN
+    UPDATE chunk_visibility
+    SET visible = CASE WHEN new.lifecycle = 'current' THEN {scope_sql("new.tenant", "new.access")} END
     WHERE rowid = new.rowid;
 END;
 CREATE TRIGGER IF NOT EXISTS chunks_visibility_delete AFTER DELETE ON chunks BEGIN
     DELETE FROM chunk_visibility WHERE rowid = old.rowid;
 END;
-INSERT OR REPLACE INTO chunk_visibility SELECT rowid, CASE WHEN lifecycle = 'current' THEN access END FROM chunks;
+INSERT OR REPLACE INTO chunk_visibility
+SELECT rowid, CASE WHEN lifecycle = 'current' THEN {scope_sql("tenant", "access")} END FROM chunks;
 """
 
 # The one place the access a chunk is served under comes from: the catalog's row for its source version. A chunk
@@ -98,8 +106,9 @@ _FOLLOW_THE_ROW = """
     UPDATE chunks SET owner = new.owner, access = new.access, tenant = coalesce(new.tenant, tenant)
         WHERE source_id = new.source_id AND source_version = new.version
         AND (access IS NOT new.access OR owner IS NOT new.owner OR tenant IS NOT coalesce(new.tenant, tenant));
-    UPDATE quarantine SET access = new.access
-        WHERE source_id = new.source_id AND source_version = new.version AND access IS NOT new.access;
+    UPDATE quarantine SET access = new.access, tenant = new.tenant
+        WHERE source_id = new.source_id AND source_version = new.version
+        AND (access IS NOT new.access OR tenant IS NOT new.tenant);
 """
 """Every chunk and quarantine item of a catalog row's version takes the row's labels (SQLite has no trigger on
 INSERT OR UPDATE: the two triggers below share this body)."""
@@ -112,17 +121,20 @@ BEGIN
     UPDATE chunks SET (owner, access, tenant) = (SELECT s.owner, s.access, coalesce(s.tenant, new.tenant)
         FROM sources s WHERE s.source_id = new.source_id AND s.version = new.source_version) WHERE rowid = new.rowid;
 END;
-CREATE TRIGGER IF NOT EXISTS sources_access_insert AFTER INSERT ON sources BEGIN {_FOLLOW_THE_ROW} END;
-CREATE TRIGGER IF NOT EXISTS sources_access_update AFTER UPDATE OF owner, access, tenant ON sources
+DROP TRIGGER IF EXISTS sources_access_insert;
+DROP TRIGGER IF EXISTS sources_access_update;
+CREATE TRIGGER IF NOT EXISTS sources_labels_insert AFTER INSERT ON sources BEGIN {_FOLLOW_THE_ROW} END;
+CREATE TRIGGER IF NOT EXISTS sources_labels_update AFTER UPDATE OF owner, access, tenant ON sources
 BEGIN {_FOLLOW_THE_ROW} END;
 UPDATE chunks SET (owner, access, tenant) = (SELECT s.owner, s.access, coalesce(s.tenant, chunks.tenant)
     FROM sources s WHERE s.source_id = chunks.source_id AND s.version = chunks.source_version)
     WHERE EXISTS (SELECT 1 FROM sources s WHERE s.source_id = chunks.source_id AND s.version = chunks.source_version
                   AND (s.access IS NOT chunks.access OR s.owner IS NOT chunks.owner));
-UPDATE quarantine SET access = (SELECT s.access FROM sources s WHERE s.source_id = quarantine.source_id
-    AND s.version = quarantine.source_version)
+UPDATE quarantine SET (access, tenant) = (SELECT s.access, s.tenant FROM sources s
+    WHERE s.source_id = quarantine.source_id AND s.version = quarantine.source_version)
     WHERE EXISTS (SELECT 1 FROM sources s WHERE s.source_id = quarantine.source_id
-                  AND s.version = quarantine.source_version AND s.access IS NOT quarantine.access);
+                  AND s.version = quarantine.source_version
+                  AND (s.access IS NOT quarantine.access OR s.tenant IS NOT quarantine.tenant));
 """
 
 # BM25 statistics (document count, average length, term frequencies) over the chunks that are served, not over every
@@ -145,4 +157,10 @@ END;
 INSERT OR IGNORE INTO chunk_tokens (rowid, terms, exact) SELECT rowid, terms, exact FROM chunk_terms;
 DELETE FROM chunk_terms WHERE rowid IN (SELECT rowid FROM chunks WHERE lifecycle != 'current');
 """
-DERIVED_TRIGGERS = 12  # chunks_generation_* (tasks/index/vector_cache.py), chunks_visibility_*, *_access_*, *_terms_*
+DERIVED_TRIGGERS = (
+    "chunks_generation_insert", "chunks_generation_delete", "chunks_generation_labels",  # tasks/index/vector_cache.py
+    "chunks_scope_insert", "chunks_scope_update", "chunks_visibility_delete", "chunks_access_from_catalog",
+    "sources_labels_insert", "sources_labels_update", "chunks_terms_retired", "chunks_terms_restored",
+    "chunks_terms_deleted",
+)  # fmt: skip
+"""The triggers an index opened by this release has; one missing (an older index: renamed ones) installs them."""

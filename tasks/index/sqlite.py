@@ -74,8 +74,8 @@ class SqliteIndex(VectorTables, QuarantineStore, RefreshRecords):
                 if have and column not in have:
                     self.conn.execute(f"ALTER TABLE {table} ADD COLUMN {column} {kind}")
             self.conn.execute(SCHEMA)
-        triggers = "SELECT count(*) FROM sqlite_master WHERE type = 'trigger'"
-        if self.conn.execute(triggers).fetchall()[0][0] < DERIVED_TRIGGERS:
+        have = {row[0] for row in self.conn.execute("SELECT name FROM sqlite_master WHERE type = 'trigger'")}
+        if not have.issuperset(DERIVED_TRIGGERS):
             # A write: take the lock up front (a deferred transaction upgraded later can fail at once with BUSY).
             self.conn.execute("BEGIN IMMEDIATE")
             try:

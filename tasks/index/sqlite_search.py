@@ -17,6 +17,7 @@ from typing import Any, Protocol
 import apsw
 import numpy as np
 
+from korpus.core.datamodel import scope_sql
 from tasks.index.backend import IndexMismatchError, idf_coverage
 from tasks.index.bm25_memory import MEMORY_BM25_MIN_MATCHES, memory_bm25_for
 from tasks.index.exact import locate_occurrences, no_occurrences
@@ -47,11 +48,12 @@ def _fts_query(terms: Iterable[str], column: str = "terms") -> str | None:
 
 
 def filter_sql(scopes: Sequence[str]) -> tuple[str, list[Any]]:
-    """Current chunks (`chunks c`) whose access rule is among the scopes; no scopes, no rows."""
+    """Current chunks (`chunks c`) whose scope (access rule, `tenant/access` outside the default tenant) is among
+    the scopes; no scopes, no rows."""
     if not scopes:
         return "0", []
     marks = ", ".join("?" for _ in scopes)
-    return f"c.lifecycle = 'current' AND c.access IN ({marks})", list(scopes)
+    return f"c.lifecycle = 'current' AND {scope_sql('c.tenant', 'c.access')} IN ({marks})", list(scopes)
 
 
 def visible_sql(scopes: Sequence[str]) -> tuple[str, list[Any]]:
@@ -257,9 +259,10 @@ class SqliteSearch:
         """The current version of a file the scopes may see (kind, path, size, access); None otherwise."""
         if not scopes:
             return None
+        marks = ", ".join("?" for _ in scopes)
         rows = row_dicts(self.conn.execute(
             "SELECT source_id, version, kind, path, size, access FROM sources WHERE source_id = ? AND lifecycle = "
-            f"'current' AND kind IS NOT 'meta' AND access IN ({', '.join('?' for _ in scopes)})",
+            f"'current' AND kind IS NOT 'meta' AND {scope_sql('tenant', 'access')} IN ({marks})",
             [source_id, *scopes],
         ))  # fmt: skip
         return rows[0] if rows else None

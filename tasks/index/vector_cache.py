@@ -18,6 +18,8 @@ from pathlib import Path
 import apsw
 import numpy as np
 
+from korpus.core.datamodel import scope_sql
+
 logger = logging.getLogger("korpus.vectors")
 
 GENERATION_SQL = """
@@ -26,7 +28,8 @@ CREATE TRIGGER IF NOT EXISTS chunks_generation_insert AFTER INSERT ON chunks BEG
     UPDATE index_meta SET value = CAST(value AS INTEGER) + 1 WHERE key = 'generation'; END;
 CREATE TRIGGER IF NOT EXISTS chunks_generation_delete AFTER DELETE ON chunks BEGIN
     UPDATE index_meta SET value = CAST(value AS INTEGER) + 1 WHERE key = 'generation'; END;
-CREATE TRIGGER IF NOT EXISTS chunks_generation_update AFTER UPDATE OF lifecycle, access ON chunks BEGIN
+DROP TRIGGER IF EXISTS chunks_generation_update;
+CREATE TRIGGER IF NOT EXISTS chunks_generation_labels AFTER UPDATE OF lifecycle, access, tenant ON chunks BEGIN
     UPDATE index_meta SET value = CAST(value AS INTEGER) + 1 WHERE key = 'generation'; END;
 """
 
@@ -80,7 +83,8 @@ class VectorCache:
         together: SQLite may reuse a deleted rowid)."""
         old = self.snapshot
         rows = conn.execute(
-            "SELECT rowid, chunk_id, access FROM chunks WHERE lifecycle = 'current' ORDER BY rowid"
+            f"SELECT rowid, chunk_id, {scope_sql('tenant', 'access')} FROM chunks WHERE lifecycle = 'current' "
+            "ORDER BY rowid"
         ).fetchall()
         known = {(int(r), c): i for i, (r, c) in enumerate(zip(old.rowids.tolist(), old.chunk_ids, strict=True))}
         keep = [known.get((rowid, chunk_id), -1) for rowid, chunk_id, _ in rows]

@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from korpus.core.datamodel import FURNITURE_SECTION, META_PREFIX, Chunk, PageResult, Source, SourceKind
+from korpus.core.datamodel import FURNITURE_SECTION, META_PREFIX, Chunk, PageResult, Source, SourceKind, scope_of
 from tasks.contract.chunking import page_chunks
 from tasks.index.sqlite import SqliteIndex
 from tasks.meta.documents import LAYOUT_VERSION, TITLES, meta_texts
@@ -38,7 +38,7 @@ META_OWNER = "korpus"
 def meta_source_id(tenant: str, access: str, kind: str) -> str:
     """`korpus://meta/public/Реестр лиц` (a tenant other than the default comes first). The `//` keeps it apart
     from every file's id: those are root-relative paths."""
-    scope = access if tenant == "default" else f"{tenant}/{access}"
+    scope = scope_of(access, tenant)
     return f"{META_PREFIX}{scope}/{TITLES[kind]}"
 
 
@@ -265,7 +265,8 @@ def read_meta(index: SqliteIndex, kind: str, scopes: list[str]) -> list[dict[str
         raise ValueError(f"unknown meta-document {kind!r}: one of {', '.join(TITLES)}")
     found = []
     for row in index.sources():
-        if row["kind"] != SourceKind.meta.value or row["lifecycle"] != "current" or row["access"] not in scopes:
+        visible = scope_of(row["access"], row["tenant"]) in scopes
+        if row["kind"] != SourceKind.meta.value or row["lifecycle"] != "current" or not visible:
             continue
         if meta_kind(row["source_id"]) != kind:
             continue

@@ -82,7 +82,7 @@ def apply_decision(
         raise ReviewError("the edit action, and only it, takes the reviewer's text")
     with SqliteIndex(settings.index_path) as index:
         item = index.quarantine_item(item_id)
-        if item is None or (scopes is not None and item["access"] not in scopes):
+        if item is None or (scopes is not None and item["scope"] not in scopes):
             raise ReviewError(f"no quarantine item {item_id!r}: see `korpus review list`")
         # The slow part (embedding, a VLM call that may take minutes) runs first and writes nothing; what it
         # decided is written in one transaction that holds the write lock and checks again that the item and
@@ -140,7 +140,7 @@ def _still_as_read(
     if not rows or rows[0][0] != item["status"]:
         raise ReviewError(f"item {item['item_id']} was decided meanwhile ({rows[0][0] if rows else 'gone'}): reload it")
     now = index.quarantine_item(item["item_id"]) if scopes is not None else None
-    if scopes is not None and (now is None or now["access"] not in scopes):
+    if scopes is not None and (now is None or now["scope"] not in scopes):
         raise ReviewError(f"no quarantine item {item['item_id']!r}: see `korpus review list`")
     if needs_current and not index.is_current_version(item["source_id"], item["source_version"] or ""):
         raise ReviewError(

@@ -12,12 +12,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from korpus.core.datamodel import scope_sql
 from tasks.index.sqlite import SqliteIndex
 
 STATUSES = ("open", "released", "rejected", "resolved", "all")
 
 _FROM = "FROM quarantine q LEFT JOIN sources s ON s.source_id = q.source_id AND s.version = q.source_version "
 _ACCESS = "coalesce(s.access, q.access)"  # the catalog row first: a relabel moves it
+_SCOPE = scope_sql("coalesce(s.tenant, q.tenant)", _ACCESS)  # what the reviewer must hold (tenant/access)
 _KIND = "coalesce(q.kind, s.kind)"
 
 
@@ -59,7 +61,7 @@ class QueuePage:
 
 def _where(query: QueueQuery, with_reason: bool = True) -> tuple[str, list[Any]]:
     marks = ", ".join("?" for _ in query.scopes) or "NULL"
-    clauses, params = [f"{_ACCESS} IN ({marks})"], list(query.scopes)
+    clauses, params = [f"{_SCOPE} IN ({marks})"], list(query.scopes)
     if query.status != "all":
         clauses.append("q.status = ?")
         params.append(query.status)

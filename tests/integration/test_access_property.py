@@ -1,8 +1,10 @@
 """Access holds on every query path, whoever asks and whatever they pass (hypothesis over principals, requested
 scopes, extra parameters, queries and modes): the API's /search, /exact, /count, /sources and /meta (each scope's
-meta-documents name only that scope's people), the CLI's search and exact search, and eval. Zero hits outside the
-caller's granted scopes; superseded and withdrawn chunks never returned; asking for more scopes than granted is a
-403, never a wider answer."""
+meta-documents name only that scope's people), the viewer's /view, the CLI's search and exact search, and eval.
+Zero hits outside the caller's granted scopes; superseded and withdrawn chunks never returned; asking for more
+scopes than granted is a 403, never a wider answer. A second tenant (`acme`) holds documents under the same access
+rules (`public`, `hr`): a key granted `public` never sees `acme`'s `public`, one granted `acme/public` sees only
+that (#46 item 5: tenants enforced on every read path)."""
 
 from __future__ import annotations
 
@@ -19,7 +21,7 @@ from typer.testing import CliRunner
 from benchmarks.api_load import page_chunks
 from korpus.apps.api import create_app
 from korpus.apps.cli import app as cli
-from korpus.core.datamodel import Chunk, PageResult, Source, SourceKind
+from korpus.core.datamodel import Chunk, PageResult, Source, SourceKind, scope_of
 from korpus.core.model_store import embed_model_path
 from korpus.core.settings import Settings
 from tasks.index.backend import SEARCH_MODES
@@ -31,13 +33,16 @@ from tasks.retrieval.evaluation import Expected, Question, evaluate
 
 pytestmark = pytest.mark.integration
 SCOPES = ("public", "hr", "finance", "legal")
-KEYS = {"k-pub": ["public"], "k-hr": ["public", "hr"], "k-fin": ["finance"], "k-all": list(SCOPES)}
+TENANT_SCOPES = ("acme/public", "acme/hr")  # tenant `acme`, access rules named as the default tenant's
+KEYS = {"k-pub": ["public"], "k-hr": ["public", "hr"], "k-fin": ["finance"], "k-all": list(SCOPES),
+        "k-acme": ["acme/public"], "k-acme-all": list(TENANT_SCOPES), "k-both": ["public", "acme/public"]}  # fmt: skip
 TOPICS = ("приказ о премировании сотрудников", "договор поставки насосов", "протокол заседания комиссии",
           "служебная записка об отпусках")  # fmt: skip
 WORDS = ["приказ", "премировании", "договор", "поставки", "насосов", "протокол", "комиссии", "записка", "отпусках",
          "сотрудников", "устаревший", "отозванный", *SCOPES]  # fmt: skip
-SIGNED = {"public": "Смирнов А. Б.", "hr": "Кузнецова Е. В.", "finance": "Попов И. И.", "legal": "Лебедева О. П."}
-ACCESS: dict[str, str] = {}  # source id → access rule
+SIGNED = {"public": "Смирнов А. Б.", "hr": "Кузнецова Е. В.", "finance": "Попов И. И.", "legal": "Лебедева О. П.",
+          "acme/public": "Орлов П. С.", "acme/hr": "Зайцева М. Н."}  # fmt: skip
+ACCESS: dict[str, str] = {}  # source id → the scope that may see it (access rule; tenant/access outside the default)
 RETIRED: set[str] = set()  # chunk ids that must never come back
 
 
@@ -56,12 +61,14 @@ def served(models: dict[str, Path], tmp_path_factory: pytest.TempPathFactory) ->
                                   embed_model=embedder.name)  # fmt: skip
             return chunks
 
-        for scope in SCOPES:
+        for scope in (*SCOPES, *TENANT_SCOPES):
+            tenant, _, access = scope.rpartition("/")
             for n, topic in enumerate(TOPICS):
                 source_id = f"{scope}/документ_{n}.txt"
                 ACCESS[source_id] = scope
-                source = Source(source_id=source_id, version=f"{scope}{n}".ljust(64, "0"), path="/x",
-                                kind=SourceKind.text, owner="Архив", access=scope)  # fmt: skip
+                source = Source(source_id=source_id, version=f"{scope}{n}".replace("/", "").ljust(64, "0"),
+                                path="/x", kind=SourceKind.text, owner="Архив", access=access,
+                                tenant=tenant or None)  # fmt: skip
                 signed = f"Подписал(а) {SIGNED[scope]}."
                 publish(
                     source, [f"{topic.capitalize()} ({scope}), раздел {i}. Номер 7{n}{i}. {signed}" for i in range(3)]
@@ -83,8 +90,8 @@ def served(models: dict[str, Path], tmp_path_factory: pytest.TempPathFactory) ->
             [c.text for c in chunks]), embedder.name)  # fmt: skip
         for row in index.sources():
             if row["kind"] == "meta" and row["lifecycle"] == "current":
-                ACCESS[row["source_id"]] = row["access"]
-    assert sum(meta_kind(s) is not None for s in ACCESS) == 4 * len(SCOPES)
+                ACCESS[row["source_id"]] = scope_of(row["access"], row["tenant"])
+    assert sum(meta_kind(s) is not None for s in ACCESS) == 4 * (len(SCOPES) + len(TENANT_SCOPES))
     return settings
 
 
@@ -96,9 +103,8 @@ def client(served: Settings) -> TestClient:
 _queries = st.lists(st.sampled_from(WORDS), min_size=1, max_size=4).map(" ".join)
 _scope_params = st.one_of(
     st.none(),
-    st.lists(st.sampled_from([*SCOPES, "HR", " hr ", "рublic", "*", "", "public,hr,finance,legal"]), max_size=3).map(
-        ",".join
-    ),
+    st.lists(st.sampled_from([*SCOPES, *TENANT_SCOPES, "HR", " hr ", "рublic", "*", "", "acme", "acme/*",
+                              "public,hr,finance,legal"]), max_size=3).map(",".join),
 )  # fmt: skip
 _extras = st.dictionaries(st.sampled_from(["access", "access_rule", "tenant", "filter", "scope", "lifecycle"]),
                           st.sampled_from(["hr", "legal", "*", "superseded", "quarantined"]), max_size=2)  # fmt: skip
@@ -140,7 +146,7 @@ def test_api_never_answers_beyond_the_granted_scopes(
         if status != 200:
             continue
         if path == "/search":
-            assert all(h["access"] in may_see and h["lifecycle"] == "current" for h in body)
+            assert all(ACCESS[h["source_id"]] in may_see and h["lifecycle"] == "current" for h in body)
             assert not {h["chunk_id"] for h in body} & RETIRED
         else:
             seen = {*body["by_source"], *(o["source_id"] for o in body.get("occurrences", []))}
@@ -151,19 +157,21 @@ def test_api_never_answers_beyond_the_granted_scopes(
         status, body = _get(client, f"/meta/{kind}", key, {k: v for k, v in params.items() if k != "q"})
         assert status == expected_status, (kind, status, body)
         if status == 200:
-            assert {d["access"] for d in body} == may_see & {ACCESS[s] for s in ACCESS}, (kind, body)
+            assert {ACCESS[d["source_id"]] for d in body} == may_see & {ACCESS[s] for s in ACCESS}, (kind, body)
             text = json.dumps(body, ensure_ascii=False)
             assert not any(name.split()[0][:-1] in text for scope, name in SIGNED.items() if scope not in may_see)
     for source_id, access in ACCESS.items():
-        status, _ = _get(
-            client, f"/sources/{quote(source_id)}", key, {k: v for k, v in params.items() if k == "scopes"}
-        )
         visible = expected_status == 200 and access in may_see
+        scoped = {k: v for k, v in params.items() if k == "scopes"}
+        status, _ = _get(client, f"/sources/{quote(source_id)}", key, scoped)
         assert status == (200 if visible else expected_status if expected_status != 200 else 404), (source_id, status)
+        if meta_kind(source_id) is None and key in (None, *KEYS):
+            viewed = client.get(f"/view/{quote(source_id)}", params=scoped, headers={"X-API-Key": key} if key else {})
+            assert (viewed.status_code == 200) == visible, (source_id, viewed.status_code)
 
 
 @settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(scopes=st.lists(st.sampled_from(SCOPES), min_size=1, max_size=3, unique=True), q=_queries,
+@given(scopes=st.lists(st.sampled_from([*SCOPES, *TENANT_SCOPES]), min_size=1, max_size=3, unique=True), q=_queries,
        mode=st.sampled_from(["bm25", "hybrid", "dense"]))  # fmt: skip
 def test_cli_search_and_exact_stay_inside_the_scopes_given(
     served: Settings, scopes: list[str], q: str, mode: str
@@ -174,7 +182,7 @@ def test_cli_search_and_exact_stay_inside_the_scopes_given(
                                 str(served.data)])  # fmt: skip
     assert found.exit_code == 0, found.output
     hits = json.loads(found.stdout)
-    assert all(h["access"] in scopes for h in hits) and not {h["chunk_id"] for h in hits} & RETIRED
+    assert all(ACCESS[h["source_id"]] in scopes for h in hits) and not {h["chunk_id"] for h in hits} & RETIRED
 
 
 def test_eval_counts_no_leaks_for_any_question_scopes(served: Settings) -> None:

@@ -37,9 +37,10 @@ def _publish(
     texts: list[str],
     access: str = "public",
     vector: np.ndarray | None = None,
+    tenant: str = "default",
 ) -> Source:
     source = Source(source_id=source_id, version=version, path="/x", kind=SourceKind.text, owner="o", access=access,
-                    tenant="default")  # fmt: skip
+                    tenant=tenant)  # fmt: skip
     pages = [PageResult(source_id=source_id, source_version=version, page=i + 1, text=t, method="plain-text")
              for i, t in enumerate(texts)]  # fmt: skip
     chunks, _ = page_chunks(source, pages)
@@ -114,6 +115,19 @@ def test_exact_and_count_honour_access(index: OpenSearchIndex) -> None:
     assert found["total"] == 2 and found["by_source"] == {"a.txt": 2}
     assert found["occurrences"][1]["line"] == "Согласовано: Смирнова А. В."
     assert Retriever(index).count_mentions("Смирнова А. В.", ["public", "hr"])["by_source"] == {"a.txt": 2, "hr.txt": 1}
+
+
+def test_a_tenant_sees_only_its_own_scopes_on_every_mode(index: OpenSearchIndex) -> None:
+    """#46 item 5: `public` is the default tenant's; `acme/public` the same rule in tenant `acme` — never each other's,
+    on BM25, kNN, hybrid, exact and count (the cluster's filter; the catalog check is tested in test_mirror)."""
+    _publish(index, "ours.txt", "v1", ["Договор поставки насосов, Смирнова А. В."], vector=_axis(0))
+    _publish(index, "acme.txt", "v1", ["Договор поставки насосов, Смирнова А. В."], vector=_axis(0), tenant="acme")
+    for scopes, seen in ((["public"], {"ours.txt"}), (["acme/public"], {"acme.txt"}), (["acme/hr"], set()),
+                         (["public", "acme/public"], {"ours.txt", "acme.txt"})):  # fmt: skip
+        for mode in ("bm25", "dense", "hybrid-rrf"):
+            hits = retrieve(index, "договор поставки насосов", _axis(0), scopes, mode=mode, k=5)
+            assert {h["source_id"] for h in hits} == seen, (scopes, mode)
+        assert set(index.exact_occurrences("Смирнова А. В.", scopes)["by_source"]) == seen, scopes
 
 
 def test_relabel_and_retire_are_partial_updates(index: OpenSearchIndex) -> None:

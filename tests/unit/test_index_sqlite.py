@@ -104,6 +104,29 @@ def test_relabel_changes_access_in_place(index: SqliteIndex) -> None:
     assert retrieve(index.searcher, "договор", _vec(0), ["hr"])[0]["access"] == "hr"
 
 
+def test_a_tenant_relabel_moves_the_scope_and_an_older_index_is_migrated(index: SqliteIndex, tmp_path: Path) -> None:
+    """#46 item 5: a chunk's scope is `tenant/access` outside the default tenant, on every side of the search; a
+    relabel to another tenant moves it; an index made before (its triggers filed chunks by access alone) gets the
+    new triggers and its scopes recomputed when it is opened."""
+    source = _publish(index, "a.txt", "v1", ["договор поставки"])
+    index.relabel_source(source.model_copy(update={"tenant": "acme"}))
+    for mode in ("bm25", "dense", "hybrid"):
+        assert retrieve(index.searcher, "договор", _vec(0), ["public"], mode=mode) == []
+        assert retrieve(index.searcher, "договор", _vec(0), ["acme/public"], mode=mode)[0]["source_id"] == "a.txt"
+    index.conn.execute(  # what an index of the last release held: the old triggers, chunks filed by access
+        "DROP TRIGGER chunks_scope_insert; DROP TRIGGER chunks_scope_update;"
+        "CREATE TRIGGER chunks_visibility_insert AFTER INSERT ON chunks BEGIN INSERT OR REPLACE INTO "
+        "chunk_visibility VALUES (new.rowid, CASE WHEN new.lifecycle = 'current' THEN new.access END); END;"
+        "UPDATE chunk_visibility SET visible = 'public';"
+    )
+    index.close()
+    with SqliteIndex(tmp_path / "k.db") as again:
+        triggers = {row[0] for row in again.conn.execute("SELECT name FROM sqlite_master WHERE type = 'trigger'")}
+        assert "chunks_visibility_insert" not in triggers and "chunks_scope_insert" in triggers
+        assert retrieve(again.searcher, "договор", _vec(0), ["public"], mode="bm25") == []
+        assert retrieve(again.searcher, "договор", _vec(0), ["acme/public"], mode="bm25")[0]["source_id"] == "a.txt"
+
+
 def test_other_embedding_model_or_dimension_is_refused(index: SqliteIndex) -> None:
     index.bind_embedding("e5-small", 384)
     index.bind_embedding("e5-small", 384)

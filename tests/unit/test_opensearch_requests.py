@@ -10,6 +10,7 @@ from tasks.index.opensearch_requests import (
     index_template,
     lexical_body,
     server_version,
+    visible,
 )
 
 pytestmark = pytest.mark.unit
@@ -37,4 +38,9 @@ def test_names_versions_and_lexical_filters() -> None:
     assert server_version({"version": {"number": "3.0.0-beta1"}}) == (3, 0)
     body = lexical_body("договор", ["public"], 10, stemmed=False)
     assert body["query"]["bool"]["must"] == [{"match": {"text.exact": {"query": "договор"}}}]
-    assert {"terms": {"access": ["public"]}} in body["query"]["bool"]["filter"]
+    either = body["query"]["bool"]["filter"][1]["bool"]["should"]
+    assert either == [{"bool": {"filter": [{"term": {"tenant": "default"}}, {"terms": {"access": ["public"]}}]}}]
+    tenants = visible(["public", "acme/public", "acme/hr"])[1]["bool"]["should"]
+    assert [clause["bool"]["filter"] for clause in tenants] == [
+        [{"term": {"tenant": "default"}}, {"terms": {"access": ["public"]}}],
+        [{"term": {"tenant": "acme"}}, {"terms": {"access": ["public", "hr"]}}]]  # fmt: skip

@@ -41,13 +41,18 @@ def test_password_protected_pdf_is_quarantined(tmp_path: Path) -> None:
     assert "password" in outcome.problems[0].detail
 
 
-def test_blank_page_goes_to_ocr_not_to_the_index(tmp_path: Path) -> None:
+def test_a_page_without_text_goes_to_ocr_and_one_with_nothing_drawn_is_blank(tmp_path: Path) -> None:
     doc = pymupdf.open()
-    doc.new_page()
+    doc.new_page().draw_rect(pymupdf.Rect(50, 50, 300, 300))  # drawn, no text layer: OCR decides
+    doc.new_page()  # nothing drawn at all
     path = tmp_path / "blank.pdf"
     doc.save(path)
     outcome = parse_pdf_text_layers(_source(path, SourceKind.pdf), Settings())
-    assert outcome.ocr_pending == [1] and outcome.pages == []
+    assert outcome.ocr_pending == [1] and [(p.page, p.method, p.text) for p in outcome.pages] == [(2, "blank", "")]
+    doc.delete_page(0)
+    doc.save(path)
+    outcome = parse_pdf_text_layers(_source(path, SourceKind.pdf), Settings())
+    assert outcome.pages == outcome.ocr_pending == [] and [p.reasons for p in outcome.problems] == [["empty-text"]]
 
 
 def test_a_short_cp1251_text_is_read_not_quarantined(tmp_path: Path) -> None:

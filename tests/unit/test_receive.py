@@ -196,3 +196,13 @@ def test_a_reading_is_trusted_while_the_stat_holds_and_never_for_a_racily_clean_
     (tmp_path / "a.txt").write_text("Письмо о поставке соли.", encoding="utf-8")  # same size, new bytes
     (changed,) = discover_sources(tmp_path, None, {"a.txt": reading})
     assert changed.hashed and changed.version != source.version
+
+
+@pytest.mark.parametrize("labels", ["access: acme/public", "tenant: a/b", "access: ' '"])
+def test_access_and_tenant_names_hold_no_slash(tmp_path: Path, labels: str) -> None:
+    """A scope is `access` or `tenant/access` (docs/manifest.md#tenants): a `/` inside either name would make two
+    labellings one scope, so the manifest is refused with the name."""
+    manifest = f"defaults: {{owner: a, access: public}}\nrules:\n  - {{match: '**', {labels}}}\n"
+    (tmp_path / "korpus.yaml").write_text(manifest)
+    with pytest.raises(ValueError, match="cannot be empty or hold '/'"):
+        Manifest.load(tmp_path)

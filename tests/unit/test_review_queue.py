@@ -44,6 +44,25 @@ def test_a_reviewer_sees_only_items_of_their_scopes(index: SqliteIndex) -> None:
     assert queue_page(index, QueueQuery(scopes=[])).total == 0
 
 
+def test_another_tenants_items_need_its_scope(index: SqliteIndex, tmp_path: Path) -> None:
+    """#46 item 5: an `acme` item under `public` is in the queue of a reviewer holding `acme/public`, never of one
+    holding `public`; and a decision on it by a `public` reviewer is refused like any item out of scope."""
+    from korpus.core.settings import Settings
+    from tasks.review.actions import Action, ReviewError, apply_decision
+
+    acme = _item("acme/г.pdf", 1, ReasonCode.page_quality, "public").model_copy(update={"tenant": "acme"})
+    index.record_quarantine([acme])
+    ours = queue_page(index, QueueQuery(scopes=["public"]))
+    assert "acme/г.pdf" not in {i["source_id"] for i in ours.items} and ours.total == 3
+    theirs = queue_page(index, QueueQuery(scopes=["acme/public"]))
+    assert [i["source_id"] for i in theirs.items] == ["acme/г.pdf"]
+    assert index.quarantine_item(acme.item_id)["scope"] == "acme/public"
+    settings = Settings(data=tmp_path)  # the fixture's index is tmp_path/korpus.db, as settings.index_path
+    with pytest.raises(ReviewError, match="no quarantine item"):
+        apply_decision(acme.item_id, Action.reject, "Петрова", "", settings, scopes=["public"])
+    assert apply_decision(acme.item_id, Action.reject, "Орлов", "", settings, scopes=["acme/public"])
+
+
 def test_filters_and_paging(index: SqliteIndex) -> None:
     scopes = ["public", "hr"]
     assert queue_page(index, QueueQuery(scopes=scopes, reason="page-quality")).total == 2

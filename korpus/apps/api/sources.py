@@ -6,6 +6,7 @@ from typing import Any
 from fastapi import APIRouter, HTTPException
 
 from korpus.apps.api.access import Served
+from korpus.core.datamodel import scope_of
 
 
 def sources_router(served: Served) -> APIRouter:
@@ -15,7 +16,7 @@ def sources_router(served: Served) -> APIRouter:
     @app.get("/sources/{source_id:path}", summary="One source's current version")
     def source(source_id: str, idx: Index, allowed: Scopes) -> dict:
         found = idx.current_source(source_id)
-        if found is None or found[0].access not in allowed:
+        if found is None or scope_of(found[0].access, found[0].tenant) not in allowed:
             raise HTTPException(status_code=404, detail="no such source visible to this caller")
         src, pages = found
         return {
