@@ -52,6 +52,7 @@ from tasks.pdf.destinations import name_chunks
 from tasks.readers.base import failure, problem
 from tasks.receive import RefreshPlan, unchanged_since_discovery
 from tasks.runtime.crash_points import crash_point
+from tasks.runtime.reader_child import crashed
 
 
 def _pages_done(source: Source, outcome: ParseOutcome, ocr_done: int) -> str:
@@ -148,14 +149,35 @@ class Parse:
             self.on_done()
 
     def _read_failed(self, batch: list[Source], exc: Exception) -> None:
-        self._read(batch, [unread(source, exc) for source in batch])
+        """A read task failed past its retries — on process workers, a file that takes its worker down (a native
+        crash outside the reading child, the OOM killer) fails its whole batch. Each file of a batch is read again
+        alone, so only the culprit is quarantined; one file alone is its item at once."""
+        if len(batch) == 1:
+            self._read_alone(batch[0], exc)
+            return
+        get_run_logger().warning("a read batch of %d files failed (%s); each is read again alone", len(batch),
+                                 failure(exc))  # fmt: skip
+        self._read_next()
+        for source in batch:
+            self.work.submit(read_own_text, partial(self._read, [source], ahead=False), sources=[source],
+                             settings=self.settings, failed=partial(self._read_alone, source))  # fmt: skip
+
+    def _read_alone(self, source: Source, exc: Exception) -> None:
+        """One file whose reading failed past its retries: a worker killed each time it read it is that file's
+        `reader-crashed` (not read again until its bytes change or a reviewer asks); anything else `unreadable-file`."""
+        if type(exc).__name__ == "KilledWorker":  # distributed.KilledWorker: the worker died each time it read it
+            outcome = crashed(source, f"the worker reading it died each time Dask tried it ({failure(exc)})")
+        else:
+            outcome = unread(source, exc)
+        self._read([source], [outcome], ahead=False)
 
     def _plan_failed(self, source: Source, exc: Exception) -> None:
         detail = f"speech detection failed: {failure(exc)}"
         self._planned(source, failed_recording(source, problem(source, ReasonCode.asr_failed, detail)))
 
-    def _read(self, batch: list[Source], outcomes: list[ParseOutcome]) -> None:
-        self._read_next()  # one batch in, the next out: the reads in flight stay bounded
+    def _read(self, batch: list[Source], outcomes: list[ParseOutcome], ahead: bool = True) -> None:
+        if ahead:
+            self._read_next()  # one batch in, the next out: the reads in flight stay bounded
         for source, outcome in zip(batch, outcomes, strict=True):
             if not outcome.ocr_pending:
                 self._complete(source, outcome)

@@ -37,8 +37,9 @@ ISOLATED = frozenset({SourceKind.pdf, SourceKind.image, SourceKind.djvu, SourceK
                       SourceKind.archive, SourceKind.mail})  # fmt: skip
 FAULT_VARIABLE = "KORPUS_FAULT_READ"
 """Fault injection for tests: `<text>:<segv|alloc|hang>[,…]` makes the child reading a file whose id contains <text>
-segfault, allocate past its memory limit, or hang in C. Passed to the child with each request; unset, it costs one
-environment lookup."""
+segfault, allocate past its memory limit, or hang in C — or, for a file read in-process (a kind not isolated, or
+isolation off), the process reading it: a Dask worker process dies as a native crash would kill it. Passed to the
+child with each request; unset, it costs one environment lookup."""
 
 
 @dataclass(frozen=True)
@@ -193,6 +194,7 @@ def read_contained(source: Source, settings: Settings) -> ParseOutcome:
     from tasks.parse import read_source
 
     if not settings.reader_isolation or source.kind not in ISOLATED:
+        _inject(os.environ.get(FAULT_VARIABLE), source, settings.reader_memory_mb)  # in this process: it dies
         return read_source(source, settings)
     child = getattr(_children, "child", None)
     limits = Limits.from_settings(settings)

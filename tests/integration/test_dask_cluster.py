@@ -164,3 +164,33 @@ def test_a_worker_killed_mid_refresh_loses_nothing(
     assert killed, "no worker was caught holding OCR work"
     assert summary["pages_by_method"] == {"tesseract": 4} and summary["quarantined"] == 0
     assert _served(distributed) == _served(local)
+
+
+def test_a_file_that_kills_its_worker_is_its_own_item_not_its_batchs(
+    prefect_server: str, models: dict[str, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """#46 item 1: on process workers a letter whose reading segfaults the worker (read in-process: a text file is
+    not isolated) fails the read task of its whole batch each time Dask tries it. The batch is read again file by
+    file: the five good letters are indexed, the culprit alone is `reader-crashed`, and the next refresh leaves it."""
+    from prefect.settings import PREFECT_API_URL, temporary_settings
+
+    root = tmp_path / "archive"
+    root.mkdir()
+    (root / "korpus.yaml").write_text(MANIFEST, encoding="utf-8")
+    for n in range(5):
+        (root / f"письмо_{n}.txt").write_text(f"Письмо {n} о поставке насосов на склад.\n", encoding="utf-8")
+    (root / "убийца.txt").write_text("Письмо, на котором падает процесс.\n", encoding="utf-8")
+    monkeypatch.setenv("KORPUS_FAULT_READ", "убийца:segv")  # the workers inherit it; the test process reads nothing
+    monkeypatch.setenv("DASK_DISTRIBUTED__SCHEDULER__ALLOWED_FAILURES", "1")  # two deaths make a KilledWorker
+    with _cluster(prefect_server, tmp_path) as (address, _procs):
+        settings = Settings(data=tmp_path / "data", meta_documents=False, dask_address=address)
+        with temporary_settings(updates={PREFECT_API_URL: prefect_server}):
+            first = run_refresh(root, settings)
+            second = run_refresh(root, settings)
+    with SqliteIndex(settings.index_path) as index:
+        served = {s["source_id"] for s in index.sources() if s["lifecycle"] == "current"}
+        items = {i["source_id"]: i for i in index.quarantine_items("open")}
+    assert served == {f"письмо_{n}.txt" for n in range(5)}, (first, items)
+    assert set(items) == {"убийца.txt"} and items["убийца.txt"]["reasons"] == ["reader-crashed"], items
+    assert "the worker reading it died" in items["убийца.txt"]["detail"]
+    assert second["changes"] == {"unchanged": 6} and second["quarantined"] == 0, second
