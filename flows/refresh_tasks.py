@@ -303,7 +303,7 @@ def publish(group: list[Ready], vectors: np.ndarray, settings: Settings) -> list
             start += len(ready.passed)
             pages = ready.outcome.pages
             items = for_review(ready.problems, {ready.source.source_id: ready.source}, settings)
-            with index.conn:
+            with index.write_transaction():
                 index.publish_version(ready.source, ready.passed, own, pages, embed_model=model)
                 index.record_quarantine(items)
             counts.append(len(ready.passed))
@@ -371,10 +371,18 @@ def apply_access_changes(plan: RefreshPlan, settings: Settings) -> None:
 
 @task(name="catalog-changes", cache_policy=NO_CACHE)
 def apply_catalog_changes(plan: RefreshPlan, problems: list[QuarantineItem], settings: Settings) -> None:
-    """What no publish recorded (refusals at admission, documents kept out whole), once the documents are done."""
+    """What no publish recorded (refusals at admission, documents kept out whole), once the documents are done.
+
+    A changed file whose new version was refused (unreadable, crashed its reader, kept out whole, every page
+    quarantined) no longer holds what its old version said: the old version stops being served, as a removed
+    file's does — the index serves a file's last bytes or nothing of it, and the refusal waits in the queue."""
+    refused = {(item.source_id, item.source_version) for item in problems}
     with SqliteIndex(settings.index_path) as index:
         index.record_quarantine(for_review(problems, {s.source_id: s for s in plan.to_process}, settings))
         crash_point("catalog-after-quarantine")
+        for source in plan.to_process:
+            if (source.source_id, source.version) in refused and index.serves_other_version(source):
+                index.retire_source(source.source_id)
 
 
 # --- the flow ------------------------------------------------------------------------------------------------

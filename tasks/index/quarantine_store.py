@@ -38,7 +38,7 @@ class QuarantineStore:
     def relabel_refused(self, source: Source) -> int:
         """A version refused as a whole has no catalog row for the triggers to follow: its quarantine items take the
         manifest's access here (a file moved to `hr` takes its refused items out of a `public` reviewer's queue)."""
-        with self.conn:
+        with self.write_transaction():
             self.conn.execute(
                 "UPDATE quarantine SET access = ?, tenant = ? WHERE source_id = ? AND source_version = ? "
                 "AND (access IS NOT ? OR tenant IS NOT ?) "
@@ -50,7 +50,7 @@ class QuarantineStore:
     def record_quarantine(self, items: Iterable[QuarantineItem]) -> int:
         """Add items to the queue; an item seen again keeps its first-seen time and any decision made on it."""
         count = 0
-        with self.conn:
+        with self.write_transaction():
             for item in items:
                 self.conn.execute(
                     "INSERT INTO quarantine (item_id, source_id, source_version, page, t_start, chunk_id, reasons, "
@@ -105,7 +105,7 @@ class QuarantineStore:
         """Pages a transient fault kept unread in this refresh: count one more attempt for each; returns page →
         refreshes tried so far (the flow quarantines a page past `KORPUS_PENDING_MAX_REFRESHES`)."""
         attempts: dict[int, int] = {}
-        with self.conn:
+        with self.write_transaction():
             for page, error in unread.items():
                 self.conn.execute(
                     "INSERT INTO pending_pages VALUES (?, ?, ?, 1, ?, ?) ON CONFLICT(source_id, version, page) "
@@ -176,7 +176,7 @@ class QuarantineStore:
     ) -> None:
         """Append to the audit trail (with a reviewer's own text, when they wrote the page) and set the item's
         status, in one transaction."""
-        with self.conn:
+        with self.write_transaction():
             self.conn.execute(
                 "INSERT INTO quarantine_decisions (item_id, decided_at, reviewer, action, note, outcome, text) "
                 "VALUES (?, ?, ?, ?, ?, ?, ?)",
@@ -188,7 +188,7 @@ class QuarantineStore:
         self, chunk: Chunk, vector: np.ndarray, exception: bool, embed_model: str | None = None
     ) -> None:
         """Index a chunk a reviewer let in: a released one (an approved exception) or a re-OCR'd page."""
-        with self.conn:
+        with self.write_transaction():
             if embed_model is not None:
                 self.bind_embedding(embed_model, int(np.asarray(vector).shape[0]))
             if self.conn.execute("SELECT 1 FROM chunks WHERE chunk_id = ?", (chunk.chunk_id,)).fetchall():
@@ -206,7 +206,7 @@ class QuarantineStore:
     def add_reviewed_page(self, page: PageResult, replaces: str) -> None:
         """Store a page a reviewer wrote (`method: manual`) beside the version's pages, and take out of service the
         chunks of any earlier text written for the same page: ids starting with `replaces`."""
-        with self.conn:
+        with self.write_transaction():
             self.conn.execute(
                 "UPDATE chunks SET lifecycle = 'quarantined' WHERE source_id = ? AND source_version = ? "
                 "AND substr(chunk_id, 1, length(?)) = ? AND lifecycle = 'current'",
@@ -220,5 +220,5 @@ class QuarantineStore:
 
     def withdraw_chunk(self, chunk_id: str) -> None:
         """Take a chunk out of service (a released chunk rejected later): it stays stored, never returned."""
-        with self.conn:
+        with self.write_transaction():
             self.conn.execute("UPDATE chunks SET lifecycle = 'quarantined' WHERE chunk_id = ?", (chunk_id,))

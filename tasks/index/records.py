@@ -33,7 +33,7 @@ class RefreshRecords:
         """Retire every meta-document (a build failed: the old registers may name what is no longer there or no
         longer in their scope) and forget their fingerprints, so the next refresh builds them all. Returns how
         many were withdrawn."""
-        with self.conn:
+        with self.write_transaction():
             meta = [row[0] for row in self.conn.execute(
                 "SELECT source_id FROM sources WHERE kind = 'meta' AND lifecycle = 'current'")]  # fmt: skip
             for source_id in meta:
@@ -48,7 +48,7 @@ class RefreshRecords:
 
     def record_file_readings(self, readings: dict[str, tuple[str, int, int, int, int]]) -> None:
         """The files as this discovery found them: readings of files no longer there are forgotten."""
-        with self.conn:
+        with self.write_transaction():
             self.conn.execute("DELETE FROM file_readings")
             self.conn.executemany("INSERT INTO file_readings VALUES (?, ?, ?, ?, ?, ?)",
                                   [(source_id, *reading) for source_id, reading in readings.items()])  # fmt: skip
@@ -56,7 +56,7 @@ class RefreshRecords:
     def record_refresh(self, summary: dict[str, Any]) -> None:
         """Keep a finished (or failed) refresh's headline figures for `korpus status`, and the open quarantine's size
         after each of the last few refreshes (`quarantine_history`: a queue that only grows is reported)."""
-        with self.conn:
+        with self.write_transaction():
             self.conn.execute("INSERT OR REPLACE INTO index_meta VALUES ('last_refresh', ?)",
                               (json.dumps(summary, ensure_ascii=False, default=str),))  # fmt: skip
             history = [*self.quarantine_history(), self.open_items_of_the_present()][-QUARANTINE_HISTORY:]
@@ -86,7 +86,7 @@ class RefreshRecords:
         return {key.removeprefix("meta:"): value for key, value in rows}
 
     def set_meta_fingerprint(self, scope: str, fingerprint: str | None) -> None:
-        with self.conn:
+        with self.write_transaction():
             if fingerprint is None:
                 self.conn.execute("DELETE FROM index_meta WHERE key = ?", (f"meta:{scope}",))
             else:

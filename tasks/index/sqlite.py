@@ -94,7 +94,17 @@ class SqliteIndex(VectorTables, QuarantineStore, RefreshRecords):
     @contextmanager
     def write_transaction(self) -> Iterator[None]:
         """One transaction that holds the write lock from its first statement (BEGIN IMMEDIATE): what it reads
-        cannot be changed by another writer before it commits. `with index.conn:` blocks inside are savepoints."""
+        cannot be changed by another writer before it commits. `with index.conn:` blocks inside are savepoints, and
+        so is a write_transaction inside another.
+
+        Every write goes through it. A deferred transaction that reads first and writes later fails at once with
+        `database is locked` (SQLITE_BUSY_SNAPSHOT, no busy wait) when another connection committed in between — a
+        refresh's `reconcile` did, while a reviewer's decision was written (found by the lifecycle state machine's
+        concurrent step)."""
+        if self.conn.in_transaction:
+            with self.conn:
+                yield
+            return
         self.conn.execute("BEGIN IMMEDIATE")
         try:
             yield
@@ -148,6 +158,14 @@ class SqliteIndex(VectorTables, QuarantineStore, RefreshRecords):
         ).fetchall()
         return dict(zip(names, rows[0], strict=True)) if rows else None
 
+    def serves_other_version(self, source: Source) -> bool:
+        """The source has a current version, and it is not this one."""
+        rows = self.conn.execute(
+            "SELECT 1 FROM sources WHERE source_id = ? AND version != ? AND lifecycle = 'current'",
+            (source.source_id, source.version),
+        ).fetchall()
+        return bool(rows)
+
     def is_current_version(self, source_id: str, version: str) -> bool:
         rows = self.conn.execute(
             "SELECT 1 FROM sources WHERE source_id = ? AND version = ? AND lifecycle = 'current'", (source_id, version)
@@ -158,7 +176,7 @@ class SqliteIndex(VectorTables, QuarantineStore, RefreshRecords):
         """Repair any state a crash could leave: exactly one current version per source, and current chunks only
         for current versions. Returns the number of rows repaired (0 in a healthy index)."""
         repaired = 0
-        with self.conn:
+        with self.write_transaction():
             doubles = self.conn.execute(
                 "SELECT source_id FROM sources WHERE lifecycle = 'current' GROUP BY source_id HAVING count(*) > 1"
             ).fetchall()
@@ -198,7 +216,7 @@ class SqliteIndex(VectorTables, QuarantineStore, RefreshRecords):
         if len(chunks) != len(vectors):
             raise ValueError(f"{len(chunks)} chunks but {len(vectors)} vectors for {source.source_id}")
         vectors = np.asarray(vectors, dtype=np.float32)
-        with self._written(source.source_id), self.conn:
+        with self._written(source.source_id), self.write_transaction():
             if embed_model is not None and len(chunks):
                 self.bind_embedding(embed_model, int(vectors.shape[1]))
             self._retire(source.source_id, keep_version=source.version)
@@ -334,14 +352,14 @@ class SqliteIndex(VectorTables, QuarantineStore, RefreshRecords):
 
     def retire_source(self, source_id: str) -> None:
         """A source removed from the root (or no longer admissible): its chunks stop being served."""
-        with self.conn:
+        with self.write_transaction():
             self._retire(source_id)
             crash_point("retire-mid-transaction")
             self.conn.execute("DELETE FROM pending_pages WHERE source_id = ?", (source_id,))
 
     def relabel_source(self, source: Source) -> None:
         """Manifest metadata of a known version changed: update it in place, no re-parsing."""
-        with self.conn:
+        with self.write_transaction():
             self.conn.execute(
                 "UPDATE sources SET owner = ?, access = ?, tenant = ? WHERE source_id = ? AND version = ?",
                 (source.owner, source.access, source.tenant, source.source_id, source.version),

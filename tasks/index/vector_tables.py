@@ -39,7 +39,7 @@ class VectorTables:
         """Record the embedding model on first use; refuse a different one later."""
         meta = dict(self.conn.execute("SELECT key, value FROM index_meta"))
         if "embed_dims" not in meta:
-            with self.conn:
+            with self.write_transaction():
                 self.conn.execute(
                     "INSERT INTO index_meta VALUES ('embed_model', ?), ('embed_dims', ?)",
                     (model_name, str(dims)),
@@ -78,7 +78,7 @@ class VectorTables:
             raise ValueError(f"index {self.path} already holds {dims}-dim vectors from {model_name!r}")
         if table == old_table:
             table += "_new"
-        with self.conn:
+        with self.write_transaction():
             self.conn.execute(f"DROP TABLE IF EXISTS {table}")
             self.conn.execute(f"CREATE TABLE {table} (rowid INTEGER PRIMARY KEY, embedding BLOB NOT NULL)")
         missing_sql = (
@@ -98,12 +98,12 @@ class VectorTables:
 
         done = 0
         while rows := self.conn.execute(missing_sql, (batch,)).fetchall():
-            with self.conn:
+            with self.write_transaction():
                 fill(rows)
             done += len(rows)
             if progress is not None:
                 progress(done, max(total, done))
-        with self.conn:  # the swap
+        with self.write_transaction():  # the swap
             while rows := self.conn.execute(missing_sql, (batch,)).fetchall():
                 fill(rows)
                 done += len(rows)

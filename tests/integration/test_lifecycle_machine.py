@@ -1,14 +1,22 @@
 """The access and lifecycle guarantees as invariants over random sequences of operations (a hypothesis
 `RuleBasedStateMachine`): files written, changed and removed — one of them a letter whose attachment is a child
-source under the letter's access —, manifest relabels, refreshes, and reviewers with random scopes releasing,
-rejecting, editing and re-OCR'ing whatever the queue holds. After every step:
+source under the letter's access, or under a manifest rule naming children —, a file in no encoding korpus reads
+(a version refused as a whole), manifest relabels to another access rule or another tenant, refreshes, reviewers
+with random scopes (of two tenants) releasing, rejecting, editing and re-OCR'ing whatever the queue holds, and a
+decision running while a refresh does. After every step:
 
 - no caller sees a chunk outside its scopes — on search (bm25, dense, hybrid), exact search and the review queue —
-  judged against the catalog's current row *and* against the model's own record of what the manifest said at the
-  last refresh;
+  judged by the model's own record (#46 item 7): the manifest it wrote, the bytes it wrote and what was on disk at
+  the last refresh, the decisions it saw made; never by the catalog's rows (which are checked against it too);
 - no superseded or withdrawn chunk is served;
 - every current version's chunks are cut from its stored pages, and a version is current only for bytes a refresh
   read.
+
+A second run turns the meta-documents and `quarantine_whole_document` on, with a scan one of whose pages OCR reads
+nothing (its document refused whole at every version; its items must follow relabels like any). The model found
+two faults the catalog-judged machine could not: a changed file refused as a whole kept serving its old version
+(docs/lifecycle.md), and a refresh's `reconcile` failed with `database is locked` when a decision committed
+during it (every write now takes the lock first: `SqliteIndex.write_transaction`).
 
 It runs over both backends with the same assertions: the embedded SQLite index, and (KORPUS_BACKEND=opensearch) the
 session's real OpenSearch node mirroring the catalog, with cluster outages among the steps (a proxy in front of the
@@ -26,16 +34,19 @@ real CLI. Vectors are the real embedding model's, memoised per text.
 from __future__ import annotations
 
 import hashlib
+import os
 import shutil
 import tempfile
+import threading
 import uuid
 from email.mime.application import MIMEApplication
 from email.mime.multipart import MIMEMultipart
 from email.mime.text import MIMEText
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
+import pymupdf
 import pytest
 import yaml
 from hypothesis import HealthCheck, settings
@@ -43,6 +54,9 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
 import flows.refresh_tasks as refresh_tasks
+from corpora.sample_archive import typeset_pdf
+from flows.after_documents import build_meta_documents
+from korpus.core.datamodel import META_PREFIX, scope_of, scope_sql
 from korpus.core.model_store import embed_model_path
 from korpus.core.settings import Settings
 from tasks.index.opensearch import mirror_or_pending, opensearch_index
@@ -58,18 +72,38 @@ from .fault_proxy import Faults, fault_proxy
 pytestmark = pytest.mark.integration
 
 SCOPES = ("public", "hr", "finance")
-PRINCIPALS = (("public",), ("hr",), ("public", "hr"), ("finance",), SCOPES)
+TENANTS = ("default", "acme")
+PRINCIPALS = (("public",), ("hr",), ("public", "hr"), ("finance",), SCOPES, ("acme/public",),
+              ("public", "acme/hr"))  # fmt: skip
 NAMES = ("приказ.txt", "записка.txt", "отдел/протокол.txt", "почта/письмо.eml")
 LETTER = "почта/письмо.eml"  # a container: its attachment is a child source that takes the letter's access
 ATTACHMENT = LETTER + " › вложение.txt"
+CHILD_RULE = LETTER + " › *.txt"  # a manifest rule naming the attachment: it overrides what the letter gives
+UNREADABLE = "<bytes no encoding reads>"  # written as binary: the version is refused as a whole (unreadable-file)
+SCAN = "скан.pdf"  # the whole-document variant's: a typeset page and a page OCR reads nothing on (a page item)
 GARBAGE = "M]heh\\guc dh^_dk Cl>opMa no KHA M]heh\\guc dh^_dk Cl>opMa no KHA M]heh\\guc dh^_dk Cl>opMa no KHA."
 CONTENTS = (
     "Приказ о премировании сотрудников отдела снабжения.",
     "Приказ об отпусках сотрудников на второй квартал.\n\nСлужебная записка о ремонте крыши склада.",
     f"Протокол заседания комиссии по приёмке насосов.\n\n{GARBAGE}",
     f"{GARBAGE}\n\nПриказ о переводе сотрудника в отдел кадров.",
+    UNREADABLE,
 )
 QUERIES = ("приказ сотрудников", "протокол комиссии", "записка склада")
+
+
+def scan(content: str) -> bytes:
+    """A PDF of the content's paragraphs, then a page with only a frame drawn on it: OCR finds no text there, so
+    the document has a page item — kept out whole under `quarantine_whole_document`."""
+    pdf = pymupdf.open(stream=typeset_pdf([[("p", part)] for part in content.split("\n\n") if part != UNREADABLE]
+                                          or [[("p", "Пусто.")]]))  # fmt: skip
+    pdf.new_page().draw_rect(pymupdf.Rect(60, 60, 500, 700))
+    pdf.set_metadata({})
+    return pdf.tobytes(no_new_id=True)
+
+
+def raw(content: str) -> bytes:
+    return b"\x00\xff\xfe\x01" * 300 if content == UNREADABLE else content.encode("utf-8")
 
 
 def letter(content: str) -> bytes:
@@ -77,7 +111,7 @@ def letter(content: str) -> bytes:
     message = MIMEMultipart(boundary="korpus-machine")
     message["From"], message["To"], message["Subject"] = "kadry@example.ru", "sklad@example.ru", "Приказ по складу"
     message.attach(MIMEText("Направляю приказ сотрудников во вложении.", "plain", "utf-8"))
-    part = MIMEApplication(content.encode("utf-8"))
+    part = MIMEApplication(raw(content))
     part.add_header("Content-Disposition", "attachment", filename=("utf-8", "", "вложение.txt"))
     message.attach(part)
     return message.as_bytes()
@@ -121,8 +155,14 @@ def refresh_inline(root: Path, settings: Settings, vectors: Vectors) -> None:
     problems = list(plan.rejected)
     if plan.to_process:
         outcomes = refresh_tasks.read_own_text.fn(plan.to_process, settings)
-        group = [refresh_tasks.Ready(s, o, quarantined_pages=any(p.page for p in o.problems), problems=list(o.problems))
-                 for s, o in zip(plan.to_process, outcomes, strict=True)]  # fmt: skip
+        outcomes = [_with_ocr(s, o, settings) for s, o in zip(plan.to_process, outcomes, strict=True)]
+        group = []
+        for s, o in zip(plan.to_process, outcomes, strict=True):
+            if settings.quarantine_whole_document and any(p.page for p in o.problems):  # as refresh_stream does
+                problems += [*o.problems, refresh_tasks.whole_document(s, o)]
+                continue
+            group.append(refresh_tasks.Ready(s, o, quarantined_pages=any(p.page for p in o.problems),
+                                             problems=list(o.problems)))  # fmt: skip
         cut, refused_items = refresh_tasks.chunk_and_gate.fn(group, settings, None)
         for ready, (count, passed) in zip(group, cut, strict=True):
             ready.chunks, ready.passed = count, passed
@@ -132,11 +172,27 @@ def refresh_inline(root: Path, settings: Settings, vectors: Vectors) -> None:
         refresh_tasks.publish.fn(published, vectors.embed([c.text for c in chunks]), settings)
         problems += [item for r in group if not r.publish for item in r.problems]
     refresh_tasks.apply_catalog_changes.fn(plan, problems, settings)
+    if settings.meta_documents:
+        build_meta_documents.fn(settings)
     mirror(settings)
+
+
+def _with_ocr(source: Any, outcome: Any, settings: Settings) -> Any:
+    """A PDF's pages without a text layer through the flow's OCR task, merged as refresh_stream merges them."""
+    for page in outcome.ocr_pending:
+        read = refresh_tasks.ocr_page.fn(source, page, settings, layer=outcome.flagged.get(page))
+        outcome.pages += read.pages
+        outcome.problems += read.problems
+    outcome.ocr_pending = []
+    outcome.pages.sort(key=lambda p: p.page or 0)
+    return outcome
 
 
 class Archive(RuleBasedStateMachine):
     vectors: Vectors
+    names: tuple[str, ...] = NAMES
+    options: ClassVar[dict[str, Any]] = {}
+    """Settings the sequence runs with besides the defaults (the meta-documents and whole-document variant)."""
     cluster: tuple[str, str, Faults] | None = None
     """(the node's URL, the fault proxy's URL, the proxy's faults) for the OpenSearch run; None: SQLite alone."""
 
@@ -145,7 +201,7 @@ class Archive(RuleBasedStateMachine):
         self.dir = Path(tempfile.mkdtemp(prefix="korpus-machine-"))
         self.root = self.dir / "archive"
         self.root.mkdir()
-        self.settings = Settings(data=self.dir / "data", meta_documents=False)
+        self.settings = Settings(data=self.dir / "data", meta_documents=False).model_copy(update=self.options)
         if self.cluster is not None:
             node, proxy, self.faults = self.cluster
             self.faults.down = False
@@ -155,9 +211,11 @@ class Archive(RuleBasedStateMachine):
                 "retry_attempts": 1, "retry_backoff": 0.0})  # fmt: skip
             # searches ask the node itself: whatever it holds, through the backend korpus serves with
             self.serving = self.settings.model_copy(update={"opensearch_url": node})
-        self.labels: dict[str, str] = {}  # manifest rules: source id → access (default public)
+        self.labels: dict[str, tuple[str, str]] = {}  # manifest rules: source id → (access, tenant)
+        self.child_access: str | None = None  # the rule naming the letter's attachment, when one is written
         self.files: dict[str, str] = {}  # what is on disk
-        self.read: dict[str, tuple[str, str]] = {}  # at the last refresh: source id → (sha256, access)
+        self.read: dict[str, tuple[str, str]] = {}  # at the last refresh: source id → (sha256, scope)
+        self.on_disk: dict[str, str] = {}  # at the last refresh: file → what the model wrote in it
         self.withdrawn: set[str] = set()  # chunk ids a reviewer rejected while they were served
         self.refreshed = False
         self._manifest()
@@ -173,7 +231,11 @@ class Archive(RuleBasedStateMachine):
         return index.searcher if self.cluster is None else opensearch_index(self.serving)
 
     def _manifest(self) -> None:
-        rules = [{"match": name, "access": access} for name, access in sorted(self.labels.items())]
+        rules: list[dict[str, str]] = []
+        for name, (access, tenant) in sorted(self.labels.items()):
+            rules.append({"match": name, "access": access, **({"tenant": tenant} if tenant != "default" else {})})
+        if self.child_access is not None:
+            rules.append({"match": CHILD_RULE, "access": self.child_access})
         (self.root / "korpus.yaml").write_text(
             yaml.safe_dump({"defaults": {"owner": "Архив", "access": "public"}, "rules": rules}, allow_unicode=True),
             encoding="utf-8",
@@ -181,18 +243,20 @@ class Archive(RuleBasedStateMachine):
 
     # --- rules: what users do -------------------------------------------------------------------------------
 
-    @initialize(contents=st.lists(st.sampled_from(CONTENTS), min_size=len(NAMES), max_size=len(NAMES)))
+    @initialize(contents=st.lists(st.sampled_from(CONTENTS), min_size=len(NAMES) + 1, max_size=len(NAMES) + 1))
     def indexed_archive(self, contents: list[str]) -> None:
         """Every sequence starts from an archive refreshed once (the later steps are what is random)."""
-        for name, content in zip(NAMES, contents, strict=True):
+        for name, content in zip(self.names, contents, strict=False):
             self.write_file(name, content)
         self.refresh()
 
-    @rule(name=st.sampled_from(NAMES), content=st.sampled_from(CONTENTS))
+    @rule(name=st.sampled_from((*NAMES, SCAN)), content=st.sampled_from(CONTENTS))
     def write_file(self, name: str, content: str) -> None:
+        if name not in self.names:  # the scan is the whole-document variant's
+            return
         path = self.root / name
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_bytes(letter(content) if name == LETTER else content.encode("utf-8"))
+        path.write_bytes(letter(content) if name == LETTER else scan(content) if name == SCAN else raw(content))
         self.files[name] = content
 
     @precondition(lambda self: self.files)
@@ -202,9 +266,15 @@ class Archive(RuleBasedStateMachine):
         (self.root / name).unlink()
         del self.files[name]
 
-    @rule(name=st.sampled_from(NAMES), access=st.sampled_from(SCOPES))
-    def relabel(self, name: str, access: str) -> None:
-        self.labels[name] = access
+    @rule(name=st.sampled_from((*NAMES, SCAN)), access=st.sampled_from(SCOPES), tenant=st.sampled_from(TENANTS))
+    def relabel(self, name: str, access: str, tenant: str = "default") -> None:
+        self.labels[name] = (access, tenant)
+        self._manifest()
+
+    @rule(access=st.one_of(st.none(), st.sampled_from(SCOPES)))
+    def relabel_the_attachment(self, access: str | None) -> None:
+        """A rule naming the letter's attachment (` › `) gives it an access of its own; None takes the rule away."""
+        self.child_access = access
         self._manifest()
 
     @precondition(lambda self: self.cluster is not None)
@@ -229,20 +299,61 @@ class Archive(RuleBasedStateMachine):
     @rule()
     def refresh(self) -> None:
         refresh_inline(self.root, self.settings, self.vectors)
+        self._was_refreshed()
+
+    def _was_refreshed(self) -> None:
+        """The model's own record of what a refresh read: each file's bytes and the scope the manifest gave it."""
         self.refreshed = True
-        self.read = {}
+        self.read, self.on_disk = {}, dict(self.files)
         for name, text in self.files.items():
-            access = self.labels.get(name, "public")
-            if name == LETTER:  # the letter and its attachment, both under the letter's label
-                self.read[name] = (hashlib.sha256(letter(text)).hexdigest(), access)
-                self.read[ATTACHMENT] = (hashlib.sha256(text.encode()).hexdigest(), access)
+            access, tenant = self.labels.get(name, ("public", "default"))
+            if name == LETTER:  # the attachment: the letter's labels, its access from a rule naming it if any
+                self.read[name] = (hashlib.sha256(letter(text)).hexdigest(), scope_of(access, tenant))
+                attachment = scope_of(self.child_access or access, tenant)
+                self.read[ATTACHMENT] = (hashlib.sha256(raw(text)).hexdigest(), attachment)
             else:
-                self.read[name] = (hashlib.sha256(text.encode()).hexdigest(), access)
+                written = scan(text) if name == SCAN else raw(text)
+                self.read[name] = (hashlib.sha256(written).hexdigest(), scope_of(access, tenant))
+
+    def _scope(self, source_id: str, version: str | None) -> str | None:
+        """The scope the model gives a version: the manifest's at the last refresh, for the bytes it read then;
+        None for a version the model did not see read (an older one, its labels the catalog's business)."""
+        sha, scope = self.read.get(source_id, (None, None))
+        return scope if sha == version else None
 
     @precondition(lambda self: self.refreshed)
-    @rule(data=st.data(), action=st.sampled_from([Action.release, Action.reject, Action.edit, Action.reocr]),
-          reviewer=st.sampled_from(PRINCIPALS))  # fmt: skip
+    @rule(data=st.data(), action=st.sampled_from([Action.release, Action.reject, Action.edit, Action.reocr,
+                                                  Action.retry]), reviewer=st.sampled_from(PRINCIPALS))  # fmt: skip
     def decide(self, data: st.DataObject, action: Action, reviewer: tuple[str, ...]) -> None:
+        self._decide(data, action, reviewer, [dict(self.read)])
+
+    @precondition(lambda self: self.refreshed)
+    @rule(data=st.data(), action=st.sampled_from([Action.release, Action.reject, Action.edit, Action.retry]),
+          reviewer=st.sampled_from(PRINCIPALS))  # fmt: skip
+    def decide_while_a_refresh_runs(self, data: st.DataObject, action: Action, reviewer: tuple[str, ...]) -> None:
+        """The review page in use while a refresh runs: the refresh in another thread (its own connections), the
+        decision here; it lands before or after the refresh's writes, or is refused — under the scope the model gave
+        the item before the refresh or after it, never another."""
+        before, failed = dict(self.read), []
+
+        def refresh() -> None:
+            try:
+                refresh_inline(self.root, self.settings, self.vectors)
+            except BaseException:  # the assertion below names it, with where
+                import traceback
+
+                failed.append(traceback.format_exc())
+
+        thread = threading.Thread(target=refresh)
+        thread.start()
+        try:
+            self._was_refreshed()  # what the refresh reads: the model's record after it
+            self._decide(data, action, reviewer, [before, dict(self.read)])
+        finally:
+            thread.join()
+        assert not failed, failed[0]
+
+    def _decide(self, data: st.DataObject, action: Action, reviewer: tuple[str, ...], records: list[dict]) -> None:
         with SqliteIndex(self.settings.index_path) as index:
             items = index.quarantine_items()
             if not items:
@@ -251,13 +362,18 @@ class Archive(RuleBasedStateMachine):
             served = {c["chunk_id"] for c in index.source_chunks(item["source_id"])}
             catalog = index.source_version(item["source_id"], item["source_version"])
         assert item is not None
-        scope = catalog["access"] if catalog else item["access"]
+        # the model's scope for a version it saw read; an older version's is the catalog's (or the item's own)
+        scopes = {
+            r[item["source_id"]][1] for r in records if r.get(item["source_id"], (None,))[0] == item["source_version"]
+        }
+        if not scopes:
+            scopes = {scope_of(catalog["access"], catalog["tenant"]) if catalog else item["scope"]}
         text = "Приказ, переписанный рецензентом." if action is Action.edit else None
         try:
             apply_decision(item["item_id"], action, "рецензент", "", self.settings, text=text, scopes=list(reviewer))
         except ReviewError:
             return
-        assert scope in reviewer, f"a reviewer with {reviewer} decided an item of scope {scope}"
+        assert scopes & set(reviewer), f"a reviewer with {reviewer} decided an item of scope {scopes}"
         if action is Action.reject and item["chunk"] is not None and item["chunk"].chunk_id in served:
             self.withdrawn.add(item["chunk"].chunk_id)
         if action is Action.release and item["chunk"] is not None:
@@ -276,18 +392,46 @@ class Archive(RuleBasedStateMachine):
                     for mode in ("bm25", "dense", "hybrid"):
                         vector = None if mode == "bm25" else self.vectors.query(q)
                         for hit in retrieve(self.searcher(index), q, vector, list(scopes), k=50, mode=mode):
-                            row = current.get(hit["source_id"])
+                            scope = self._served_scope(hit["source_id"], hit["source_version"])
+                            assert scope is not None and scope in scopes, (hit, self.read, scopes)
+                            row = current.get(hit["source_id"])  # the catalog agrees with the model
                             assert row is not None and row["version"] == hit["source_version"], hit["chunk_id"]
-                            assert hit["access"] == row["access"] and row["access"] in scopes, (hit, scopes)
-                            assert self.read[hit["source_id"]][1] in scopes, (hit["source_id"], self.read, scopes)
+                            assert scope_of(row["access"], row["tenant"]) == scope, (row, scope)
                             assert hit["chunk_id"] not in self.withdrawn, hit["chunk_id"]
                     found = self.searcher(index).exact_occurrences("приказ", list(scopes), limit=500)
                     for occurrence in found["occurrences"]:
-                        assert current[occurrence["source_id"]]["access"] in scopes, (occurrence, scopes)
+                        sid = occurrence["source_id"]
+                        assert self._served_scope(sid, current[sid]["version"]) in scopes, (occurrence, scopes)
                 queue = queue_page(index, QueueQuery(scopes=list(scopes), status="all", per_page=500))
-                for item in queue.items:
-                    row = index.source_version(item["source_id"], item["source_version"])
-                    assert row is None or row["access"] in scopes, (item, scopes)
+                for item in queue.items:  # an item of a version the model saw read has the model's scope
+                    scope = self._scope(item["source_id"], item["source_version"])
+                    assert scope is None or scope in scopes, (item, scopes, self.read)
+                    if scope is None:  # an older version's: the catalog row's labels, else the item's own
+                        row = index.source_version(item["source_id"], item["source_version"])
+                        assert row is None or scope_of(row["access"], row["tenant"]) in scopes, (item, scopes)
+
+    def _served_scope(self, source_id: str, version: str) -> str | None:
+        """The scope the model says a served version has: a file's from the manifest at the last refresh; a
+        meta-document's from its id (one per scope, built only from that scope's current sources)."""
+        if source_id.startswith(META_PREFIX):
+            scope = source_id[len(META_PREFIX) :].rsplit("/", 1)[0]
+            return scope if scope in {s for _, s in self.read.values()} else None
+        return self._scope(source_id, version)
+
+    @invariant()
+    def nothing_readable_is_lost(self) -> None:
+        """Every file the model wrote in readable text is served after a refresh (its clean paragraphs pass the gate),
+        unless the refresh keeps a document with a failed page out whole (`quarantine_whole_document`)."""
+        if not self.refreshed or self.settings.quarantine_whole_document:
+            return
+        with SqliteIndex(self.settings.index_path) as index:
+            current = {s["source_id"] for s in index.sources() if s["lifecycle"] == "current"}
+        for name, text in self.on_disk.items():  # what was on disk when the last refresh ran
+            if name == LETTER:
+                assert name in current, name
+                assert (ATTACHMENT in current) == (text != UNREADABLE), (ATTACHMENT, text[:20])
+            else:
+                assert (name in current) == (text != UNREADABLE), (name, text[:20])
 
     @invariant()
     def only_current_versions_are_served(self) -> None:
@@ -297,10 +441,12 @@ class Archive(RuleBasedStateMachine):
             stray = index.conn.execute(
                 "SELECT c.chunk_id FROM chunks c JOIN chunk_visibility v ON v.rowid = c.rowid WHERE v.visible IS NOT "
                 "NULL AND NOT EXISTS (SELECT 1 FROM sources s WHERE s.source_id = c.source_id AND s.version = "
-                "c.source_version AND s.lifecycle = 'current' AND s.access = c.access AND s.access = v.visible)"
+                "c.source_version AND s.lifecycle = 'current' AND s.access = c.access AND "
+                f"{scope_sql('s.tenant', 's.access')} = v.visible)"
             ).fetchall()
             assert not stray, stray
-            for source_id, row in {s["source_id"]: s for s in index.sources() if s["lifecycle"] == "current"}.items():
+            for source_id, row in {s["source_id"]: s for s in index.sources() if s["lifecycle"] == "current"
+                                   and not s["source_id"].startswith(META_PREFIX)}.items():  # fmt: skip
                 # a version is current only for the bytes the last refresh read, and only for a file still there
                 assert self.read.get(source_id, (None,))[0] == row["version"], (source_id, self.read.get(source_id))
 
@@ -325,7 +471,25 @@ def test_access_and_lifecycle_hold_over_random_sequences(vectors: Vectors, monke
     monkeypatch.setattr(refresh_tasks.events, "sources_indexed", lambda *_a, **_k: None)  # no Prefect run here
     monkeypatch.setattr(Archive, "vectors", vectors, raising=False)
     monkeypatch.setattr(Archive.TestCase, "settings", settings(
-        max_examples=200, stateful_step_count=10, deadline=None,
+        max_examples=int(os.environ.get("MACHINE_EXAMPLES", "200")), stateful_step_count=10, deadline=None,
+        suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
+    ))  # fmt: skip
+    Archive.TestCase().runTest()
+
+
+def test_access_holds_with_meta_documents_and_whole_document_quarantine(
+    vectors: Vectors, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The same machine with the meta-documents on (one set per scope, found by search like any source: their scope,
+    from their id, must be the caller's) and `quarantine_whole_document` on, with a scan whose second page OCR
+    reads nothing: that document is refused whole at every version, and its items follow every relabel. Fewer
+    sequences: each refresh builds the meta-documents and OCRs the scan's page when it changed."""
+    monkeypatch.setattr(refresh_tasks.events, "sources_indexed", lambda *_a, **_k: None)
+    monkeypatch.setattr(Archive, "vectors", vectors, raising=False)
+    monkeypatch.setattr(Archive, "names", (*NAMES, SCAN))
+    monkeypatch.setattr(Archive, "options", {"meta_documents": True, "quarantine_whole_document": True})
+    monkeypatch.setattr(Archive.TestCase, "settings", settings(
+        max_examples=int(os.environ.get("MACHINE_EXAMPLES", "10")), stateful_step_count=8, deadline=None,
         suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
     ))  # fmt: skip
     Archive.TestCase().runTest()
