@@ -9,7 +9,9 @@ landed (tasks/index/catalog_check.py): a change made meanwhile leaves the mirror
 
 from __future__ import annotations
 
+import fcntl
 from functools import partial
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from tasks.index import catalog_check
@@ -21,7 +23,18 @@ if TYPE_CHECKING:
 
 def sync_from(cluster: Any, catalog: SqliteIndex, batch: int = 500) -> dict[str, int]:
     """Indexed, updated and deleted chunk counts of one sync of `catalog` to `cluster` (an `OpenSearchIndex`, which
-    calls this: not imported here, so the two modules import in one direction)."""
+    calls this: not imported here, so the two modules import in one direction).
+
+    One sync at a time per catalog (an exclusive lock on a file beside it, across processes): a reviewer's decision
+    mirrored while a refresh syncs would otherwise send partial updates of the same documents at once — the
+    cluster refuses one with a version conflict (409), and a sync that read the catalog earlier could land its
+    older state after a later sync marked the mirror current (found by the lifecycle state machine)."""
+    with open(Path(catalog.conn.filename).with_name("opensearch-sync.lock"), "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
+        return _sync(cluster, catalog, batch)
+
+
+def _sync(cluster: Any, catalog: SqliteIndex, batch: int) -> dict[str, int]:
     model = catalog.embedding_model()
     if model is None:
         return {"indexed": 0, "updated": 0, "deleted": 0}
@@ -52,6 +65,6 @@ def sync_from(cluster: Any, catalog: SqliteIndex, batch: int = 500) -> dict[str,
                                                     "tenant": tenant, "exception": exception})  # fmt: skip
             updated += chunk_id not in staged
     cluster._bulk(switch, refresh="wait_for")
-    with catalog.conn:
+    with catalog.write_transaction():
         catalog_check.mark_synced(catalog.conn, cluster.alias, reached)
     return {"indexed": len(missing), "updated": updated, "deleted": deleted}
