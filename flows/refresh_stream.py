@@ -153,23 +153,26 @@ class Parse:
         crash outside the reading child, the OOM killer) fails its whole batch. Each file of a batch is read again
         alone, so only the culprit is quarantined; one file alone is its item at once."""
         if len(batch) == 1:
-            self._read_alone(batch[0], exc)
+            self._read(batch, [self._failed_alone(batch[0], exc)])
             return
         get_run_logger().warning("a read batch of %d files failed (%s); each is read again alone", len(batch),
                                  failure(exc))  # fmt: skip
         self._read_next()
         for source in batch:
             self.work.submit(read_own_text, partial(self._read, [source], ahead=False), sources=[source],
-                             settings=self.settings, failed=partial(self._read_alone, source))  # fmt: skip
+                             settings=self.settings, failed=partial(self._piece_failed, source))  # fmt: skip
 
-    def _read_alone(self, source: Source, exc: Exception) -> None:
+    def _piece_failed(self, source: Source, exc: Exception) -> None:
+        """A file of a failed batch, read again alone, failed again: it is the culprit (the batch's next is out)."""
+        self._read([source], [self._failed_alone(source, exc)], ahead=False)
+
+    @staticmethod
+    def _failed_alone(source: Source, exc: Exception) -> ParseOutcome:
         """One file whose reading failed past its retries: a worker killed each time it read it is that file's
         `reader-crashed` (not read again until its bytes change or a reviewer asks); anything else `unreadable-file`."""
         if type(exc).__name__ == "KilledWorker":  # distributed.KilledWorker: the worker died each time it read it
-            outcome = crashed(source, f"the worker reading it died each time Dask tried it ({failure(exc)})")
-        else:
-            outcome = unread(source, exc)
-        self._read([source], [outcome], ahead=False)
+            return crashed(source, f"the worker reading it died each time Dask tried it ({failure(exc)})")
+        return unread(source, exc)
 
     def _plan_failed(self, source: Source, exc: Exception) -> None:
         detail = f"speech detection failed: {failure(exc)}"

@@ -6,10 +6,9 @@ caller may not see can never take a rank. A source version's chunks are written 
 transaction: readers see the old version or the new one, never both or neither.
 
 `SqliteIndex` is the catalog — sources, versions, the lifecycle switch, page texts — and owns the connection; its
-other parts live beside it, one concern a file: the tables (`schema.py`), vectors and reindex
-(`vector_tables.py`), quarantine and decisions (`quarantine_store.py`), what it remembers of its refreshes
-(`records.py`) and the search side, a `SearchBackend`
-(`sqlite_search.py`, `index.searcher`).
+other parts live beside it, one concern a file: the tables (`schema.py`), vectors and reindex (`vector_tables.py`),
+quarantine and decisions (`quarantine_store.py`), what it remembers of its refreshes (`records.py`) and the search
+side, a `SearchBackend` (`sqlite_search.py`, `index.searcher`).
 """
 
 from __future__ import annotations
@@ -93,14 +92,9 @@ class SqliteIndex(VectorTables, QuarantineStore, RefreshRecords):
 
     @contextmanager
     def write_transaction(self) -> Iterator[None]:
-        """One transaction that holds the write lock from its first statement (BEGIN IMMEDIATE): what it reads
-        cannot be changed by another writer before it commits. `with index.conn:` blocks inside are savepoints, and
-        so is a write_transaction inside another.
-
-        Every write goes through it. A deferred transaction that reads first and writes later fails at once with
-        `database is locked` (SQLITE_BUSY_SNAPSHOT, no busy wait) when another connection committed in between — a
-        refresh's `reconcile` did, while a reviewer's decision was written (found by the lifecycle state machine's
-        concurrent step)."""
+        """The write lock from the first statement (BEGIN IMMEDIATE); inside another transaction, a savepoint. Every
+        write goes through it: a deferred one that reads first fails at once (SQLITE_BUSY_SNAPSHOT) when another
+        connection committed meanwhile — `reconcile` did, beside a reviewer's decision (the lifecycle machine)."""
         if self.conn.in_transaction:
             with self.conn:
                 yield
@@ -160,17 +154,12 @@ class SqliteIndex(VectorTables, QuarantineStore, RefreshRecords):
 
     def serves_other_version(self, source: Source) -> bool:
         """The source has a current version, and it is not this one."""
-        rows = self.conn.execute(
-            "SELECT 1 FROM sources WHERE source_id = ? AND version != ? AND lifecycle = 'current'",
-            (source.source_id, source.version),
-        ).fetchall()
-        return bool(rows)
+        query = "SELECT 1 FROM sources WHERE source_id = ? AND version != ? AND lifecycle = 'current'"
+        return bool(self.conn.execute(query, (source.source_id, source.version)).fetchall())
 
     def is_current_version(self, source_id: str, version: str) -> bool:
-        rows = self.conn.execute(
-            "SELECT 1 FROM sources WHERE source_id = ? AND version = ? AND lifecycle = 'current'", (source_id, version)
-        ).fetchall()
-        return bool(rows)
+        query = "SELECT 1 FROM sources WHERE source_id = ? AND version = ? AND lifecycle = 'current'"
+        return bool(self.conn.execute(query, (source_id, version)).fetchall())
 
     def reconcile(self) -> int:
         """Repair any state a crash could leave: exactly one current version per source, and current chunks only
