@@ -131,6 +131,12 @@ def scope_of(access: str | None, tenant: str | None) -> str | None:
     return access if tenant in (None, DEFAULT_TENANT) else f"{tenant}/{access}"
 
 
+def tenant_and_access(scope: str) -> tuple[str, str]:
+    """`scope_of` undone: `acme/public` → (`acme`, `public`); `public` → (the default tenant, `public`)."""
+    tenant, _, access = scope.rpartition("/")
+    return tenant or DEFAULT_TENANT, access
+
+
 def scope_sql(tenant: str, access: str) -> str:
     """`scope_of` as an SQL expression over two columns (the chunk filters, the review queue, the catalog check)."""
     default = f"{tenant} IS NULL OR {tenant} = '{DEFAULT_TENANT}'"

@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from korpus.core.datamodel import DEFAULT_TENANT, Chunk
+from korpus.core.datamodel import Chunk, tenant_and_access
 from tasks.text.identifiers import extract_identifiers
 from tasks.text.regions import pack
 
@@ -84,8 +84,8 @@ def visible(scopes: Sequence[str]) -> list[dict[str, Any]]:
     rule `public` in the default tenant, `acme/public` that rule in tenant `acme` (korpus/core/datamodel.scope_of)."""
     by_tenant: dict[str, list[str]] = {}
     for scope in scopes:
-        tenant, _, access = scope.rpartition("/")
-        by_tenant.setdefault(tenant or DEFAULT_TENANT, []).append(access)
+        tenant, access = tenant_and_access(scope)
+        by_tenant.setdefault(tenant, []).append(access)
     either = [{"bool": {"filter": [{"term": {"tenant": tenant}}, {"terms": {"access": rules}}]}}
               for tenant, rules in by_tenant.items()]  # fmt: skip
     return [{"term": {"lifecycle": "current"}}, {"bool": {"should": either, "minimum_should_match": 1}}]

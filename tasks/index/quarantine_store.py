@@ -38,12 +38,13 @@ class QuarantineStore:
     def relabel_refused(self, source: Source) -> int:
         """A version refused as a whole has no catalog row for the triggers to follow: its quarantine items take the
         manifest's access here (a file moved to `hr` takes its refused items out of a `public` reviewer's queue)."""
+        labels = (source.access, source.tenant, source.source_id, source.version)
         with self.write_transaction():
             self.conn.execute(
                 "UPDATE quarantine SET access = ?, tenant = ? WHERE source_id = ? AND source_version = ? "
                 "AND (access IS NOT ? OR tenant IS NOT ?) "
                 "AND NOT EXISTS (SELECT 1 FROM sources s WHERE s.source_id = ? AND s.version = ?)",
-                [*(labels := (source.access, source.tenant, source.source_id, source.version)), *labels],
+                (*labels, *labels),
             )
             return self.conn.changes()
 

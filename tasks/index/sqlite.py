@@ -75,17 +75,11 @@ class SqliteIndex(VectorTables, QuarantineStore, RefreshRecords):
             self.conn.execute(SCHEMA)
         have = {row[0] for row in self.conn.execute("SELECT name FROM sqlite_master WHERE type = 'trigger'")}
         if not have.issuperset(DERIVED_TRIGGERS):
-            # A write: take the lock up front (a deferred transaction upgraded later can fail at once with BUSY).
-            self.conn.execute("BEGIN IMMEDIATE")
-            try:
+            with self.write_transaction():
                 self.conn.execute(GENERATION_SQL)
                 self.conn.execute(VISIBILITY_SQL)
                 self.conn.execute(CATALOG_ACCESS_SQL)
                 self.conn.execute(CURRENT_TERMS_SQL)
-                self.conn.execute("COMMIT")
-            except BaseException:
-                self.conn.execute("ROLLBACK")
-                raise
 
     def close(self) -> None:
         self.conn.close()

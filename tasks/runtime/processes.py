@@ -114,13 +114,13 @@ def _descendants(process: psutil.Process) -> dict[int, float]:
 def recorded_process(state: dict[str, Any]) -> psutil.Process | None:
     """The process a state file recorded (`pid`, `created`) if it is still that process — not a reused pid, not a
     zombie — else None. Korpus's own long-lived processes (the Prefect server, OpenSearch nodes) are found so."""
+    if "pid" not in state or "created" not in state:
+        return None
+    process = _still_ours(state["pid"], state["created"])
     try:
-        process = psutil.Process(state["pid"])
-        if abs(process.create_time() - state["created"]) < 0.01 and process.status() != psutil.STATUS_ZOMBIE:
-            return process
-    except (psutil.Error, KeyError):
-        pass
-    return None
+        return process if process is not None and process.status() != psutil.STATUS_ZOMBIE else None
+    except psutil.Error:  # gone since
+        return None
 
 
 def _still_ours(pid: int, created: float) -> psutil.Process | None:
