@@ -18,10 +18,10 @@
   embedded index. (The hybrid query with an RRF search pipeline is not used: routing needs BM25's ranking before
   it decides whether BM25 joins, so the pipeline would run BM25 twice; two requests fused client-side do less.)
 
-What ran where: the lexical and admin paths are tested against osmem-server (an in-memory server speaking the
-OpenSearch REST API; it answers 400 to kNN); the kNN request is
-checked as JSON against the OpenSearch documentation (tests/fixtures/opensearch/); `make test-opensearch` runs the
-backend suite against a real cluster when KORPUS_OPENSEARCH_URL is set.
+What runs where: every path here — admin, lexical, kNN under filters, hybrid, routing, exact and count, the
+mirror — is tested against a real OpenSearch 2.19 node with the k-NN plugin, assembled from Maven Central and
+started once per test session (infra/opensearch/node, tasks/runtime/opensearch_node.py); `make test-opensearch`
+runs that suite alone.
 """
 
 from __future__ import annotations
