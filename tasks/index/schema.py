@@ -76,14 +76,18 @@ ADDED_COLUMNS = (("quarantine", "access", "TEXT"), ("quarantine", "kind", "TEXT"
 # What a filter needs, in a table of two narrow columns: `visible` is the scope of a current chunk (its access rule,
 # `tenant/access` outside the default tenant: korpus/core/datamodel.scope_of) and NULL otherwise. BM25 joins it
 # instead of `chunks`, whose rows carry text and body: at 100k chunks the join over a query's matches fell
-# from p95 ~75 ms to ~19 ms. Triggers keep it exact inside every writing transaction.
+# from p95 ~75 ms to ~19 ms. Triggers keep it exact inside every writing transaction. The insert trigger reads the
+# row, not `new`: SQLite runs the AFTER INSERT triggers newest first, so `chunks_access_from_catalog` (below) may
+# already have given the row the catalog's labels, and `new` still holds what the writer passed — a reviewer's
+# release of a chunk stored before a relabel was served under its old scope by BM25 (the lifecycle machine).
 VISIBILITY_SQL = f"""
 CREATE TABLE IF NOT EXISTS chunk_visibility (rowid INTEGER PRIMARY KEY, visible TEXT);
 DROP TRIGGER IF EXISTS chunks_visibility_insert;
 DROP TRIGGER IF EXISTS chunks_visibility_update;
-CREATE TRIGGER IF NOT EXISTS chunks_scope_insert AFTER INSERT ON chunks BEGIN
-    INSERT OR REPLACE INTO chunk_visibility
-    VALUES (new.rowid, CASE WHEN new.lifecycle = 'current' THEN {scope_sql("new.tenant", "new.access")} END);
+DROP TRIGGER IF EXISTS chunks_scope_insert;
+CREATE TRIGGER IF NOT EXISTS chunks_scope_of_row AFTER INSERT ON chunks BEGIN
+    INSERT OR REPLACE INTO chunk_visibility SELECT rowid,
+        CASE WHEN lifecycle = 'current' THEN {scope_sql("tenant", "access")} END FROM chunks WHERE rowid = new.rowid;
 END;
 CREATE TRIGGER IF NOT EXISTS chunks_scope_update AFTER UPDATE OF lifecycle, access, tenant ON chunks BEGIN
     UPDATE chunk_visibility
@@ -159,7 +163,7 @@ DELETE FROM chunk_terms WHERE rowid IN (SELECT rowid FROM chunks WHERE lifecycle
 """
 DERIVED_TRIGGERS = (
     "chunks_generation_insert", "chunks_generation_delete", "chunks_generation_labels",  # tasks/index/vector_cache.py
-    "chunks_scope_insert", "chunks_scope_update", "chunks_visibility_delete", "chunks_access_from_catalog",
+    "chunks_scope_of_row", "chunks_scope_update", "chunks_visibility_delete", "chunks_access_from_catalog",
     "sources_labels_insert", "sources_labels_update", "chunks_terms_retired", "chunks_terms_restored",
     "chunks_terms_deleted",
 )  # fmt: skip

@@ -114,7 +114,7 @@ def test_a_tenant_relabel_moves_the_scope_and_an_older_index_is_migrated(index: 
         assert retrieve(index.searcher, "договор", _vec(0), ["public"], mode=mode) == []
         assert retrieve(index.searcher, "договор", _vec(0), ["acme/public"], mode=mode)[0]["source_id"] == "a.txt"
     index.conn.execute(  # what an index of the last release held: the old triggers, chunks filed by access
-        "DROP TRIGGER chunks_scope_insert; DROP TRIGGER chunks_scope_update;"
+        "DROP TRIGGER chunks_scope_of_row; DROP TRIGGER chunks_scope_update;"
         "CREATE TRIGGER chunks_visibility_insert AFTER INSERT ON chunks BEGIN INSERT OR REPLACE INTO "
         "chunk_visibility VALUES (new.rowid, CASE WHEN new.lifecycle = 'current' THEN new.access END); END;"
         "UPDATE chunk_visibility SET visible = 'public';"
@@ -122,7 +122,7 @@ def test_a_tenant_relabel_moves_the_scope_and_an_older_index_is_migrated(index: 
     index.close()
     with SqliteIndex(tmp_path / "k.db") as again:
         triggers = {row[0] for row in again.conn.execute("SELECT name FROM sqlite_master WHERE type = 'trigger'")}
-        assert "chunks_visibility_insert" not in triggers and "chunks_scope_insert" in triggers
+        assert "chunks_visibility_insert" not in triggers and "chunks_scope_of_row" in triggers
         assert retrieve(again.searcher, "договор", _vec(0), ["public"], mode="bm25") == []
         assert retrieve(again.searcher, "договор", _vec(0), ["acme/public"], mode="bm25")[0]["source_id"] == "a.txt"
 
