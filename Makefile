@@ -80,7 +80,7 @@ demo: setup
 	@cat "$(DEMO)/data/transcripts/записи/совещание_2023-05-15.wav.txt"
 
 test: setup
-	$(BIN)/python -m pytest -m "(unit or integration) and not slow" -q
+	$(BIN)/python -m pytest -m "(unit or integration) and not slow" -q --durations=15
 
 # The OpenSearch tests against a user's own cluster instead of the node `make test` starts.
 test-opensearch: python
