@@ -20,6 +20,7 @@ from prefect.runtime import flow_run
 
 from flows import events
 from flows.after_documents import build_meta_documents, collect_garbage, sync_opensearch
+from flows.first_documents import first_documents
 from flows.refresh_stream import Indexer, Inflight, Parse
 from flows.refresh_tasks import (
     apply_access_changes,
@@ -97,17 +98,18 @@ def _refresh(root: str, settings: Settings) -> dict[str, Any]:
     tally = Tally()
     indexer = Indexer(settings, splitter, len(plan.to_process), progress, tally)
     broken: Exception | None = None
-    if plan.to_process:  # the Dask cluster starts only when there is something to parse
-        try:
+    try:
+        rest = first_documents(plan, settings, indexer)  # the first letters searchable before the cluster starts
+        if rest.to_process:  # the Dask cluster starts only when there is something left to parse
             with dask_task_runner(settings) as runner:
                 indexer.work = work = Inflight(runner)
-                Parse(work, plan, settings, on_document=indexer.add, on_done=indexer.flush).start()
+                Parse(work, rest, settings, on_document=indexer.add, on_done=indexer.flush).start()
                 work.run()  # every document parsed, embedded and published as its own work completes
-        except Exception as exc:  # the refresh itself failed (a file's failure is that file's item, never this)
-            logger.exception("the refresh failed; its removals and relabels were applied before it")
-            broken = exc
-        finally:
-            stop_children()  # the reading child processes: none outlives the documents' work
+    except Exception as exc:  # the refresh itself failed (a file's failure is that file's item, never this)
+        logger.exception("the refresh failed; its removals and relabels were applied before it")
+        broken = exc
+    finally:
+        stop_children()  # the reading child processes: none outlives the documents' work
     waiting, moved = indexer.waiting, indexer.moved
     problems = list(plan.rejected) + indexer.problems
     if progress is not None:  # every source was seen: held back or changed mid-run ones say so instead

@@ -291,7 +291,7 @@ class Indexer:
 
     def __init__(self, settings: Settings, splitter: LlmSplitter | None, total: int, progress: Any,
                  tally: Tally) -> None:  # fmt: skip
-        self.work: Inflight | None = None  # the cluster's, set once it is up
+        self.work: Inflight | None = None  # the cluster's, set once it is up; before it, a group is embedded here
         self.settings, self.splitter = settings, splitter
         self.total, self.progress, self.tally = total, progress, tally
         # embedding ahead of queued OCR and ASR: a document nearly done is finished before more is started
@@ -374,7 +374,9 @@ class Indexer:
             self._publish(group, np.zeros((0, 0), dtype=np.float32))
             return
         self.embedded += len(chunks)
-        assert self.work is not None, "flush() before the cluster is up"
+        if self.work is None:  # the refresh's first documents, before the cluster is up (`first_documents`)
+            self._publish(group, embed(chunks=chunks, settings=self.settings))
+            return
         self.work.submit_in_slices(embed, partial(self._publish, group), chunks, EMBED_SLICE, "chunks",
                                    annotations=self.annotations, settings=self.settings)  # fmt: skip
 

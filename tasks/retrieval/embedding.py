@@ -48,22 +48,41 @@ class _SentenceTransformerModel:
         )
 
 
-SHORT_TOKENS = 64
-"""fp32 texts up to this many tokens run in batches; longer ones alone (in batches they were 1.4× slower here)."""
+TOKEN_BUDGET = 2048
+"""Tokens one padded batch may hold (rows × its longest text): texts sorted by length are cut into batches of about
+this size, so short texts go many at a time and 512-token ones a few (benchmarks/embedding_batches.py)."""
+MAX_ROWS = 64
+"""Texts one batch may hold, however short."""
+
+
+def length_batches(lengths: list[int], budget: int = TOKEN_BUDGET, max_rows: int = MAX_ROWS) -> list[list[int]]:
+    """The positions of `lengths`, shortest first, cut into batches whose padded size (rows × the longest) stays
+    within `budget` tokens and `max_rows` texts; a text longer than the budget goes alone."""
+    batches: list[list[int]] = []
+    current: list[int] = []
+    for i in sorted(range(len(lengths)), key=lengths.__getitem__):
+        if current and ((len(current) + 1) * lengths[i] > budget or len(current) >= max_rows):
+            batches.append(current)
+            current = []
+        current.append(i)
+    if current:
+        batches.append(current)
+    return batches
 
 
 class _OnnxModel:
     """An exported encoder (korpus/core/model_build.py `export_onnx_folder`): the folder's fast tokenizer, one ONNX
     Runtime session, mean pooling and L2 normalisation.
 
+    An fp32 folder (the default) runs its texts in length-sorted batches of about `TOKEN_BUDGET` padded tokens with
+    an attention mask, each vector its own (cosine ≥ 0.99999 to the text alone, tests/unit/test_embedding_batches.py).
+    Sized by tokens, not by count: a count of 32 is 32 × 512 tokens of 512-token paragraphs and 32 × 12 of queries;
+    the old rule (batches of 16 up to 64 tokens, anything longer alone) ran an ordinary letter alone, 0.65 of a plain
+    batch-32 loop's speed (issue #47).
+
     An int8 folder runs one text a run, never a padded batch: dynamic int8 quantisation scales the activations over
     the whole input, so in a batch a text's vector would depend on its neighbours (cosine 0.995 to itself alone) — a
-    query's answer would change with the server's load. Measured in one run on 2 cores (XQuAD-ru, all-int8 export):
-    paragraphs are no slower alone (35 a second, 30 in length-sorted batches of 16); short queries give up speed
-    for it (260 a second alone, 520 in batches of 16). An fp32 folder (the default) has no such scale: its texts run
-    in length-sorted batches with an attention mask when short (≤ SHORT_TOKENS), each vector its own (cosine
-    ≥ 0.99999 to the text alone, tests/unit/test_embedding_batches.py): short texts (meta parts, queries) 0.70× the
-    time alone; long ones stay alone (batched they took 1.4× here)."""
+    query's answer would change with the server's load."""
 
     def __init__(self, path: Path, threads: int) -> None:
         import onnxruntime as ort
@@ -89,16 +108,15 @@ class _OnnxModel:
         prefix = self.prompts.get(prompt_name or "", "")
         out = np.zeros((len(texts), self.dims), dtype=np.float32)
         encodings = self._tokenizer.encode_batch([prefix + t for t in texts])
-        order = sorted(range(len(texts)), key=lambda i: len(encodings[i].ids))
-        short = [i for i in order if self.batched and len(encodings[i].ids) <= SHORT_TOKENS]
-        groups = [short[at : at + max(1, batch_size)] for at in range(0, len(short), max(1, batch_size))]
-        for rows in [*groups, *([i] for i in order[len(short) :])]:
-            width = max(len(encodings[i].ids) for i in rows)
+        lengths = [len(e.ids) for e in encodings]
+        groups = length_batches(lengths) if self.batched else [[i] for i in range(len(texts))]
+        for rows in groups:
+            width = max(lengths[i] for i in rows)
             ids = np.full((len(rows), width), self._pad, dtype=np.int64)  # the padding is masked out below
             mask = np.zeros((len(rows), width), dtype=np.int64)
             for n, i in enumerate(rows):
-                ids[n, : len(encodings[i].ids)] = encodings[i].ids
-                mask[n, : len(encodings[i].ids)] = 1
+                ids[n, : lengths[i]] = encodings[i].ids
+                mask[n, : lengths[i]] = 1
             hidden = self._session.run(None, {"input_ids": ids, "attention_mask": mask})[0]
             out[rows] = (hidden * mask[:, :, None]).sum(axis=1) / mask.sum(axis=1, keepdims=True)
         if self._normalize:

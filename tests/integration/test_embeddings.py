@@ -75,11 +75,11 @@ def test_onnx_default_reads_what_the_torch_model_reads_and_agrees_with_it(models
     assert passages.min() > 0.9999, passages
     query = float(onnx.embed_query("когда отремонтируют крышу") @ torch_model.embed_query("когда отремонтируют крышу"))
     assert query > 0.9999
-    # fp32 runs short texts in padded, masked batches: a text's vector is its own up to float rounding, whatever is
-    # beside it; a long text runs alone, bit for bit
+    # fp32 runs its texts in padded, masked batches of a token budget: a text's vector is its own up to float
+    # rounding, whatever is beside it — the 512-token text included, batched with the short ones here
     alone = np.stack([onnx.embed_passages([t])[0] for t in texts])
     together = onnx.embed_passages(texts)
-    assert (together * alone).sum(axis=1).min() > 0.99999 and np.array_equal(together[2], alone[2])
+    assert (together * alone).sum(axis=1).min() > 0.99999
     short = [f"[Реестр лиц · часть {n}]\nРеестр лиц: Белов К. С. — Иванов П. С." for n in range(40)] + texts[:2]
     assert (onnx.embed_passages(short) * np.stack([onnx.embed_passages([t])[0] for t in short])).sum(1).min() > 0.99999
 

@@ -88,12 +88,14 @@ def test_a_large_document_is_embedded_in_slices_and_each_chunk_keeps_its_own_vec
     """flows/refresh_stream.EMBED_SLICE: a document's chunks beyond a slice go to several embed tasks side by side
     (a 3,599-page sheet's 4,237 chunks were one task on one core); the slices' vectors are joined back in order, so
     every stored chunk holds the vector of its own text."""
+    import flows.first_documents
     import flows.inflight
     import flows.refresh_stream
     from korpus.core.model_store import embed_model_path
     from tasks.retrieval.embedding import shared_embedder
 
     monkeypatch.setattr(flows.refresh_stream, "EMBED_SLICE", 3)
+    monkeypatch.setattr(flows.first_documents, "FIRST_DOCUMENTS", 0)  # the cluster's slices, not the first letters
     sizes: list[int] = []
     original_submit = flows.inflight.Inflight.submit
 
@@ -121,3 +123,45 @@ def test_a_large_document_is_embedded_in_slices_and_each_chunk_keeps_its_own_vec
     direct = embedder.embed_passages(texts)
     for text, vector in zip(texts, direct, strict=True):
         assert float(stored[text] @ vector) > 0.999, text[:60]
+
+
+def test_the_first_letters_are_searchable_before_the_cluster_starts(
+    models: dict[str, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """flows/first_documents.py: the first 8 small text files are read, embedded and published in the flow's thread
+    before the local Dask cluster starts; the rest (the ninth letter, the PDF: a reading child's kind) on the
+    cluster. A refresh of only a few letters starts no cluster at all, and everything is indexed either way."""
+    import flows.corpus_refresh
+
+    seen_at_start: list[set[str]] = []
+    original = flows.corpus_refresh.dask_task_runner
+
+    def runner(settings: Settings) -> object:
+        with SqliteIndex(settings.index_path) as index:  # what is searchable when the cluster is asked for
+            seen_at_start.append({s["source_id"] for s in index.sources() if s["lifecycle"] == "current"})
+        return original(settings)
+
+    monkeypatch.setattr(flows.corpus_refresh, "dask_task_runner", runner)
+    root = tmp_path / "archive"
+    root.mkdir()
+    (root / "korpus.yaml").write_text(MANIFEST, encoding="utf-8")
+    letters = [f"письмо_{n}.txt" for n in range(9)]
+    for n, name in enumerate(letters):
+        (root / name).write_text(f"Письмо № {n} о поставке насосов на склад.", encoding="utf-8")
+    pdf = pymupdf.open()
+    pdf.new_page().insert_text((72, 72), "Акт приёмки насосов на склад № 3.")
+    pdf.save(root / "акт.pdf")
+    settings = Settings(data=tmp_path / "data", meta_documents=False)
+    summary = run_refresh(root, settings)
+    assert len(seen_at_start) == 1 and len(seen_at_start[0]) == 8, seen_at_start
+    assert seen_at_start[0] <= set(letters), seen_at_start  # letters, never the PDF
+    assert summary["chunks_indexed"] == 10 and summary["quarantined"] == 0, summary
+    assert 0 < summary["first_searchable_seconds"] < summary["seconds"], summary
+
+    few = tmp_path / "few"
+    few.mkdir()
+    (few / "korpus.yaml").write_text(MANIFEST, encoding="utf-8")
+    for name in letters[:3]:
+        (few / name).write_text((root / name).read_text(encoding="utf-8"), encoding="utf-8")
+    summary = run_refresh(few, Settings(data=tmp_path / "data-few", meta_documents=False))
+    assert len(seen_at_start) == 1 and summary["chunks_indexed"] == 3, (seen_at_start, summary)

@@ -1,0 +1,166 @@
+"""A mixed office folder — born-digital PDFs, scanned PDFs, Word files — through the default `korpus refresh`,
+against what a competent engineer would run without korpus (#47 item 3): `ocrmypdf --skip-text -j 2` on every PDF
+(OCR where a page has no text, the text layer kept where it has), the text of every page read back with PyMuPDF,
+each `.docx`'s paragraphs read from its XML, and the plain embedding loop of benchmarks/plain_loop.py (the same
+chunker, the fast tokenizer, ONNX Runtime in batches of 32, one SQLite transaction).
+
+Pages are XQuAD-ru paragraphs typeset in DejaVu Serif (benchmarks/ocr.py); a scan is that page rendered at 300 dpi,
+rotated, blurred and noised. Each side runs in a fresh process with its models loaded before the clock; korpus on
+its local Prefect server (started by a warm-up refresh first, as a user's server is already up). Best of `--rounds`.
+
+    .venv/bin/pip install -e ".[bench]"      # ocrmypdf
+    .venv/bin/python benchmarks/mixed_folder.py [--digital 20 --scans 10 --docx 10] [--rounds 2]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import sys
+import tempfile
+import zipfile
+from pathlib import Path
+from xml.sax.saxutils import escape
+
+import pymupdf
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from benchmarks.ocr import _jpeg, _typeset, paragraphs, scan_image  # noqa: E402
+from benchmarks.scale import in_fresh_process, refresh  # noqa: E402
+from tasks.runtime.prefect_server import stop_server  # noqa: E402
+
+MANIFEST = "defaults:\n  access: public\n  owner: Канцелярия\n"
+
+
+def docx(path: Path, paragraphs_: list[str]) -> None:
+    """A minimal Word document: the parts Word and LibreOffice need, one `w:p` a paragraph."""
+    body = "".join(f"<w:p><w:r><w:t>{escape(p)}</w:t></w:r></w:p>" for p in paragraphs_)
+    ns = "http://schemas.openxmlformats.org/wordprocessingml/2006/main"
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as z:
+        z.writestr("[Content_Types].xml", '<?xml version="1.0" encoding="UTF-8"?><Types xmlns="http://schemas.'
+                   'openxmlformats.org/package/2006/content-types"><Default Extension="rels" ContentType="application/'
+                   'vnd.openxmlformats-package.relationships+xml"/><Default Extension="xml" ContentType="application/'
+                   'xml"/><Override PartName="/word/document.xml" ContentType="application/vnd.openxmlformats-'
+                   'officedocument.wordprocessingml.document.main+xml"/></Types>')  # fmt: skip
+        z.writestr("_rels/.rels", '<?xml version="1.0" encoding="UTF-8"?><Relationships xmlns="http://schemas.'
+                   'openxmlformats.org/package/2006/relationships"><Relationship Id="rId1" Type="http://schemas.'
+                   'openxmlformats.org/officeDocument/2006/relationships/officeDocument" Target="word/document.xml"/>'
+                   '</Relationships>')  # fmt: skip
+        z.writestr("word/document.xml", f'<?xml version="1.0" encoding="UTF-8"?><w:document xmlns:w="{ns}"><w:body>'
+                   f"{body}</w:body></w:document>")  # fmt: skip
+
+
+def write_folder(root: Path, digital: int, scans: int, words: int) -> dict[str, int]:
+    """`digital` two-page born-digital PDFs, `scans` one-page scanned PDFs, `words` Word files of three paragraphs."""
+    texts = paragraphs(2 * digital + scans + 3 * words)
+    root.mkdir(parents=True)
+    (root / "korpus.yaml").write_text(MANIFEST, encoding="utf-8")
+    at = 0
+    for n in range(digital):
+        doc = pymupdf.open()
+        for text in texts[at : at + 2]:
+            _typeset(doc.new_page(width=595, height=842), text)
+        doc.subset_fonts()
+        doc.save(root / f"договор_{n:03}.pdf")
+        at += 2
+    for n in range(scans):
+        doc = pymupdf.open()
+        page = doc.new_page(width=595, height=842)
+        page.insert_image(page.rect, stream=_jpeg(scan_image(texts[at], seed=n)))
+        doc.save(root / f"скан_{n:03}.pdf")
+        at += 1
+    for n in range(words):
+        docx(root / f"записка_{n:03}.docx", texts[at : at + 3])
+        at += 3
+    return {"born-digital PDFs": digital, "scanned PDFs": scans, "Word files": words, "pages": 2 * digital + scans}
+
+
+PLAIN = """
+import json, re, resource, subprocess, sys, time, zipfile
+sys.path.insert(0, {root!r})
+from pathlib import Path
+import pymupdf
+from benchmarks.plain_loop import PlainLoop, store
+from korpus.core.datamodel import PageResult, Source, SourceKind
+from korpus.core.model_store import embed_model_path
+from korpus.core.settings import Settings
+from tasks.contract.chunking import build_chunks
+from tasks.retrieval.embedding import token_counter
+settings = Settings()
+folder, work = Path({folder!r}), Path({work!r})
+loop = PlainLoop(embed_model_path(settings))
+count = token_counter(str(embed_model_path(settings)))
+loop.embed(["прогрев"])
+work.mkdir(parents=True, exist_ok=True)
+start = time.perf_counter()
+texts, names = [], []
+for path in sorted(folder.iterdir()):
+    if path.suffix == ".pdf":
+        out = work / path.name
+        subprocess.run(["ocrmypdf", "-q", "-l", {language!r}, "--skip-text", "-j", "2", str(path), str(out)],
+                       check=True)
+        pages = [page.get_text() for page in pymupdf.open(out)]
+    elif path.suffix == ".docx":
+        xml = zipfile.ZipFile(path).read("word/document.xml").decode("utf-8")
+        pages = ["\\n\\n".join(re.sub("<[^>]+>", "", p) for p in xml.split("</w:p>"))]
+    else:
+        continue
+    source = Source(source_id=path.name, version="v", path=str(path), kind=SourceKind.text, owner="o",
+                    access="public")
+    read = [PageResult(source_id=path.name, source_version="v", page=n + 1, text=t, method="plain")
+            for n, t in enumerate(pages)]
+    chunks, _ = build_chunks(source, read, settings.chunk_policy, count=count, language="ru")
+    texts += [c.text for c in chunks]
+    names += [path.name] * len(chunks)
+store(work / "plain.db", names, texts, loop.embed(texts))
+seconds = time.perf_counter() - start
+print(json.dumps({{"seconds": seconds, "chunks": len(texts), "sources": len(set(names)),
+                  "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}}))
+"""
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--digital", type=int, default=20)
+    parser.add_argument("--scans", type=int, default=10)
+    parser.add_argument("--docx", type=int, default=10)
+    parser.add_argument("--rounds", type=int, default=2)
+    args = parser.parse_args()
+    if not shutil.which("ocrmypdf", path=f"{Path(sys.executable).parent}:{os.environ.get('PATH', '')}"):
+        raise SystemExit('ocrmypdf is not installed: .venv/bin/pip install -e ".[bench]"')
+    from korpus.core.settings import Settings
+
+    env = dict(os.environ, PATH=f"{Path(sys.executable).parent}:{os.environ.get('PATH', '')}",
+               PREFECT_LOGGING_LEVEL="WARNING")  # fmt: skip
+    with tempfile.TemporaryDirectory(prefix="korpus-mixed-") as tmp:
+        folder = Path(tmp) / "folder"
+        report: dict = {"folder": write_folder(folder, args.digital, args.scans, args.docx)}
+        home = Path(tmp) / "prefect-home"
+        try:
+            warm = Path(tmp) / "warm-up"
+            write_folder(warm, 1, 0, 0)
+            refresh(warm, Path(tmp) / "data-warm-up", home)
+            runs: dict[str, list[dict]] = {"korpus refresh (default)": [], "ocrmypdf --skip-text -j 2 + plain loop": []}
+            for n in range(args.rounds):
+                runs["korpus refresh (default)"].append(refresh(folder, Path(tmp) / f"data-{n}", home))
+                script = PLAIN.format(root=str(ROOT), folder=str(folder), work=str(Path(tmp) / f"plain-{n}"),
+                                      language=Settings().ocr_language)  # fmt: skip
+                runs["ocrmypdf --skip-text -j 2 + plain loop"].append(in_fresh_process(script, env))
+        finally:
+            stop_server(home)
+        for name, results in runs.items():
+            best = min(results, key=lambda r: r["seconds"])
+            report[name] = {"seconds": round(best["seconds"], 2), "runs_s": [round(r["seconds"], 2) for r in results],
+                            "chunks": best["chunks"], "peak_rss_mb": round(best["peak_rss_mb"])}  # fmt: skip
+        korpus = report["korpus refresh (default)"]["seconds"]
+        plain = report["ocrmypdf --skip-text -j 2 + plain loop"]["seconds"]
+        report["korpus speed ÷ ocrmypdf + plain loop"] = round(plain / korpus, 3)
+    print(json.dumps(report, ensure_ascii=False, indent=2))
+
+
+if __name__ == "__main__":
+    main()
