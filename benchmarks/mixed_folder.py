@@ -130,12 +130,12 @@ def main() -> None:
     parser.add_argument("--docx", type=int, default=10)
     parser.add_argument("--rounds", type=int, default=2)
     args = parser.parse_args()
-    if not shutil.which("ocrmypdf", path=f"{Path(sys.executable).parent}:{os.environ.get('PATH', '')}"):
+    path = f"{Path(sys.executable).parent}:{os.environ.get('PATH', '')}"  # the venv's ocrmypdf first
+    if not shutil.which("ocrmypdf", path=path):
         raise SystemExit('ocrmypdf is not installed: .venv/bin/pip install -e ".[bench]"')
     from korpus.core.settings import Settings
 
-    env = dict(os.environ, PATH=f"{Path(sys.executable).parent}:{os.environ.get('PATH', '')}",
-               PREFECT_LOGGING_LEVEL="WARNING")  # fmt: skip
+    env = dict(os.environ, PATH=path, PREFECT_LOGGING_LEVEL="WARNING")
     with tempfile.TemporaryDirectory(prefix="korpus-mixed-") as tmp:
         folder = Path(tmp) / "folder"
         report: dict = {"folder": write_folder(folder, args.digital, args.scans, args.docx)}
