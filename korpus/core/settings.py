@@ -299,6 +299,12 @@ class Settings(BaseSettings):
         description="Hash every file at discovery instead of trusting the last reading of a file whose size, "
         "modification and status-change times and inode are unchanged (`korpus refresh --verify`).",
     )
+    quick_unchanged: bool = Field(
+        default=True,
+        description="`korpus refresh` answers an unchanged tree without a Prefect flow run when the last full refresh "
+        "did nothing and neither the tree's stats, the settings, the catalog nor the retention clock changed since "
+        "(tasks/unchanged.py); false: every refresh is a flow run.",
+    )
     meta_documents: bool = Field(
         default=True,
         description="After a refresh, build the collection's table of contents, chronology and registers of "

@@ -67,12 +67,20 @@ def refresh(
         embed_model_path(settings)
     except ModelMissingError as exc:
         _fail(str(exc))
-    from flows.corpus_refresh import run_refresh
     from tasks.index.sqlite import IndexWriteError
     from tasks.runtime.refresh_lock import RefreshLocked
+    from tasks.unchanged import forget, quick_refresh, remember, tree_digest
 
+    root = root.resolve()
     try:
-        summary = run_refresh(root.resolve(), settings)
+        summary = quick_refresh(root, settings)  # nothing changed since a refresh that did nothing: no flow run
+        if summary is None:
+            from flows.corpus_refresh import run_refresh
+
+            forget(settings)
+            tree = tree_digest(root)  # before the flow looks: a file changed while it runs is seen next time
+            summary = run_refresh(root, settings)
+            remember(root, settings, summary, tree)
     except IndexWriteError as exc:
         _fail(str(exc))
     except RefreshLocked as exc:
