@@ -24,7 +24,6 @@ from pydantic import BaseModel, Field
 from tasks.index.backend import SearchBackend
 from tasks.retrieval.embedding import Embedder
 from tasks.retrieval.query import clean_query, search_message, split_questions
-from tasks.retrieval.rerank import Reranker
 from tasks.retrieval.retriever import Retriever
 
 RETRIEVERS = ("bm25-nostem", "bm25", "dense", "hybrid-rrf", "hybrid", "hybrid+rerank")
@@ -98,18 +97,22 @@ def evaluate(
     retriever: str,
     default_scopes: list[str],
     no_answer_threshold: float,
-    rrf_k: int = 60,
-    depth: int = 50,
-    min_coverage: float = 0.35,
-    reranker: Reranker | None = None,
+    ranker: Retriever | None = None,
 ) -> dict[str, Any]:
     """Run every question through one retriever; metrics overall and by type, and leak counts.
+
+    `ranker` is the Retriever `korpus search` and the API build from the settings (`Retriever.from_settings`: depth,
+    RRF constant, both routing cuts, reranker) — by default from the ambient settings, so an evaluation measures
+    exactly what users are served (#48 item 3: `korpus eval` once built its own without the BM25-alone route).
 
     The overall figures (and `n`) cover answerable questions only: a no-answer question and a denied-access
     question with nothing to find pass or fail as a whole, so averaging them in would lift recall for free.
     They are reported apart, under `checks`, as the share that passed.
     """
-    ranker = Retriever(backend, depth=depth, rrf_k=rrf_k, min_coverage=min_coverage, reranker=reranker)
+    if ranker is None:
+        from korpus.core.settings import Settings
+
+        ranker = Retriever.from_settings(backend, Settings())
     per_type: dict[str, list[dict[str, float]]] = defaultdict(list)
     checks: dict[str, list[float]] = defaultdict(list)
     leaks = {"denied_access": 0, "superseded": 0}

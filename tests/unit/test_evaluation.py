@@ -168,3 +168,33 @@ def test_an_expected_phrase_pins_the_answer_inside_a_long_page() -> None:
     assert _scores([other, answer], expected)["recall@1"] == 0.0
     assert _scores([other, answer], expected)["recall@3"] == 1.0
     assert _scores([answer, other], expected)["ndcg@10"] == 1.0
+
+
+def test_eval_ranks_with_the_retriever_search_serves(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """#48 item 3: `evaluate` without a retriever builds the one `korpus search` and the API build from the settings
+    (Retriever.from_settings), with both routing cuts — a question worded as the text is ranked by BM25 alone — and a
+    changed setting changes what is evaluated."""
+    import numpy as np
+
+    from korpus.core.datamodel import Chunk, Locator, Source, SourceKind
+    from tasks.index.sqlite import SqliteIndex
+    from tasks.retrieval.evaluation import Question, evaluate
+
+    def publish(index: SqliteIndex, name: str, text: str, vector: list[float]) -> None:
+        source = Source(source_id=name, version="v1", path="/x", kind=SourceKind.text, owner="o", access="public",
+                        tenant="default")  # fmt: skip
+        chunk = Chunk(chunk_id=name, source_id=name, source_version="v1", locator=Locator(page=1), text=text,
+                      body=text, owner="o", access_rule="public", policy_version="structure-v2")  # fmt: skip
+        index.publish_version(source, [chunk], np.asarray([vector], dtype=np.float32), 1)
+
+    question = "договор поставки насосов"
+    questions = [Question(id="q", question=question, expected=[Expected(source_id="a.txt")])]
+    embedder = _AxisEmbedder({question: [0.0, 1.0]})
+    with SqliteIndex(tmp_path / "k.db") as index:
+        publish(index, "a.txt", "договор поставки насосов для склада", [1.0, 0.0])
+        publish(index, "b.txt", "письмо о ремонте кровли", [0.0, 1.0])  # dense's favourite
+        served = evaluate(questions, index.searcher, embedder, "hybrid", ["public"], 0.8)
+        monkeypatch.setenv("KORPUS_HYBRID_LEXICAL_COVERAGE", "1.01")  # the BM25-alone route off
+        unrouted = evaluate(questions, index.searcher, embedder, "hybrid", ["public"], 0.8)
+    assert served["routing"]["bm25_only"] == 1 and served["recall@1"] == 1.0
+    assert unrouted["routing"]["bm25_only"] == 0

@@ -174,10 +174,9 @@ def evaluate_cmd(
                        f"{found['balanced_accuracy']}: answerable ≥ {found['answerable_min']} × {found['answerable']}, "
                        f"no-answer ≤ {found['no_answer_max']} × {found['no_answer']})")  # fmt: skip
             return
-        ranker = Retriever.from_settings(backend, settings)
+        ranker = Retriever.from_settings(backend, settings)  # exactly what `korpus search` and the API rank with
         report = evaluate(load_questions(questions), backend, embedder, retriever, settings.default_scopes,
-                          settings.no_answer_threshold, ranker.rrf_k, ranker.depth, ranker.min_coverage,
-                          ranker.reranker)  # fmt: skip
+                          settings.no_answer_threshold, ranker)  # fmt: skip
     if as_json:
         typer.echo(json.dumps(report, ensure_ascii=False, indent=2))
         return
