@@ -1,31 +1,50 @@
-"""How BM25 and kNN are fused, studied on every set korpus has (#31 item 2): each side alone, plain RRF, the routed
-default, and a per-query weighting whose one parameter is fitted leave-one-set-out (on the other sets, reported on
-the one left out).
+"""How BM25 and kNN are fused, chosen on kinds of questions, not sets (#48 items 1-2; #31 item 2 before it).
 
-    .venv/bin/python benchmarks/fusion.py [--keep DIR] [--json]
+    .venv/bin/python benchmarks/fusion.py [--keep DIR] [--only SET ...] [--json]
 
-Each set is refreshed once by the real flow with the default settings (kept in `--keep DIR` to be reused); then,
-per answerable question, the retriever's own primitives are read once — BM25's and kNN's top 50 under the filters,
-BM25's lexical coverage, the meta and furniture parts the retriever sets aside — and every fusion is computed from
-those rankings, so all are compared on exactly the same candidates. nDCG@10 and R@1 as `korpus eval` counts them.
+Each set is refreshed once by the real flow with the default settings (kept in `--keep DIR` to be reused). Every
+question is then asked as people vary it — **kinds** made deterministically (seeded) from the question as written:
 
-Fusions:
-- `bm25`, `dense` — one side;
-- `rrf` — Σ 1/(60 + rank) over both;
-- `routed` — korpus's default: RRF, or dense alone when BM25's best hit covers < 0.35 of the query;
-- `weighted(a)` — RRF with BM25's votes weighted by coverage^a and dense's by 1 (a = 0: rrf; large a: BM25 counts
-  only when it covers the whole query); `a` fitted on the other sets.
+- `as written`; `lower case` (lower-cased, punctuation gone); `typos` (two content words with a keyboard-neighbour
+  or a phonetic slip: о/а, е/и, a doubled or single consonant, -тся/-ться, щ/ш); `keywords` (the content words
+  alone, at most four, lower case); `colloquial` (lower case in a spoken frame: «подскажите плиз …», «а где … ?»);
+  `two in one` (the next question of the set appended; a hit for either counts).
+
+Per message, korpus's own query path: cleaned and split into its questions (tasks/retrieval/query.py), each part's
+BM25 and kNN top 50 with their scores (meta parts and furniture set aside as the retriever does; no identifier pins,
+which every rule would share), BM25's lexical coverage; every fusion rule is computed from those same candidates,
+parts interleaved as `search_message` does. nDCG@10 and R@1 as `korpus eval` counts them. Rules:
+
+- `bm25`, `dense` — one side; `rrf` — Σ 1/(60 + rank); `routed` — korpus's default (dense alone when BM25's best hit
+  covers < 0.35 of the query, BM25 alone at ≥ 0.6); `routed, no BM25-alone` (the 0.6 cut off);
+- `rrf@d` — RRF over each side's top d only (d fitted);
+- `convex <norm>` — α·BM25 + (1-α)·cosine after min-max, z-score or theoretical-min-max normalisation (Bruch, Gai and
+  Ingber 2023), α fitted; `convex tmm, routed low` — the same with dense alone below coverage 0.35.
+
+Fitting is out of sample twice: **leave-one-set-out** (parameters chosen on every kind of the other sets, reported on
+the held-out set, per kind) and **leave-one-kind-out** (chosen on the other kinds of every set, reported on the
+held-out kind). The hand-written `real-typed` set (eval/real-typed, #48 item 4) is never in a fitting pool: it is
+reported with parameters fitted on all the other sets. A rule is kept only if on every set × kind it is ≥ the
+better side − 0.005 (nDCG@10); the table says where each breaks.
+
+Dense, three ways (#48 item 2): `dense` as korpus embeds (the chunk's text with its address line, the question
+cleaned and split), `dense, body` (the chunk's body alone, re-embedded here: no address prefix — the plain-e5 anchor's
+passages) and `dense, as typed` (the message embedded as it came: no clean-up, no split).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import math
 import os
+import random
+import re
 import sys
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
+
+import numpy as np
 
 os.environ.setdefault("PREFECT_LOGGING_LEVEL", "WARNING")
 os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
@@ -40,23 +59,38 @@ from korpus.core.settings import Settings
 from tasks.index.sqlite import SqliteIndex
 from tasks.retrieval.embedding import Embedder
 from tasks.retrieval.evaluation import _scores, import_beir, load_questions
-from tasks.retrieval.query import clean_query
+from tasks.retrieval.fusion import convex_fuse, rrf_fuse
+from tasks.retrieval.query import clean_query, interleave, split_questions
 from tasks.retrieval.retriever import Retriever
 from tasks.runtime.prefect_server import stop_server
 from tasks.text.analysis import analyse
 
 ROOT = Path(__file__).resolve().parents[1]
 SKIP = ("no-answer", "denied-access", "collection")
-EXPONENTS = (0.0, 0.5, 1.0, 2.0, 4.0, 8.0)
-CUTS = (0.5, 0.6, 0.7, 0.8, 0.9, 0.95, 0.99, 1.01)
+KINDS = ("as written", "lower case", "typos", "keywords", "colloquial", "two in one")
+REAL_TYPED = ROOT / "eval" / "real-typed"
+REPORTED_ONLY = ("real-typed",)
+ALPHAS = tuple(round(0.1 * n, 1) for n in range(11))
+DEPTHS = (5, 10, 20, 30, 50)
+FITTED = {"rrf@d": DEPTHS, "convex minmax": ALPHAS, "convex zscore": ALPHAS, "convex tmm": ALPHAS,
+          "convex tmm, routed low": ALPHAS}  # fmt: skip
+FIXED = ("bm25", "dense", "rrf", "routed", "routed, no BM25-alone")
+DENSE_WAYS = ("dense", "dense, body", "dense, as typed")
+STOP = set(("что как где когда кто какой какая какие каких каком какое чем чей почему зачем сколько ли же бы "
+            "в во на по с со к ко о об от до из за у для при про под над без между через и а но или не ни это "
+            "то там тут был была были будет есть нужно можно надо мне нам вы мы я он она они его её их этот эта "
+            "эти который которая которые").split())  # fmt: skip
+ROWS = ("йцукенгшщзхъ", "фывапролджэ", "ячсмитьбю")
+NEIGHBOURS = {row[i]: row[i + 1] if i + 1 < len(row) else row[i - 1] for row in ROWS for i in range(len(row))}
+PHONETIC = (("о", "а"), ("а", "о"), ("е", "и"), ("и", "е"), ("нн", "н"), ("сс", "с"), ("тся", "ться"),
+            ("ться", "тся"), ("щ", "ш"), ("ё", "е"))  # fmt: skip
+FRAMES = ("подскажите плиз {}", "а где {} ?", "{} — кто знает?", "нужно {} срочно", "слушайте, {}", "{} ??")
 
 
-def build(keep: Path) -> dict[str, tuple[Path, Path]]:
+def build(keep: Path, only: list[str] | None) -> dict[str, tuple[Path, Path]]:
     """Each set refreshed once: name → (data directory, questions)."""
-    sets: dict[str, tuple[Path, Path]] = {}
-    archive_q = keep / "archive-style.jsonl"
+    archive_q, xquad_q = keep / "archive-style.jsonl", keep / "xquad.jsonl"
     archive_eval.write_questions(archive_q)
-    xquad_q = keep / "xquad.jsonl"
 
     def archive(root: Path) -> None:
         archive_eval.write_archive(root)
@@ -67,8 +101,12 @@ def build(keep: Path) -> dict[str, tuple[Path, Path]]:
         "sample-archive": (write_sample_archive, ROOT / "eval" / "sample-archive.jsonl"),
         "xquad-ru": (lambda root: import_beir(ROOT / "eval" / "xquad-ru", root, xquad_q), xquad_q),
         "real-colloquial": (write_real_colloquial, REAL_QUESTIONS),
+        "real-typed": (write_real_typed, REAL_TYPED / "questions.jsonl"),
     }
+    sets: dict[str, tuple[Path, Path]] = {}
     for name, (write, questions) in writers.items():
+        if only and name not in only:
+            continue
         root, data = keep / f"{name}-root", keep / f"{name}-data"
         if not (data / "korpus.db").is_file():
             write(root)
@@ -77,67 +115,233 @@ def build(keep: Path) -> dict[str, tuple[Path, Path]]:
     return sets
 
 
-def rankings(data: Path, questions: Path) -> list[dict]:
-    """Per answerable question: both sides' rankings (set-aside parts removed), coverage, and which keys answer."""
-    settings = Settings(data=data)
-    embedder = Embedder(embed_model_path(settings))
-    out = []
-    with SqliteIndex(settings.index_path) as index:
-        backend = index.searcher
-        retriever = Retriever.from_settings(backend, settings)
-        scopes = settings.default_scopes
-        for q in load_questions(questions):
-            if q.type in SKIP or not q.expected:
+def write_real_typed(root: Path) -> None:
+    """The real-typed set's corpus: both folders of the repository's real files, one owner, public."""
+    import shutil
+
+    for folder in ("real-archive", "real-archive-2"):
+        shutil.copytree(ROOT / "tests" / "fixtures" / folder, root / folder,
+                        ignore=shutil.ignore_patterns("LICENSE", "README.md"))  # fmt: skip
+    (root / "korpus.yaml").write_text("defaults:\n  owner: Архив\n  access: public\n", encoding="utf-8")
+
+
+# --- kinds of questions -----------------------------------------------------------------------------------------
+
+
+def _lower(text: str) -> str:
+    return " ".join(re.sub(r"[^\w\s-]", " ", text.lower()).split())
+
+
+def _content_words(text: str) -> list[str]:
+    return [w for w in _lower(text).split() if w not in STOP and len(w) > 2]
+
+
+def _slip(word: str, rng: random.Random) -> str:
+    for wrong, right in rng.sample(PHONETIC, len(PHONETIC)):
+        at = word.find(wrong, 1)
+        if at > 0:
+            return word[:at] + right + word[at + len(wrong) :]
+    at = rng.randrange(1, len(word) - 1)
+    return word[:at] + NEIGHBOURS.get(word[at], word[at]) + word[at + 1 :]
+
+
+def kind_of(text: str, kind: str, rng: random.Random, following: str) -> str:
+    if kind == "lower case":
+        return _lower(text)
+    if kind == "typos":
+        words = text.split()
+        long = [i for i, w in enumerate(words) if len(w) >= 5 and w.isalpha()]
+        for i in rng.sample(long, min(2, len(long))):
+            words[i] = _slip(words[i], rng)
+        return " ".join(words)
+    if kind == "keywords":
+        words = _content_words(text)
+        kept = sorted(sorted(range(len(words)), key=lambda i: -len(words[i]))[:4])
+        return " ".join(words[i] for i in kept) or _lower(text)
+    if kind == "colloquial":
+        return rng.choice(FRAMES).format(_lower(text))
+    if kind == "two in one":
+        return f"{text.rstrip('?. ')}? И ещё: {following}"
+    return text
+
+
+# --- each message's candidates, read once ------------------------------------------------------------------------
+
+
+class Candidates:
+    """Per set: every message's parts with both sides' scored top 50, coverage and hits, read through the backend."""
+
+    def __init__(self, data: Path) -> None:
+        self.settings = Settings(data=data)
+        self.embedder = Embedder(embed_model_path(self.settings))
+        self.index = SqliteIndex(self.settings.index_path)
+        self.backend = self.index.searcher
+        self.retriever = Retriever.from_settings(self.backend, self.settings)
+        rows = self.index.conn.execute(
+            "SELECT c.rowid, c.body, v.visible FROM chunks c JOIN chunk_visibility v ON v.rowid = c.rowid "
+            "WHERE v.visible IS NOT NULL ORDER BY c.rowid"
+        ).fetchall()
+        self.body_rowids = np.asarray([r[0] for r in rows])
+        self.body_scope = np.asarray([r[2] for r in rows])
+        self.bodies = self.embedder.embed_passages([r[1] for r in rows]) if rows else np.zeros((0, 384))
+
+    def close(self) -> None:
+        self.index.close()
+
+    def _body_top(self, vector: np.ndarray, scopes: list[str], depth: int = 50) -> list[tuple[int, float]]:
+        scores = np.where(np.isin(self.body_scope, scopes), self.bodies @ vector, -np.inf)
+        best = np.argsort(-scores)[:depth]
+        return [(int(self.body_rowids[i]), float(scores[i])) for i in best if np.isfinite(scores[i])]
+
+    def read(self, messages: list[tuple[str, list[str]]]) -> list[dict]:
+        """messages: (text, scopes) → per message {parts: [...], raw_dense, hits}."""
+        split = [split_questions(clean_query(text)) for text, _ in messages]
+        flat = [p for parts in split for p in parts]
+        vectors = self.embedder.embed_queries(flat) if flat else []
+        raw = self.embedder.embed_queries([text for text, _ in messages]) if messages else []
+        out, at = [], 0
+        for (_text, scopes), parts, raw_vector in zip(messages, split, raw, strict=True):
+            read_parts, keys = [], set()
+            for part in parts:
+                vector = vectors[at]
+                at += 1
+                variants = self.backend.typo_variants(analyse(part))
+                lexical = self.backend.lexical(part, scopes, 50, True, variants)
+                dense = self.backend.vector(vector, scopes, 50)
+                body = self._body_top(vector, scopes)
+                aside, dropped = self.retriever._set_aside(False, [k for k, _ in [*lexical, *dense, *body]], scopes)
+                gone = set(aside) | dropped
+                lexical = [(k, s) for k, s in lexical if k not in gone]
+                dense = [(k, s) for k, s in dense if k not in gone]
+                body = [(k, s) for k, s in body if k not in gone]
+                coverage = self.backend.coverage(part, lexical[0][0], variants) if lexical else 0.0
+                read_parts.append({"lexical": lexical, "dense": dense, "body": body, "coverage": coverage})
+                keys |= {k for k, _ in [*lexical, *dense, *body]}
+            typed = [(k, s) for k, s in self.backend.vector(raw_vector, scopes, 50)]
+            keys |= {k for k, _ in typed}
+            hits = dict(self.backend.hits([(k, 0.0) for k in keys], scopes, regions=False))
+            out.append({"parts": read_parts, "typed": typed, "hits": hits})
+        return out
+
+
+# --- the rules ---------------------------------------------------------------------------------------------------
+
+
+def ranking(part: dict, rule: str, p: float | None) -> list:
+    lexical, dense, coverage = part["lexical"], part["dense"], part["coverage"]
+    keys = lambda scored: [k for k, _ in scored]  # noqa: E731
+    if rule == "bm25":
+        return keys(lexical)
+    if rule in ("dense", "dense, as typed"):
+        return keys(dense)
+    if rule == "dense, body":
+        return keys(part["body"])
+    if rule == "rrf":
+        return keys(rrf_fuse([keys(lexical), keys(dense)], 60))
+    if rule in ("routed", "routed, no BM25-alone"):
+        if not lexical or coverage < 0.35:
+            return keys(dense)
+        if rule == "routed" and coverage >= 0.6:
+            return keys(lexical)
+        return keys(rrf_fuse([keys(lexical), keys(dense)], 60))
+    if rule == "rrf@d":
+        fused = keys(rrf_fuse([keys(lexical)[: int(p)], keys(dense)[: int(p)]], 60))
+        return list(dict.fromkeys(fused + keys(dense)))
+    if rule == "convex tmm, routed low" and (not lexical or coverage < 0.35):
+        return keys(dense)
+    norm = rule.split()[1]
+    return keys(convex_fuse(lexical, dense, p, norm))
+
+
+def score(case: dict, rule: str, p: float | None = None) -> dict[str, float]:
+    read = case["read"]
+    if rule == "dense, as typed":
+        results = [[read["hits"][k] for k, _ in read["typed"]]]
+    else:
+        results = [[read["hits"][k] for k in ranking(part, rule, p)] for part in read["parts"]]
+    hits = results[0][:10] if len(results) == 1 else interleave(results, 10)
+    figures = _scores(hits, case["expected"])
+    return {"ndcg@10": figures["ndcg@10"], "r@1": figures["recall@1"]}
+
+
+def mean(cases: list[dict], rule: str, p: float | None = None) -> dict[str, float]:
+    rows = [score(c, rule, p) for c in cases]
+    n = max(1, len(rows))
+    return {key: round(sum(r[key] for r in rows) / n, 4) for key in ("ndcg@10", "r@1")}
+
+
+def fit(pool: list[dict], rule: str) -> float:
+    """The parameter with the best mean nDCG@10 on `pool` (the smaller on a tie)."""
+    return max(FITTED[rule], key=lambda p: (mean(pool, rule, p)["ndcg@10"], -p))
+
+
+def study(cases: list[dict]) -> dict:
+    """Every rule on every set × kind, fitted leave-one-set-out and leave-one-kind-out."""
+    sets = sorted({c["set"] for c in cases})
+    fitting = [c for c in cases if c["set"] not in REPORTED_ONLY]
+    table: dict = {}
+    for name in sets:
+        pool = [c for c in fitting if c["set"] != name]
+        params = {rule: fit(pool, rule) for rule in FITTED}
+        for kind in KINDS:
+            own = [c for c in cases if c["set"] == name and c["kind"] == kind]
+            if not own:
                 continue
-            text = clean_query(q.question)
-            variants = backend.typo_variants(analyse(text))
-            lexical = [k for k, _ in backend.lexical(text, q.scopes or scopes, 50, True, variants)]
-            dense = [k for k, _ in backend.vector(embedder.embed_query(text), q.scopes or scopes, 50)]
-            aside, dropped = retriever._set_aside(False, [*lexical, *dense], q.scopes or scopes)
-            out_keys = set(aside) | dropped
-            lexical = [k for k in lexical if k not in out_keys]
-            dense = [k for k in dense if k not in out_keys]
-            coverage = backend.coverage(text, lexical[0], variants) if lexical else 0.0
-            hits = dict(backend.hits([(k, 0.0) for k in dict.fromkeys([*lexical, *dense])], q.scopes or scopes,
-                                     regions=False))  # fmt: skip
-            out.append({"type": q.type, "lexical": lexical, "dense": dense, "coverage": coverage, "hits": hits,
-                        "expected": q.expected})  # fmt: skip
+            row = {rule: mean(own, rule) for rule in (*FIXED, *DENSE_WAYS[1:])}
+            row |= {f"{rule} ({params[rule]})": mean(own, rule, params[rule]) for rule in FITTED}
+            table[f"{name} | {kind} (n={len(own)})"] = row
+    by_kind: dict = {}
+    for kind in KINDS:
+        pool = [c for c in fitting if c["kind"] != kind]
+        params = {rule: fit(pool, rule) for rule in FITTED}
+        own = [c for c in fitting if c["kind"] == kind]
+        row = {rule: mean(own, rule) for rule in FIXED}
+        row |= {f"{rule} ({params[rule]})": mean(own, rule, params[rule]) for rule in FITTED}
+        by_kind[f"{kind} (n={len(own)})"] = row
+    return {"by set and kind (leave-one-set-out)": table, "by kind (leave-one-kind-out)": by_kind,
+            "verdict": verdict(table)}  # fmt: skip
+
+
+def verdict(table: dict) -> dict:
+    """Per rule: the cells where it falls more than 0.005 below the better side, and its worst deficit."""
+    out: dict = {}
+    for cell, row in table.items():
+        better = max(row["bm25"]["ndcg@10"], row["dense"]["ndcg@10"])
+        for rule, figures in row.items():
+            if rule in ("bm25", "dense") or rule.startswith("dense"):
+                continue
+            name = rule.split(" (")[0]
+            entry = out.setdefault(name, {"cells": 0, "below": [], "worst": 0.0})
+            entry["cells"] += 1
+            gap = round(figures["ndcg@10"] - better, 4)
+            if gap < -0.005:
+                entry["below"].append(f"{cell}: {gap:+.3f}")
+            entry["worst"] = min(entry["worst"], gap)
     return out
 
 
-def fuse(case: dict, how: str, a: float = 0.0) -> list:
-    lexical, dense, coverage = case["lexical"], case["dense"], case["coverage"]
-    if how == "bm25":
-        return lexical
-    if how == "dense" or (how == "two-way" and coverage < 0.35):
-        return dense
-    if how == "two-way" and coverage >= a:
-        return lexical
-    weight = {"rrf": 1.0, "routed": 0.0 if coverage < 0.35 else 1.0, "weighted": coverage**a if a else 1.0,
-              "two-way": 1.0}[how]  # fmt: skip
-    scores: dict = {}
-    for rank, key in enumerate(dense, start=1):
-        scores[key] = scores.get(key, 0.0) + 1.0 / (60 + rank)
-    for rank, key in enumerate(lexical, start=1):
-        scores[key] = scores.get(key, 0.0) + weight / (60 + rank)
-    return sorted(scores, key=lambda k: (-scores[k], k))
-
-
-def measure(cases: list[dict], how: str, a: float = 0.0) -> dict[str, float]:
-    rows = [_scores([c["hits"][k] for k in fuse(c, how, a)[:10]], c["expected"]) for c in cases]
-    n = max(1, len(rows))
-    return {"ndcg@10": round(sum(r["ndcg@10"] for r in rows) / n, 4),
-            "r@1": round(sum(r["recall@1"] for r in rows) / n, 4)}  # fmt: skip
-
-
-def fitted_cut(others: list[dict]) -> float:
-    """Two-way routing's BM25-alone cut, fitted on the other sets' questions (best nDCG@10; the higher cut on a tie)."""
-    return max(CUTS, key=lambda t: (measure(others, "two-way", t)["ndcg@10"], t))
+def cases_of(name: str, data: Path, questions: Path) -> list[dict]:
+    asked = [q for q in load_questions(questions) if q.type not in SKIP and q.expected]
+    candidates = Candidates(data)
+    try:
+        rng, cases = random.Random(48), []
+        for kind in KINDS:
+            texts = [kind_of(q.question, kind, rng, asked[(n + 1) % len(asked)].question) for n, q in enumerate(asked)]
+            scopes = [q.scopes or candidates.settings.default_scopes for q in asked]
+            read = candidates.read(list(zip(texts, scopes, strict=True)))
+            for n, q in enumerate(asked):
+                expected = list(q.expected) + (list(asked[(n + 1) % len(asked)].expected) if kind == "two in one"
+                                               else [])  # fmt: skip
+                cases.append({"set": name, "kind": kind, "type": q.type, "expected": expected, "read": read[n]})
+    finally:
+        candidates.close()
+    return cases
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--keep", type=Path)
+    parser.add_argument("--only", nargs="+")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="korpus-fusion-") as tmp:
@@ -147,33 +351,29 @@ def main() -> None:
         home.mkdir(exist_ok=True)
         os.environ["PREFECT_HOME"] = str(home)
         try:
-            sets = build(keep)
+            sets = build(keep, args.only)
         finally:
             stop_server(home)
-        cases = {name: rankings(data, questions) for name, (data, questions) in sets.items()}
-    report: dict = {}
-    for name, own in cases.items():
-        others = [c for other, cs in cases.items() if other != name for c in cs]
-        fitted = max(EXPONENTS, key=lambda a: (measure(others, "weighted", a)["ndcg@10"], -a))
-        row = {how: measure(own, how) for how in ("bm25", "dense", "rrf", "routed")}
-        row[f"weighted(a={fitted}, fitted on the others)"] = measure(own, "weighted", fitted)
-        cut = fitted_cut(others)
-        row[f"two-way(t={cut}, fitted on the others)"] = measure(own, "two-way", cut)
-        for kind in sorted({c["type"] for c in own}):
-            part = [c for c in own if c["type"] == kind]
-            row[f"by type {kind} (n={len(part)})"] = {
-                "bm25": measure(part, "bm25")["ndcg@10"], "dense": measure(part, "dense")["ndcg@10"],
-                "routed": measure(part, "routed")["ndcg@10"], "weighted": measure(part, "weighted", fitted)["ndcg@10"],
-                "two-way": measure(part, "two-way", cut)["ndcg@10"]}  # fmt: skip
-        report[name] = row
+        cases = [c for name, (data, questions) in sets.items() for c in cases_of(name, data, questions)]
+    report = study(cases)
     if args.json:
         print(json.dumps(report, ensure_ascii=False, indent=2))
         return
-    for name, row in report.items():
-        print(f"== {name}")
-        for how, figures in row.items():
-            print(f"  {how:>44}: {figures}")
-    assert all(not math.isnan(v) for r in report.values() for f in r.values() for v in f.values())
+    print_report(report)
+
+
+def print_report(report: dict, out: Callable[[str], None] = print) -> None:
+    for section in ("by set and kind (leave-one-set-out)", "by kind (leave-one-kind-out)"):
+        out(f"== {section}: nDCG@10 (R@1)")
+        for cell, row in report[section].items():
+            out(f"  {cell}")
+            for rule, f in row.items():
+                out(f"    {rule:>34}: {f['ndcg@10']:.3f} ({f['r@1']:.3f})")
+    out("== rules against the better side (−0.005 allowed)")
+    for rule, v in report["verdict"].items():
+        out(f"  {rule}: {len(v['below'])} of {v['cells']} cells below, worst {v['worst']:+.3f}")
+        for line in v["below"][:8]:
+            out(f"      {line}")
 
 
 if __name__ == "__main__":
