@@ -19,7 +19,7 @@ parts interleaved as `search_message` does. nDCG@10 and R@1 as `korpus eval` cou
   covers < 0.35 of the query, BM25 alone at ≥ 0.6); `routed, no BM25-alone` (the 0.6 cut off);
 - `rrf@d` — RRF over each side's top d only (d fitted);
 - `convex <norm>` — α·BM25 + (1-α)·cosine after min-max, z-score or theoretical-min-max normalisation (Bruch, Gai and
-  Ingber 2023), α fitted; `convex tmm, routed low` — the same with dense alone below coverage 0.35.
+  Ingber 2023), α fitted; `convex <norm>, routed low` — the same with dense alone below coverage 0.35.
 
 Fitting is out of sample twice: **leave-one-set-out** (parameters chosen on every kind of the other sets, reported on
 the held-out set, per kind) and **leave-one-kind-out** (chosen on the other kinds of every set, reported on the
@@ -73,7 +73,7 @@ REPORTED_ONLY = ("real-typed",)
 ALPHAS = tuple(round(0.1 * n, 1) for n in range(11))
 DEPTHS = (5, 10, 20, 30, 50)
 FITTED = {"rrf@d": DEPTHS, "convex minmax": ALPHAS, "convex zscore": ALPHAS, "convex tmm": ALPHAS,
-          "convex tmm, routed low": ALPHAS}  # fmt: skip
+          "convex tmm, routed low": ALPHAS, "convex minmax, routed low": ALPHAS}  # fmt: skip
 FIXED = ("bm25", "dense", "rrf", "routed", "routed, no BM25-alone")
 DENSE_WAYS = ("dense", "dense, body", "dense, as typed")
 STOP = set(("что как где когда кто какой какая какие каких каком какое чем чей почему зачем сколько ли же бы "
@@ -247,7 +247,7 @@ def ranking(part: dict, rule: str, p: float | None) -> list:
     if rule == "rrf@d":
         fused = keys(rrf_fuse([keys(lexical)[: int(p)], keys(dense)[: int(p)]], 60))
         return list(dict.fromkeys(fused + keys(dense)))
-    if rule == "convex tmm, routed low" and (not lexical or coverage < 0.35):
+    if rule.endswith("routed low") and (not lexical or coverage < 0.35):
         return keys(dense)
     norm = rule.split()[1]
     return keys(convex_fuse(lexical, dense, p, norm))
@@ -338,10 +338,41 @@ def cases_of(name: str, data: Path, questions: Path) -> list[dict]:
     return cases
 
 
+def as_served(sets: dict[str, tuple[Path, Path]]) -> dict:
+    """Each set through `evaluate` — the Retriever `korpus search` serves, identifier pins, meta parts, no-answer
+    and access checks included — with each `KORPUS_HYBRID_FUSION`, beside its two sides."""
+    from tasks.retrieval.evaluation import evaluate
+
+    out: dict = {}
+    for name, (data, questions) in sets.items():
+        asked = load_questions(questions)
+        with SqliteIndex(Settings(data=data).index_path) as index:
+            embedder = Embedder(embed_model_path(Settings(data=data)))
+            row = {}
+            for label, retriever, fusion in (("bm25", "bm25", "routed"), ("dense", "dense", "routed"),
+                                             ("hybrid routed", "hybrid", "routed"),
+                                             ("hybrid convex", "hybrid", "convex")):  # fmt: skip
+                settings = Settings(data=data, hybrid_fusion=fusion)
+                ranker = Retriever.from_settings(index.searcher, settings)
+                report = evaluate(asked, index.searcher, embedder, retriever, settings.default_scopes,
+                                  settings.no_answer_threshold, ranker)  # fmt: skip
+                row[label] = {"ndcg@10": report["ndcg@10"], "r@1": report["recall@1"], "n": report["n"],
+                              "by_type": {t: v["ndcg@10"] for t, v in report["by_type"].items()},
+                              "checks": {t: v["passed"] for t, v in report["checks"].items()},
+                              "leaks": report["leaks"]}  # fmt: skip
+            out[name] = row
+    return out
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--keep", type=Path)
     parser.add_argument("--only", nargs="+")
+    parser.add_argument(
+        "--as-served",
+        action="store_true",
+        help="evaluate each set with the served retriever, routed and convex, instead of the study",
+    )
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="korpus-fusion-") as tmp:
@@ -354,6 +385,9 @@ def main() -> None:
             sets = build(keep, args.only)
         finally:
             stop_server(home)
+        if args.as_served:
+            print(json.dumps(as_served(sets), ensure_ascii=False, indent=2))
+            return
         cases = [c for name, (data, questions) in sets.items() for c in cases_of(name, data, questions)]
     report = study(cases)
     if args.json:

@@ -270,6 +270,18 @@ class Settings(BaseSettings):
         "terms, the query is worded as the text and BM25 ranks alone (1.01: never). Fitted leave-one-set-out "
         "(benchmarks/fusion.py): 0.6 on every fold.",
     )
+    hybrid_fusion: Literal["routed", "convex"] = Field(
+        default="routed",
+        description="How `hybrid` fuses BM25 and kNN: `routed` — RRF with the two coverage cuts above; `convex` — "
+        "hybrid_alpha × min-max-normalised BM25 + (1 - hybrid_alpha) × min-max-normalised cosine over both top "
+        "lists (docs/retrieval.md: benchmarks/fusion.py on six kinds of question and five sets).",
+    )
+    hybrid_alpha: float = Field(
+        default=0.5,
+        ge=0.0,
+        le=1.0,
+        description="BM25's weight in the convex fusion (hybrid_fusion=convex); fitted leave-one-set-out: 0.5.",
+    )
     rerank_model: Path | None = Field(
         default=None, description="A local sentence-transformers CrossEncoder folder for retriever hybrid+rerank."
     )

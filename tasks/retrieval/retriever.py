@@ -38,7 +38,7 @@ from korpus.core.datamodel import FURNITURE_SECTION, META_PREFIX, NO_ENTRIES
 from tasks.index.backend import HYBRID_MODES, SEARCH_MODES, SearchBackend
 from tasks.index.exact import mentions
 from tasks.retrieval.collection import is_collection_question
-from tasks.retrieval.fusion import pin_first, rrf_fuse
+from tasks.retrieval.fusion import convex_fuse, pin_first, rrf_fuse
 from tasks.text.analysis import analyse
 from tasks.text.identifiers import extract_identifiers
 
@@ -54,6 +54,8 @@ class Retriever:
     rrf_k: int = 60
     min_coverage: float = 0.35
     lexical_coverage: float = 0.6
+    fusion: str = "routed"
+    alpha: float = 0.5
     reranker: Reranker | None = None
     rerank_top: int = 20
 
@@ -64,7 +66,8 @@ class Retriever:
 
         reranker = shared_reranker(str(settings.rerank_model)) if settings.rerank_model is not None else None
         return cls(backend, depth=settings.rrf_depth, rrf_k=settings.rrf_k, min_coverage=settings.hybrid_min_coverage,
-                   lexical_coverage=settings.hybrid_lexical_coverage, reranker=reranker,
+                   lexical_coverage=settings.hybrid_lexical_coverage, fusion=settings.hybrid_fusion,
+                   alpha=settings.hybrid_alpha, reranker=reranker,
                    rerank_top=settings.rerank_top)  # fmt: skip
 
     def check(self, mode: str, vector: np.ndarray | None) -> None:
@@ -114,18 +117,25 @@ class Retriever:
             lexical = [key for key, _ in self.backend.lexical(query, scopes, depth, False, {})]
         reads_bm25 = mode in HYBRID_MODES or mode == "bm25"
         variants: dict[str, list[str]] = {}
+        lexical_scored: list[tuple[Hashable, float]] = []
         if reads_bm25:
             terms = analyse(query)
             variants = self.backend.typo_variants(terms)  # one vocabulary lookup for ranking, coverage and explain
-            lexical = [key for key, _ in self.backend.lexical(query, scopes, depth, True, variants)]
+            lexical_scored = self.backend.lexical(query, scopes, depth, True, variants)
+            lexical = [key for key, _ in lexical_scored]
         dense_scored = self.backend.vector(vector, scopes, depth) if mode in HYBRID_MODES or mode == "dense" else []
         exact = self.backend.identifiers(extract_identifiers(query), scopes, depth) if reads_bm25 else []
         collection = is_collection_question(query)
         aside, dropped = self._set_aside(collection, [*lexical, *(k for k, _ in dense_scored), *exact], scopes)
         out = dropped | set(aside)
         lexical, exact = [k for k in lexical if k not in out], [k for k in exact if k not in out]
+        lexical_scored = [(key, score) for key, score in lexical_scored if key not in out]
         dense_scored = [(key, score) for key, score in dense_scored if key not in out]
         dense = [key for key, _ in dense_scored]
+        if self.fusion == "convex" and mode in ("hybrid", "hybrid+rerank"):
+            if explain is not None:
+                explain.update(terms=terms, typo_variants=variants)
+            return self._convex(lexical_scored, dense_scored, exact, aside, explain)
         if mode == "bm25-nostem":
             rankings.append(lexical)
         alone = False  # BM25 ranks alone: the query is worded as the text (two-way routing)
@@ -156,6 +166,23 @@ class Retriever:
             explain.update(backend=self.backend.name, identifier_pins=len(exact), meta_aside=len(aside),
                            collection_question=collection)  # fmt: skip
         return fused, len(exact), sides
+
+    def _convex(
+        self,
+        lexical: list[tuple[Hashable, float]],
+        dense: list[tuple[Hashable, float]],
+        exact: list[Hashable],
+        aside: list[Hashable],
+        explain: dict[str, Any] | None,
+    ) -> tuple[list[tuple[Hashable, float]], int, dict[str, list[Hashable]]]:
+        """Score fusion (hybrid_fusion=convex): alpha × min-max BM25 + (1 - alpha) × min-max cosine, identifier pins
+        first and set-aside meta parts last, as in the routed fusion."""
+        fused = pin_first(exact, convex_fuse(lexical, dense, self.alpha, "minmax")) + [(key, 0.0) for key in aside]
+        if explain is not None:
+            explain.update(fusion="convex", alpha=self.alpha, bm25_joined=bool(lexical), dense_joined=bool(dense),
+                           dense_scores=dict(dense), backend=self.backend.name, identifier_pins=len(exact),
+                           meta_aside=len(aside))  # fmt: skip
+        return fused, len(exact), {"bm25": [k for k, _ in lexical], "dense": [k for k, _ in dense]}
 
     def _set_aside(
         self, collection: bool, keys: Sequence[Hashable], scopes: Sequence[str]

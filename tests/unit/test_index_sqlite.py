@@ -221,6 +221,23 @@ def test_hybrid_keeps_both_sides_when_the_lexical_hit_covers_the_query(index: Sq
     assert retrieve(index.searcher, query, vector, ["public"], mode="hybrid")[0]["source_id"] == "stray.txt"
 
 
+def test_convex_fusion_ranks_by_both_normalised_scores(index: SqliteIndex) -> None:
+    """hybrid_fusion=convex (#48): alpha × min-max BM25 + (1 - alpha) × min-max cosine — alpha 1 is BM25's order,
+    0 dense's; every candidate of either side is ranked once; scopes hold as in every mode. (At 0.5 this
+    paraphrase's stray BM25 match — its only hit, min-max 1 — still ranks first: what the routed default avoids.)"""
+    _paraphrase_corpus(index)
+    query, vector = "Когда починят крышу на складе?", _axes(1)
+    first = lambda **o: retrieve(index.searcher, query, vector, ["public"], mode="hybrid", fusion="convex", **o)  # noqa: E731
+    assert first(alpha=1.0)[0]["source_id"] == "stray.txt"  # the only BM25 hit
+    assert first(alpha=0.0)[0]["source_id"] == "roof.txt"
+    decided: dict = {}
+    hits = retrieve(index.searcher, query, vector, ["public"], mode="hybrid", explain=decided, fusion="convex")
+    assert decided["fusion"] == "convex" and decided["alpha"] == 0.5 and decided["answer_similarity"] is not None
+    assert {h["source_id"] for h in hits} == {"roof.txt", "stray.txt", "other.txt"}
+    assert hits[0]["source_id"] == "stray.txt"
+    assert retrieve(index.searcher, query, vector, ["hr"], mode="hybrid", fusion="convex") == []
+
+
 def test_unknown_mode_and_rerank_without_model_are_refused(index: SqliteIndex) -> None:
     with pytest.raises(ValueError, match="unknown search mode"):
         retrieve(index.searcher, "x", None, ["public"], mode="fuzzy")

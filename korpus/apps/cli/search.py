@@ -103,6 +103,9 @@ def _explanation(part: str, decided: dict[str, Any], mode: str) -> str:
         cuts = f"{decided['min_coverage']:.2f} / {decided.get('lexical_coverage', 1.01):.2f}"
         lines.append(f"  BM25's best hit holds {decided['coverage']:.2f} of the query (thresholds {cuts}): "
                      f"BM25 {verdict}")  # fmt: skip
+    if decided.get("fusion") == "convex":
+        lines.append(f"  convex fusion: {decided['alpha']:.2f} × BM25 + {1 - decided['alpha']:.2f} × cosine "
+                     "(each min-max normalised over its top list)")  # fmt: skip
     if decided.get("identifier_pins"):
         lines.append(f"  {decided['identifier_pins']} exact identifier match(es) pinned first")
     return "\n".join(lines)
