@@ -17,6 +17,7 @@ parts interleaved as `search_message` does. nDCG@10 and R@1 as `korpus eval` cou
 
 - `bm25`, `dense` — one side; `rrf` — Σ 1/(60 + rank); `routed` — korpus's default (dense alone when BM25's best hit
   covers < 0.35 of the query, BM25 alone at ≥ 0.6); `routed, no BM25-alone` (the 0.6 cut off);
+- `routed, message unsplit` — the routed default over the whole cleaned message, not split into its questions;
 - `rrf@d` — RRF over each side's top d only (d fitted);
 - `convex <norm>` — α·BM25 + (1-α)·cosine after min-max, z-score or theoretical-min-max normalisation (Bruch, Gai and
   Ingber 2023), α fitted; `convex <norm>, routed low` — the same with dense alone below coverage 0.35.
@@ -74,7 +75,7 @@ ALPHAS = tuple(round(0.1 * n, 1) for n in range(11))
 DEPTHS = (5, 10, 20, 30, 50)
 FITTED = {"rrf@d": DEPTHS, "convex minmax": ALPHAS, "convex zscore": ALPHAS, "convex tmm": ALPHAS,
           "convex tmm, routed low": ALPHAS, "convex minmax, routed low": ALPHAS}  # fmt: skip
-FIXED = ("bm25", "dense", "rrf", "routed", "routed, no BM25-alone")
+FIXED = ("bm25", "dense", "rrf", "routed", "routed, no BM25-alone", "routed, message unsplit")
 DENSE_WAYS = ("dense", "dense, body", "dense, as typed")
 STOP = set(("что как где когда кто какой какая какие каких каком какое чем чей почему зачем сколько ли же бы "
             "в во на по с со к ко о об от до из за у для при про под над без между через и а но или не ни это "
@@ -200,11 +201,15 @@ class Candidates:
         vectors = self.embedder.embed_queries(flat) if flat else []
         raw = self.embedder.embed_queries([text for text, _ in messages]) if messages else []
         out, at = [], 0
-        for (_text, scopes), parts, raw_vector in zip(messages, split, raw, strict=True):
+        wholes = [clean_query(text) for text, _ in messages]
+        whole_vectors = self.embedder.embed_queries(wholes) if messages else []
+        for (_text, scopes), parts, raw_vector, whole, whole_vector in zip(
+            messages, split, raw, wholes, whole_vectors, strict=True
+        ):
             read_parts, keys = [], set()
-            for part in parts:
-                vector = vectors[at]
-                at += 1
+            # the message unsplit (cleaned, searched as one question) after its parts, when it has several
+            for part, vector in [*zip(parts, vectors[at : at + len(parts)], strict=True),
+                                 *([(whole, whole_vector)] if len(parts) > 1 else [])]:  # fmt: skip
                 variants = self.backend.typo_variants(analyse(part))
                 lexical = self.backend.lexical(part, scopes, 50, True, variants)
                 dense = self.backend.vector(vector, scopes, 50)
@@ -217,6 +222,7 @@ class Candidates:
                 coverage = self.backend.coverage(part, lexical[0][0], variants) if lexical else 0.0
                 read_parts.append({"lexical": lexical, "dense": dense, "body": body, "coverage": coverage})
                 keys |= {k for k, _ in [*lexical, *dense, *body]}
+            at += len(parts)
             typed = [(k, s) for k, s in self.backend.vector(raw_vector, scopes, 50)]
             keys |= {k for k, _ in typed}
             hits = dict(self.backend.hits([(k, 0.0) for k in keys], scopes, regions=False))
@@ -257,8 +263,11 @@ def score(case: dict, rule: str, p: float | None = None) -> dict[str, float]:
     read = case["read"]
     if rule == "dense, as typed":
         results = [[read["hits"][k] for k, _ in read["typed"]]]
+    elif rule == "routed, message unsplit":
+        results = [[read["hits"][k] for k in ranking(read["parts"][-1], "routed", p)]]
     else:
-        results = [[read["hits"][k] for k in ranking(part, rule, p)] for part in read["parts"]]
+        parts = read["parts"][:-1] if len(read["parts"]) > 1 else read["parts"]  # the unsplit message is last
+        results = [[read["hits"][k] for k in ranking(part, rule, p)] for part in parts]
     hits = results[0][:10] if len(results) == 1 else interleave(results, 10)
     figures = _scores(hits, case["expected"])
     return {"ndcg@10": figures["ndcg@10"], "r@1": figures["recall@1"]}
