@@ -8,8 +8,11 @@
   would reorder dense's top ranks, which RRF spaces only 1/(k+r) - 1/(k+r+1) apart.
   And the other way: when it holds at least `lexical_coverage` (0.6), the query is worded as the text and BM25 ranks
   alone — dense's votes would only pull its exact matches down (real-colloquial formal questions: BM25 0.957
-  nDCG@10, fused 0.872). Both cuts leave hybrid ≥ either side on every set, the second fitted leave-one-set-out
-  (benchmarks/fusion.py, docs/retrieval.md).
+  nDCG@10, fused 0.872). Both cuts leave hybrid ≥ either side on every set korpus generated or translated and on
+  real-colloquial, the second fitted leave-one-set-out; on the hand-written real-typed set (never fitted) hybrid falls
+  0.02 below BM25 on typed, colloquial and two-question messages (benchmarks/fusion.py, docs/retrieval.md).
+- `fusion="convex"` (KORPUS_HYBRID_FUSION): alpha × min-max BM25 + (1 - alpha) × min-max cosine instead — better on
+  real-typed, worse on paraphrases, where one stray BM25 match takes the whole lexical weight.
 - **hybrid-rrf**: plain equal-weight RRF, the baseline evaluations compare against; **hybrid+rerank**: the routed
   fusion's top `rerank_top` reordered by a cross-encoder.
 - **bm25**, **bm25-nostem** (no Russian morphology: the baseline), **dense**: one side alone.
