@@ -47,7 +47,8 @@ def viewer_router(deps: Served) -> APIRouter:
         if settings.api_scopes(key) is None:
             page = _templates.get_template("view_login.html").render(next=next, failed=True)
             return HTMLResponse(page, status_code=401)
-        target = next if next.startswith("/view/") else "/view/login"  # never a redirect off this server
+        # never a redirect off this server: the viewer's pages or the search page, nothing else
+        target = next if next.startswith("/view/") or next == "/" or next.startswith("/?") else "/view/login"
         response = RedirectResponse(target, status_code=303)
         deps.sessions.set_cookie(response, request, KEY_COOKIE, key)  # a session id, never the key
         return response

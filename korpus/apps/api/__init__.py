@@ -6,7 +6,7 @@ them (403). With no keys configured the API is anonymous and sees `KORPUS_DEFAUL
 
 One router a concern, each a small module: `search` (/search, /exact, /count), `sources` (/sources, /meta),
 `health`, `tools`; `access` holds what they all declare (scopes, the index, the retriever); the review workbench
-is korpus/apps/review_web.py, the hit viewer korpus/apps/viewer.py.
+is korpus/apps/review_web.py, the hit viewer korpus/apps/viewer.py, the search page at / korpus/apps/search_page.py.
 """
 
 from fastapi import FastAPI, Request
@@ -18,6 +18,7 @@ from korpus.apps.api.search import search_router
 from korpus.apps.api.sources import sources_router
 from korpus.apps.api.tools import TOOLS, tools_router
 from korpus.apps.review_web import install_review
+from korpus.apps.search_page import search_page_router
 from korpus.apps.viewer import viewer_router
 from korpus.core.model_store import set_offline_switches
 from korpus.core.settings import Settings
@@ -41,6 +42,7 @@ def create_app(settings: Settings) -> FastAPI:
     app.include_router(sources_router(deps))
     app.include_router(health_router(deps))
     app.include_router(viewer_router(deps))  # /view: a hit on its page (korpus/apps/viewer.py)
+    app.include_router(search_page_router(deps))  # /: the search page for people (korpus/apps/search_page.py)
     install_review(app, settings, deps.sessions)  # /review: the quarantine workbench (korpus/apps/review_web.py)
     app.include_router(tools_router())
     return app
