@@ -96,9 +96,13 @@ def test_marks_filters_counts_pages_and_the_exact_mode(client: TestClient) -> No
     assert not _hits(client.get("/?q=поставка&since=2999-01-01").text)  # no file dated after that
     assert "не распознана" in client.get("/?q=поставка&since=вчера").text
 
-    if total > 10:  # pages of ten, the next one holding the rest
-        assert len(_hits(every)) == 10 and 'rel="next"' in every
-        assert len(_hits(client.get("/?q=поставка насосного оборудования&page=2").text)) == min(10, total - 10)
+    paged = client.get("/?q=договор&mode=exact").text  # every occurrence: more than a page of ten
+    occurrences = int(re.search(r"Вхождений: (\d+)", paged).group(1))
+    assert occurrences > 10 and len(_hits(paged)) == 10 and 'rel="next"' in paged
+    second = client.get("/?q=договор&mode=exact&page=2").text
+    assert len(_hits(second)) == min(10, occurrences - 10) and 'rel="prev"' in second
+    assert _hits(client.get("/?q=договор&mode=exact&page=99").text) == _hits(client.get(  # past the end: the last
+        f"/?q=договор&mode=exact&page={-(-occurrences // 10)}").text)  # fmt: skip
 
     exact = client.get("/?q=" + quote("Северный ветер") + "&mode=exact").text
     assert re.search(r"Вхождений: [1-9]", exact) and "в файле:" in exact and "<mark>Северный ветер</mark>" in exact
@@ -171,7 +175,14 @@ def test_in_a_browser_log_in_search_filter_page_and_open_a_hit(
         WebDriverWait(browser, 60).until(lambda d: "folder=" in d.current_url and d.find_elements(By.ID, "count"))
         chosen = browser.find_element(By.CSS_SELECTOR, ".facets b").text
         assert all(e.text.startswith(chosen + "/") for e in browser.find_elements(By.CSS_SELECTOR, ".hit .cite"))
-        browser.find_element(By.TAG_NAME, "body").send_keys("/")  # focus the box, then leave it with Escape
+        browser.get(f"{base}/?q={quote('договор')}&mode=exact")  # more than ten occurrences: page through
+        WebDriverWait(browser, 60).until(lambda d: d.find_elements(By.CSS_SELECTOR, "a[rel=next]"))
+        first_page = [e.text for e in browser.find_elements(By.CSS_SELECTOR, ".hit .cite")]
+        browser.find_element(By.CSS_SELECTOR, "a[rel=next]").click()
+        WebDriverWait(browser, 60).until(lambda d: "page=2" in d.current_url and d.find_elements(By.ID, "count"))
+        assert "страница 2" in browser.find_element(By.ID, "count").text
+        assert [e.text for e in browser.find_elements(By.CSS_SELECTOR, ".hit .cite")] != first_page
+        browser.find_element(By.TAG_NAME, "body").send_keys("/")  # focus the box, then leave it
         assert browser.switch_to.active_element.get_attribute("id") == "q"
         browser.find_element(By.TAG_NAME, "h3").click()
         body = browser.find_element(By.TAG_NAME, "body")
