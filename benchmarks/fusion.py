@@ -19,6 +19,8 @@ parts interleaved as `search_message` does. nDCG@10 and R@1 as `korpus eval` cou
   covers < 0.35 of the query, BM25 alone at ≥ 0.6); `routed, no BM25-alone` (the 0.6 cut off);
 - `routed, message unsplit` — the routed default over the whole cleaned message, not split into its questions;
 - `rrf@d` — RRF over each side's top d only (d fitted);
+- `routed, unless the sides agree` — the routed default, but a low-coverage query keeps BM25 in the fusion when its
+  best hit is among dense's top p (p fitted): the sides' agreement, not coverage alone, marks a stray match;
 - `convex <norm>` — α·BM25 + (1-α)·cosine after min-max, z-score or theoretical-min-max normalisation (Bruch, Gai and
   Ingber 2023), α fitted; `convex <norm>, routed low` — the same with dense alone below coverage 0.35.
 
@@ -74,7 +76,8 @@ REPORTED_ONLY = ("real-typed",)
 ALPHAS = tuple(round(0.1 * n, 1) for n in range(11))
 DEPTHS = (5, 10, 20, 30, 50)
 FITTED = {"rrf@d": DEPTHS, "convex minmax": ALPHAS, "convex zscore": ALPHAS, "convex tmm": ALPHAS,
-          "convex tmm, routed low": ALPHAS, "convex minmax, routed low": ALPHAS}  # fmt: skip
+          "convex tmm, routed low": ALPHAS, "convex minmax, routed low": ALPHAS,
+          "routed, unless the sides agree": (1, 3, 5, 10, 20)}  # fmt: skip
 FIXED = ("bm25", "dense", "rrf", "routed", "routed, no BM25-alone", "routed, message unsplit")
 DENSE_WAYS = ("dense", "dense, body", "dense, as typed")
 STOP = set(("что как где когда кто какой какая какие каких каком какое чем чей почему зачем сколько ли же бы "
@@ -248,6 +251,13 @@ def ranking(part: dict, rule: str, p: float | None) -> list:
         if not lexical or coverage < 0.35:
             return keys(dense)
         if rule == "routed" and coverage >= 0.6:
+            return keys(lexical)
+        return keys(rrf_fuse([keys(lexical), keys(dense)], 60))
+    if rule == "routed, unless the sides agree":  # low coverage sends to dense alone only when dense's top p
+        agree = bool(lexical) and lexical[0][0] in keys(dense)[: int(p)]  # does not hold BM25's best hit
+        if not lexical or (coverage < 0.35 and not agree):
+            return keys(dense)
+        if coverage >= 0.6:
             return keys(lexical)
         return keys(rrf_fuse([keys(lexical), keys(dense)], 60))
     if rule == "rrf@d":
