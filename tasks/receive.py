@@ -326,12 +326,15 @@ def plan_refresh(
     """
     plan = RefreshPlan()
     refused = refused or {}
+    back_to_refused: set[str] = set()  # a file whose bytes went back to a version refused before
     for source in sources:
         versions = indexed.get(source.source_id, {})
         problem = admission_problems(source)
         refusal = refused.get(source.source_id, {}).get(source.version)
         if refusal is not None and (problem is not None or not refusal <= ADMISSION_REASONS):
             plan.change[source.source_id] = ChangeKind.unchanged
+            if versions and source.version not in versions:  # the version it replaced no longer is the file:
+                back_to_refused.add(source.source_id)  # retired as a removed file's are, the refusal stands
             if source.access:  # the items of a refused version take the manifest's access like any other
                 plan.refused_labels.append(source)
             if problem is not None:
@@ -354,7 +357,7 @@ def plan_refresh(
             plan.relabel += [source.model_copy(update={"version": version}) for version, labels in versions.items()
                              if tuple(labels) != metadata_key(source)]  # fmt: skip
     on_disk = {s.source_id for s in sources}
-    plan.removed = sorted(set(indexed) - on_disk)
+    plan.removed = sorted((set(indexed) - on_disk) | back_to_refused)
     for source_id in plan.removed:
-        plan.change[source_id] = ChangeKind.removed
+        plan.change[source_id] = ChangeKind.changed if source_id in back_to_refused else ChangeKind.removed
     return plan

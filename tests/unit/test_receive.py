@@ -140,6 +140,18 @@ def test_refused_for_content_is_not_reprocessed() -> None:
     assert [s.version for s in changed.to_process] == ["v2"]
 
 
+def test_a_file_back_to_a_refused_version_retires_the_version_it_replaced() -> None:
+    """Found by the lifecycle machine in CI (session 26): a file refused as unreadable (v1), then rewritten readable
+    (v2, indexed), then rewritten with v1's bytes again. The refusal of v1 stands — it is not read again — but v2 is
+    no longer the file and must not stay served."""
+    indexed = {"a.txt": {"v2": ("o", "public", "default")}}
+    plan = plan_refresh([_source("a.txt", version="v1")], indexed, {"a.txt": {"v1": {"unreadable-file"}}})
+    assert plan.to_process == [] and plan.removed == ["a.txt"]
+    assert plan.change == {"a.txt": ChangeKind.changed}
+    still = plan_refresh([_source("a.txt", version="v1")], {}, {"a.txt": {"v1": {"unreadable-file"}}})
+    assert still.removed == [] and still.change == {"a.txt": ChangeKind.unchanged}  # once retired: nothing to do
+
+
 def test_a_link_out_of_the_root_is_never_read(tmp_path: Path) -> None:
     root = tmp_path / "root"
     (root / "sub").mkdir(parents=True)
