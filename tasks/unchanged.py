@@ -90,6 +90,11 @@ def catalog_stamp(settings: Settings) -> list[int]:
     return stamp
 
 
+def replayable(settings: Settings) -> bool:
+    """Whether a refresh under these settings may be answered from the record at all."""
+    return settings.quick_unchanged and settings.backend == "sqlite"
+
+
 def did_nothing(summary: dict[str, Any]) -> bool:
     """Whether a full refresh's summary says its flow had nothing to do (and so will again, on the same inputs)."""
     meta = summary.get("meta_documents")
@@ -120,13 +125,13 @@ def _next_collection(settings: Settings) -> float | None:
     return (datetime.fromisoformat(oldest) + timedelta(days=settings.retention_days)).timestamp()
 
 
-def remember(root: Path, settings: Settings, summary: dict[str, Any], tree: tuple[int, str]) -> bool:
+def remember(root: Path, settings: Settings, summary: dict[str, Any], tree: tuple[int, str] | None) -> bool:
     """After a full refresh: record its inputs when it did nothing, else forget any record. `tree` is the tree's
     digest taken before the refresh started — a file changed while it ran (after discovery looked) makes the tree
     differ from it, so the next refresh runs the flow. True when recorded."""
     record = settings.data / RECORD_NAME
     record.unlink(missing_ok=True)
-    if not settings.quick_unchanged or settings.backend != "sqlite" or not did_nothing(summary):
+    if tree is None or not replayable(settings) or not did_nothing(summary):
         return False
     state = {"root": str(root), "entries": tree[0], "tree": tree[1], "sources": summary.get("sources", 0),
              "quarantined": summary.get("quarantined", 0), "settings": settings_digest(settings),
@@ -143,7 +148,7 @@ def forget(settings: Settings) -> None:
 def quick_refresh(root: Path, settings: Settings) -> dict[str, Any] | None:
     """The summary of an unchanged refresh when the record proves the flow would do nothing, else None (run it)."""
     record = settings.data / RECORD_NAME
-    if settings.verify or not settings.quick_unchanged or settings.backend != "sqlite" or not record.is_file():
+    if settings.verify or not replayable(settings) or not record.is_file():
         return None
     started = time.perf_counter()
     try:

@@ -73,10 +73,11 @@ def search_page_router(deps: Served) -> APIRouter:
         if allowed is None:
             target = "/" + (f"?{request.url.query}" if request.url.query else "")
             return RedirectResponse(f"/view/login?{urlencode({'next': target})}", status_code=303)
-        query = " ".join(q.split())[:MAX_QUERY]  # control characters and runs of spaces are one space
+        spaced = " ".join(q.split())  # control characters and runs of spaces are one space
+        query = spaced[:MAX_QUERY]
         state = {"q": query, "mode": "exact" if mode == "exact" else "ask", "folder": folder, "kind": kind,
                  "scope": scope, "since": since, "until": until}  # fmt: skip
-        truncated = len(" ".join(q.split())) > MAX_QUERY
+        truncated = len(spaced) > MAX_QUERY
         context: dict[str, Any] = {"state": state, "allowed": allowed, "truncated": truncated, "kind_names": KIND_NAMES,
                                    "results": None, "message": None}  # fmt: skip
         if query:

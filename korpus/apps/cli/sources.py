@@ -69,7 +69,7 @@ def refresh(
         _fail(str(exc))
     from tasks.index.sqlite import IndexWriteError
     from tasks.runtime.refresh_lock import RefreshLocked
-    from tasks.unchanged import forget, quick_refresh, remember, tree_digest
+    from tasks.unchanged import forget, quick_refresh, remember, replayable, tree_digest
 
     root = root.resolve()
     try:
@@ -78,7 +78,8 @@ def refresh(
             from flows.corpus_refresh import run_refresh
 
             forget(settings)
-            tree = tree_digest(root)  # before the flow looks: a file changed while it runs is seen next time
+            # before the flow looks (a file changed while it runs is seen next time); not walked when never replayed
+            tree = tree_digest(root) if replayable(settings) else None
             summary = run_refresh(root, settings)
             remember(root, settings, summary, tree)
     except IndexWriteError as exc:
