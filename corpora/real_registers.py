@@ -297,7 +297,12 @@ def _org_lemmas(name: str) -> tuple[str, ...]:
 
 def org_matches(shown: str, label: str) -> bool:
     """Case, quotes and endings folded — by Snowball Russian stems («Минюстом России» fits «Минюст России») or, where a
-    stem keeps a changing root, by pymorphy's dictionary forms («Англиканской церкви» fits «Англиканская церковь»)."""
+    stem keeps a changing root, by pymorphy's dictionary forms («Англиканской церкви» fits «Англиканская церковь»).
+    An entry shown with its abbreviation, «Министерство юстиции Российской Федерации (Минюст России)», fits a label
+    that is either."""
+    both = re.fullmatch(r"(.+) \(([^()]+)\)", shown)
+    if both and (org_matches(both.group(1), label) or org_matches(both.group(2), label)):
+        return True
     return _org_key(shown) == _org_key(label) or _org_lemmas(shown) == _org_lemmas(label)
 
 
@@ -344,3 +349,75 @@ def registers_of(texts: list[dict]) -> dict[str, list[str]]:
         facts.append(extract_facts(source, pages))
     register, _ = persons(facts)
     return {"persons": [p.shown for p in register], "organisations": [o.shown for o in organisations(facts)]}
+
+
+def _name_first(shown: str) -> bool:
+    """«Остап Татур Васильевич»: a first name (more surely one than the next word, and no surname by the dictionary or
+    its ending), a word, a patronymic — a first name shown first."""
+    from tasks.meta.models import parse
+
+    words = shown.split()
+    if len(words) != 3 or not all(re.fullmatch(r"[А-ЯЁ][а-яё-]+", w) for w in words):
+        return False
+    if not re.search(r"(?:вич|вна|ична|чна)$", words[2]) or re.search(r"(?:ов|ев|ёв|ин|ын|ский|цкий|ая)$", words[0]):
+        return False
+
+    def as_name(word: str) -> float:
+        return max((p.score for p in parse(word) if "Name" in p.tag), default=0.0)
+
+    return not any("Surn" in p.tag for p in parse(words[0])) and as_name(words[0]) > as_name(words[1])
+
+
+def _surname_word(shown: str) -> str:
+    words = shown.split()
+    return words[1] if _name_first(shown) else words[0] if words else ""
+
+
+def _initials(shown: str) -> tuple[str, ...]:
+    """«Татур Остап Васильевич» → (О, В); «Остап Татур Васильевич» → (О, В); «Татура О. В.» → (О, В)."""
+    words = shown.split()
+    return (words[0][0], words[2][0]) if _name_first(shown) else tuple(w[0] for w in words[1:3])
+
+
+def register_defects(register: dict[str, list[str]]) -> list[str]:
+    """What an archivist would strike from a register, as «kind: entry — why»: a person entry whose surname is a
+    common word with at most initials beside it («Адрес Ф. И.», «Монитор А.»), a first name shown first («Остап
+    Татур Васильевич»), two people in one entry («Matteo Frigo Steven G. Johnson»), one person or body twice («Татура
+    О. В.» beside «Татур Остап Васильевич»; «МВД России» beside «МВД РФ»), a body in an oblique case
+    («Межгосударственным советом по стандартизации») or a code word («POST»)."""
+    from tasks.meta.models import _models, parse
+    from tasks.meta.names import is_nominative_name
+    from tasks.meta.org_names import federal_body
+    from tasks.meta.surnames import surname_key
+
+    morph, defects = _models()[2], []
+    people = register["persons"]
+    for shown in people:
+        words, surname = shown.split(), _surname_word(shown)
+        full = [w for w in words[1:] if not w.endswith(".")]
+        readings = parse(surname) if re.fullmatch(r"[А-ЯЁа-яё-]+", surname) else []
+        roles = {t for p in readings for t in ("Surn", "Name", "Patr") if t in p.tag}
+        if readings and not full and morph.word_is_known(surname.lower()) and not roles:
+            defects.append(f"persons: {shown} — a common word with initials")
+        if _name_first(shown):
+            defects.append(f"persons: {shown} — a first name shown first")
+        latin = re.findall(r"[A-Z][a-z]+", shown) if not re.search(r"[А-ЯЁа-яё]", shown) else []
+        if len(latin) > 3 or len(re.findall(r"\b[A-ZА-ЯЁ]\.", shown)) > 2:
+            defects.append(f"persons: {shown} — two people")
+    for i, a in enumerate(people):
+        for b in people[i + 1 :]:
+            same_stem = surname_key(_surname_word(a)) == surname_key(_surname_word(b))
+            if same_stem and _initials(a) and _initials(a) == _initials(b):
+                defects.append(f"persons: {a} = {b} — one person twice")
+    bodies = register["organisations"]
+    for shown in bodies:
+        if re.fullmatch(r"[A-Z]{2,6}", shown) and shown in ("GET", "POST", "PUT", "DELETE", "HTTP", "API", "JSON"):
+            defects.append(f"organisations: {shown} — a code word")
+        if re.match(r"[А-ЯЁа-яё]", shown) and not re.search(r"[«\"(]", shown) and not is_nominative_name(shown):
+            defects.append(f"organisations: {shown} — not in the nominative")
+    for i, a in enumerate(bodies):
+        for b in bodies[i + 1 :]:
+            federal = federal_body(a)
+            if org_matches(a, b) or (federal is not None and federal == federal_body(b)):
+                defects.append(f"organisations: {a} = {b} — one body twice")
+    return defects

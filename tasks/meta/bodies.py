@@ -170,12 +170,12 @@ _ADJECTIVE_END = re.compile(r"(?:[сц]ки[йх]|[сц]к(?:ой|ая|ое|ие
 
 def quoted_alone(span: str) -> bool:
     """«"Спартак"», «"Лацио"»: a capitalised quoted name of up to four words, the quotes around it — not a quoted
-    adjective, which names a place or a plot («№ 7 "Копканский"»)."""
+    adjective, which names a place or a plot («№ 7 "Копканский"»), nor a code word in Latin capitals («"POST"»)."""
     if not _QUOTED_ALONE.fullmatch(span) or _ADJECTIVE_END.search(span[1:-1]):
         return False
     words = re.findall(r"[\w-]+", span)  # one word declines in running text («"Спартака"»); a phrase opening on
     if len(words) == 1:  # an oblique word is a title or a place («"Посланию Галатам"», «"Юго-западным Фресно"»)
-        return True
+        return not (re.fullmatch(r"[A-Z]{2,8}", words[0]) and words[0] not in _KNOWN_ACRONYMS)  # «"POST"»: code
     return any(p.tag.case in (None, "nomn") or {"Fixd", "UNKN"} & set(p.tag.grammemes) for p in parse(words[0]))
 
 

@@ -20,14 +20,15 @@ from __future__ import annotations
 import hashlib
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from korpus.core.datamodel import NO_ENTRIES, timecode
 from tasks.meta.bodies import ooo_as_read
 from tasks.meta.dates import spoken
 from tasks.meta.facts import OrganisationMention, PersonMention, Place, SourceFacts
 from tasks.meta.names import is_nominative_name
-from tasks.meta.surnames import plainly_oblique
+from tasks.meta.org_names import body_shown, core_lemmas, formal, nominative_org
+from tasks.meta.surnames import plainly_oblique, surname_key
 
 TITLES = {
     "toc": "Оглавление коллекции",
@@ -118,9 +119,26 @@ def _fits(mention: PersonMention, key: tuple[str | None, str | None]) -> bool:
     return mention.first_initial in (None, key[0]) and mention.middle_initial in (None, key[1])
 
 
+def _one_surname(mentions: list[PersonMention]) -> list[PersonMention]:
+    """One person written with two surname forms that are case forms of one stem and the same two initials — «Татура
+    О. В.» (a genitive, or a nominative of «Татура») and «Татура Остапа Васильевича» (read «Татур Остап Васильевич»),
+    «Чамары Д. П.» and «Чамара Денис Петрович» — takes the surname of its fullest mention, so it is one entry."""
+    groups: dict[tuple, list[PersonMention]] = defaultdict(list)
+    for m in mentions:
+        if m.first_initial and m.middle_initial:
+            groups[(surname_key(m.surname), m.first_initial, m.middle_initial)].append(m)
+    rename: dict[tuple, str] = {}
+    for group in groups.values():
+        if len(forms := {m.surname for m in group}) > 1:
+            best = max(group, key=lambda m: (m.fullness, m.certain, not plainly_oblique(m.shown), m.surname)).surname
+            rename.update(((form, group[0].first_initial, group[0].middle_initial), best) for form in forms)
+    return [replace(m, surname=rename.get((m.surname, m.first_initial, m.middle_initial), m.surname)) if rename
+            else m for m in mentions]  # fmt: skip
+
+
 def persons(facts: Iterable[SourceFacts]) -> tuple[list[Person], int]:
     """The register, sorted by name, and how many mentions were left out as ambiguous."""
-    mentions = [m for fact in facts for m in fact.persons]
+    mentions = _one_surname([m for fact in facts for m in fact.persons])
     by_surname: dict[str, list[PersonMention]] = defaultdict(list)
     for mention in mentions:
         by_surname[mention.surname].append(mention)
@@ -156,12 +174,16 @@ class Organisation:
 
     @property
     def shown(self) -> str:
-        """The most frequent form the documents write in the nominative; with none, the most frequent form as
-        written (never a form korpus made up; OCR's «000» before a quoted name is read «ООО»). An all-capitals heading
-        counts after a form in normal case."""
+        """A federal body's full name and abbreviation (tasks/meta/org_names.py); else the most frequent form the
+        documents write in the nominative; with none, the most frequent form as written with its head put in the
+        nominative where it reads as one (`nominative_org`; OCR's «000» before a quoted name is read «ООО»). An
+        all-capitals heading counts after a form in normal case."""
+        if federal := body_shown(self.key):
+            return federal
         forms = Counter(ooo_as_read(m.name) for m in self.mentions)
-        return max(forms, key=lambda name: (is_nominative_name(name), not name.isupper(), forms[name], "«" in name,
+        best = max(forms, key=lambda name: (is_nominative_name(name), not name.isupper(), forms[name], "«" in name,
                                             len(name)))  # fmt: skip
+        return best if is_nominative_name(best) else nominative_org(best) or best
 
 
 def _core(key: str) -> str:
@@ -187,7 +209,25 @@ def organisations(facts: Iterable[SourceFacts]) -> list[Organisation]:
             same[0].mentions.append(mention)
         else:
             by_key.setdefault(mention.key, Organisation(mention.key, None)).mentions.append(mention)
-    return sorted([*by_inn.values(), *by_key.values()], key=lambda o: o.shown.lower())
+    return sorted(_one_body([*by_inn.values(), *by_key.values()]), key=lambda o: o.shown.lower())
+
+
+def _one_body(entries: list[Organisation]) -> list[Organisation]:
+    """Entries of one name written with and without its legal form or quotes, in any case («АО "Омскводоканал"»,
+    «"ОмскВодоканал"», «Омскводоканалом»), are one body — unless two legal forms or two ИНН say they are two."""
+    groups: dict[tuple[str, ...], list[Organisation]] = defaultdict(list)
+    for entry in entries:
+        groups[core_lemmas(entry.mentions[0].name) or (entry.key,)].append(entry)
+    out: list[Organisation] = []
+    for group in groups.values():
+        forms = [e for e in group if e.inn or formal(e.mentions[0].name)]
+        if len(group) == 1 or len(forms) > 1 or group[0].key.startswith("federal:"):
+            out += group
+            continue
+        target = forms[0] if forms else group[0]
+        target.mentions += [m for e in group if e is not target for m in e.mentions]
+        out.append(target)
+    return out
 
 
 # --- rendering ------------------------------------------------------------------------------------------------

@@ -15,7 +15,7 @@ import hashlib
 import logging
 import re
 import sys
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from pydantic import TypeAdapter
@@ -24,15 +24,18 @@ from razdel import sentenize
 from korpus.core.datamodel import PageResult, Source, SourceKind, timecode
 from tasks.meta.bodies import is_placeholder, organisation_ids
 from tasks.meta.dates import find_dates
+from tasks.meta.evidence import surname_in_table, table_row_of, table_rows
+from tasks.meta.latin import latin_people
 from tasks.meta.llm import LlmEvents
-from tasks.meta.names import find_mentions, organisation_key, person_name, readable_for_names
+from tasks.meta.names import Mention, find_mentions, person_name, readable_for_names
 from tasks.meta.one_name import ONE_WORD, in_table_row, one_name_key, one_name_people
+from tasks.meta.org_names import org_key, ungrammatical
 from tasks.meta.surnames import written_in_lower_case
 
 logger = logging.getLogger("korpus.meta")
 
 # Bump when extraction changes: every cached fact is read again.
-EXTRACTOR_VERSION = "meta-10"  # bump on every extraction change (meta-4 did not: cached facts of older rules stayed)
+EXTRACTOR_VERSION = "meta-11"  # bump on every extraction change (meta-4 did not: cached facts of older rules stayed)
 _STAMP = re.compile(r"\[(\d\d):(\d\d):(\d\d)\]\s*")
 _SENTENCE_CHARS = 300
 # A reference list's heading: what follows it on the page, and the pages after, are not read for names.
@@ -187,6 +190,17 @@ def name_texts(pages: list[PageResult]) -> list[str]:
     return out
 
 
+def _people(mentions: list[Mention]) -> list[Mention]:
+    """Latin-script PER spans split person by person (a reference list runs its authors together, `latin_people`)."""
+    out: list[Mention] = []
+    for m in mentions:
+        if m.type == "PER" and re.search(r"[A-Za-z]", m.text) and not re.search(r"[А-ЯЁа-яё]", m.text):
+            out += [replace(m, start=m.start + a, end=m.start + b, text=m.text[a:b]) for a, b in latin_people(m.text)]
+        else:
+            out.append(m)
+    return out
+
+
 def extract_facts(
     source: Source, pages: list[PageResult], llm: LlmEvents | None = None, ner: dict[str, list] | None = None
 ) -> SourceFacts:
@@ -213,12 +227,14 @@ def extract_facts(
             )  # fmt: skip
         if llm is not None and text.strip():
             _add_model_events(facts, llm, source, page, {(d.first, d.last) for d in dates})
-        text = names_text
-        for mention in find_mentions(text, (ner or {}).get(text)) if text.strip() else []:
+        text, rows = names_text, table_rows(page.text)
+        for mention in _people(find_mentions(text, (ner or {}).get(text))) if text.strip() else []:
             place = _place(source, page, text, mention.start)
             if mention.type == "PER":
                 at_edge = text[mention.end : mention.end + 1] in ("", "\n", "-", "|", ".")  # cut short or abbreviated
                 name = person_name(mention.text, ruled=mention.ruled, at_edge=at_edge)
+                if name and table_row_of(rows, mention.text) and not surname_in_table(mention.text, name.first):
+                    name = None  # «Адрес Ф. И.», «Монитор А.», «Имат»: a capitalised cell is no surname
                 if name is None and ONE_WORD.fullmatch(mention.text) and not in_table_row(page.text, mention.text):
                     one_word.append((mention.text, place))  # «Аристотель»: a person by one name, if named again
                 first_names.update([name.first] if name is not None and name.first else [])
@@ -229,11 +245,17 @@ def extract_facts(
                                       middle_initial=name.middle_initial, shown=name.shown, fullness=name.fullness,
                                       certain=name.certain, place=place)
                     )  # fmt: skip
-            elif not is_placeholder(mention.text):
+            elif not is_placeholder(mention.text) and not ungrammatical(mention.text):
                 inn, ogrn = organisation_ids(text, mention.end)
                 name = " ".join(mention.text.split())
                 facts.organisations.append(
-                    OrganisationMention(key=organisation_key(name), name=name, inn=inn, ogrn=ogrn, place=place)
+                    OrganisationMention(
+                        key=org_key(name),
+                        name=name,
+                        inn=inn,
+                        ogrn=ogrn,
+                        place=place,
+                    )
                 )
     named = one_name_people([w for w, _ in one_word], first_names, "\n".join(texts))
     facts.persons += [PersonMention(surname=one_name_key(named[word]), first_initial=None, middle_initial=None,

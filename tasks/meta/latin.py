@@ -69,3 +69,28 @@ def latin_body(text: str, start: int, stop: int) -> bool:
         return False  # «API POST»: code words; an abbreviation is a body when korpus knows it (bodies._KNOWN_ACRONYMS)
     around = text[max(0, start - 60) : start] + text[stop : stop + 60]  # running Latin text has lower-case words
     return len(re.findall(r"\b[А-ЯЁа-яё]{2,}", around)) > len(re.findall(r"\b[a-z]{2,}\b", around))
+
+
+_NAME_TOKEN = re.compile(r"[A-Z][a-z]+(?:[-'][A-Z]?[a-z]+)?|[A-Z]\.|\n")
+
+
+def latin_people(span: str) -> list[tuple[int, int]]:
+    """A Latin-script person span split person by person, as [start, end) in `span`: a reference list runs its
+    authors together («Matteo Frigo Steven G. Johnson», «Ye Jia Rif A. Saurous»). A new person starts at a line break,
+    at a first name korpus knows after a first and last name, and at the word before an initial once a first and last
+    name stand before it. One person's span comes back whole."""
+    tokens = [(m.group(0), m.start(), m.end()) for m in _NAME_TOKEN.finditer(span)]
+    starts, names_since = [0], 0
+    for i, (token, _, _) in enumerate(tokens):
+        if token == "\n":
+            starts.append(i + 1)
+            names_since = 0
+            continue
+        initial_next = i + 1 < len(tokens) and tokens[i + 1][0].endswith(".")
+        if names_since >= 2 and not token.endswith(".") and (token in FIRST_NAMES or initial_next):
+            starts.append(i)
+            names_since = 0
+        names_since += not token.endswith(".")
+    pieces = [tokens[a:b] for a, b in zip(starts, [*starts[1:], len(tokens)], strict=True)]
+    pieces = [[t for t in piece if t[0] != "\n"] for piece in pieces]
+    return [(piece[0][1], piece[-1][2]) for piece in pieces if piece] or [(0, len(span))]

@@ -45,6 +45,7 @@ from tasks.meta.bodies import (
     quoted_alone,
     with_place,
 )
+from tasks.meta.evidence import fio_heading, first_and_middle
 from tasks.meta.foreign import arabic_name, first_initial_last, first_then_name, regnal
 from tasks.meta.initials import WORD as _WORD
 from tasks.meta.initials import initialled
@@ -193,7 +194,7 @@ def _ruled(text: str) -> list[Mention]:
     candidates.sort(key=lambda c: (c[1] - c[2], c[1]))
     # persons after organisations; «Федорова А. И.» before «А. И. Решили»; a place is no surname («Москвы Ю.М.»)
     candidates += [("PER", start, end) for start, end in full_names(text)]  # «Петров | Пётр | Петрович»
-    candidates += [("PER", a, b) for a, b in initialled(text) if not after_street(text, a)
+    candidates += [("PER", a, b) for a, b in initialled(text) if not (after_street(text, a) or fio_heading(text, a, b))
                    and not any(w in _NOT_SURNAMES or _is_place(w) for w in _WORD.findall(text[a:b]))]  # fmt: skip
     for kind, start, end in candidates:
         add(kind, start, _closing_quote(text, start, end) if kind == "ORG" else end)
@@ -300,8 +301,7 @@ def person_name(span: str, ruled: bool = False, at_edge: bool = True) -> PersonN
     parses = {w: parse_word(w) for w in words}  # cached: a register reads the same names again and again
     roles = {w: _role(parses[w]) for w in words}
     # «Буренин В.А.»: with initials the words are the surname («Буренин» is also a woman's name in the plural)
-    first = None if initials else next((w for w in words if roles[w] == "Name"), None)
-    middle = None if initials else next((w for w in words if roles[w] == "Patr"), None)
+    first, middle = (None, None) if initials else first_and_middle(words, roles, parses)
     gender = None
     for word, tag in ((middle, "Patr"), (first, "Name")):
         if word and gender is None:

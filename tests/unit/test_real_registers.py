@@ -89,8 +89,11 @@ def test_the_held_out_labels_are_measured_and_hold_their_score() -> None:
 #   «ABC Circle» there beside six more true bodies (recall 0.354 → 0.479).
 # - held-out-8: 48 XQuAD-ru passages labelled before meta-10 and scored once after: the floor is that first score
 #   (docs/meta.md; 0.722 / 0.664, 0.778 / 0.377 with meta-9).
+# Session 27 (meta-11, one entry per body) lowered the second set's organisation precision floor from 0.93 to 0.92:
+# the same 3 wrong entries among 40, where 43 held three right bodies twice («"ОмскВодоканал"» beside
+# «Омскводоканал»); precision is counted over entries, so merging right duplicates lowers it.
 HELD_OUT_FLOORS = {
-    "held-out-2": (*held_out(2), 33, 29, 46, (0.83, 0.86, 0.93, 0.76)),
+    "held-out-2": (*held_out(2), 33, 29, 46, (0.83, 0.86, 0.92, 0.76)),
     "held-out-3": (*held_out(3), 41, 39, 14, (0.70, 0.76, 0.64, 0.64)),
     "held-out-4": (*held_out(4), 24, 21, 24, (0.60, 0.66, 0.94, 0.66)),
     "held-out-5": (*held_out(5), 48, 65, 48, (0.66, 0.61, 0.88, 0.47)),
@@ -128,7 +131,7 @@ def test_names_as_encyclopedias_write_them() -> None:
         assert person in shown, (person, shown)
     assert not any(s.startswith(("Головина", "Раджендр")) for s in shown), shown
     assert "Королевское географическое общество Лондона" in orgs, orgs
-    assert any(o.startswith("Центра пилотируемых") for o in orgs) and not any("Галатам" in o for o in orgs), orgs
+    assert any(o.startswith("Центр пилотируемых") for o in orgs) and not any("Галатам" in o for o in orgs), orgs
     assert unknown_surname("Лютера", may_be_cut=False) and not unknown_surname("Распоряже")
 
 
@@ -149,7 +152,7 @@ def test_people_by_one_name_institutions_and_western_names() -> None:
     for person in ("Тэмуджин", "Бортэ", "Земпер Готфрид"):
         assert person in shown, (person, shown)
     assert not any(s.startswith(("Тэмуджина", "Исполнител", "Анна", "Экономист", "Архитектор")) for s in shown), shown
-    for org in ("Англиканской церкви", "Либеральная партия Австралии", "Верховного суда США"):
+    for org in ("Англиканская церковь", "Либеральная партия Австралии", "Верховный суд США"):
         assert org in orgs, (org, orgs)
     assert not any("Североамерикан" in o or o.startswith("Первая партия") for o in orgs), orgs
     # the parts: a defined term, a place's adjective and a table cell are no one-name person; a theatre of war and a
@@ -229,7 +232,7 @@ def test_names_as_scans_and_tables_write_them() -> None:
     assert not any(s.startswith(("Коптев", "Применение", "Пургина И")) for s in shown), shown
     for org in ("ООО «Тройка»", "МОО «Общество охотников»", "АКБ «Надежный»", "КГАУ «КРИТБИ»", "МКП «УКС»"):
         assert org in orgs, (org, orgs)
-    assert "администрации Пушкинского муниципального района Московской области" in orgs, orgs
+    assert "администрация Пушкинского муниципального района Московской области" in orgs, orgs
     # a quoted name NER marks as an organisation is one («"Спартак"»), a quoted adjective naming a plot is not
     assert quoted_alone('"Спартак"') and quoted_alone("«Лацио»") and not quoted_alone('"Копканский"')
 
@@ -271,7 +274,8 @@ def test_organisations_need_evidence_and_latin_names_are_persons() -> None:
         "Договор с ООО «Ромашка» (ИНН 7707083893) согласован Минюстом России и Правительством Российской Федерации.",
     )
     assert "Karlsson Alf" in shown or "Alf Karlsson" in shown
-    assert sorted(orgs) == ["Минюстом России", "ООО «Ромашка»", "Правительством Российской Федерации"], orgs
+    assert sorted(orgs) == ["Министерство юстиции Российской Федерации (Минюст России)", "ООО «Ромашка»",
+                           "Правительство Российской Федерации"], orgs  # fmt: skip
 
 
 def test_a_reference_list_is_not_mined_for_names() -> None:
@@ -289,12 +293,13 @@ def test_a_reference_list_is_not_mined_for_names() -> None:
          "ЗАО “Управляющая компания “Кузбассразрезуголь”"),
         ("Контроль осуществляется Федеральной службой по надзору в сфере связи, информационных технологий и "
          "массовых коммуникаций и ее территориальными органами.",
-         "Федеральной службой по надзору в сфере связи, информационных технологий и массовых коммуникаций"),
+         "Федеральная служба по надзору в сфере связи, информационных технологий и массовых коммуникаций "
+         "(Роскомнадзор)"),
         ("84. | Территориальный орган Федеральной службы государственной статистики по Чеченской Республике | "
          "г. Грозный", "Территориальный орган Федеральной службы государственной статистики по Чеченской Республике"),
         ("Принят Государственной Думой 8 июля 2006 года. Одобрен Советом Федерации 14 июля 2006 года.",
-         "Государственной Думой"),
-        ("с Европейским банком реконструкции и развития (ЕБРР)", "Европейским банком реконструкции и развития"),
+         "Государственная Дума"),
+        ("с Европейским банком реконструкции и развития (ЕБРР)", "Европейский банк реконструкции и развития"),
         ("сказал представитель компании РКС Михаил Матыцин.", "РКС"),
     ],
 )  # fmt: skip
@@ -313,7 +318,7 @@ def test_what_ends_an_organisations_name() -> None:
         'вчера, что, по сути, "рейтинг получило партнерство". Уведомить Министерство Российской Федерации по '
         "развитию Дальнего Востока, иных субъектов персональных данных.",
     )
-    assert "Национального центра по развитию частно-государственных партнерств" in orgs, orgs
+    assert "Национальный центр по развитию частно-государственных партнерств" in orgs, orgs
     assert not any("Яшечкин" in o or "Александр" in o or "иных" in o for o in orgs), orgs
 
 

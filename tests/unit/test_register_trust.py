@@ -1,0 +1,136 @@
+"""Registers a person can trust (issue 49): no table word taken for a surname, one entry per person and body, in the
+nominative, surname first — read as an archivist reads them, on the real files' registers and on the failures a real
+estimate and manual showed."""
+
+from __future__ import annotations
+
+import pytest
+
+from corpora.real_registers import (
+    HELD_OUT_TEXTS,
+    held_out,
+    load_texts,
+    org_matches,
+    register_defects,
+    registers_of,
+)
+from tasks.meta.latin import latin_people
+from tasks.meta.org_names import FEDERAL_BODIES, federal_body, nominative_org, org_key
+
+pytestmark = pytest.mark.unit
+
+
+def _registers(text: str) -> dict[str, list[str]]:
+    return registers_of([{"source_id": "смета.txt", "kind": "text", "pages": [{"page": 1, "t_start": None,
+                                                                               "text": text}]}])  # fmt: skip
+
+
+def _real_files() -> list[dict]:
+    """The served text of every real file the register sets hold (not the encyclopedia passages)."""
+    texts = load_texts() + load_texts(HELD_OUT_TEXTS) + load_texts(held_out(2)[0]) + load_texts(held_out(3)[0])
+    return [t for t in texts if not t["source_id"].startswith("xquad")]
+
+
+def test_the_real_files_registers_hold_no_junk_and_no_entry_twice() -> None:
+    texts = _real_files()
+    assert len(texts) == 94
+    register = registers_of(texts)
+    assert len(register["persons"]) > 100 and len(register["organisations"]) > 80
+    assert register_defects(register) == []
+
+
+def test_the_archivists_check_finds_what_a_real_folder_showed() -> None:
+    """The check above can fail: each defect the issue quotes from a real estimate and manual is reported."""
+    register = {
+        "persons": ["Адрес Ф. И.", "Монитор А.", "Остап Татур Васильевич", "Татура О. В.", "Иванов И. И.",
+                    "Matteo Frigo Steven G. Johnson"],
+        "organisations": ["МВД России", "МВД РФ", "Межгосударственным советом по стандартизации", "POST",
+                          "Министерство финансов Российской Федерации"],
+    }  # fmt: skip
+    defects = "\n".join(register_defects(register))
+    for expected in ("Адрес Ф. И. — a common word", "Монитор А. — a common word", "Остап Татур Васильевич — a first "
+                     "name shown first", "Остап Татур Васильевич = Татура О. В. — one person twice", "Matteo Frigo "
+                     "Steven G. Johnson — two people", "МВД России = МВД РФ — one body twice", "Межгосударственным "
+                     "советом по стандартизации — not in the nominative", "POST — a code word"):  # fmt: skip
+        assert expected in defects
+    assert "Иванов" not in defects and "Министерство финансов" not in defects
+
+
+ESTIMATE = """ЛОКАЛЬНЫЙ СМЕТНЫЙ РАСЧЕТ № 02-01-01
+Составил: Чамара Д. П.
+Проверил: Татура О. В.
+| № п/п | Наименование | Ед. изм. | Кол. | Имат | Всего |
+| 1 | Оповещатель охранно-пожарный звуковой | шт | 4 | 120 | 480 |
+| 2 | Кроссировка линий связи | шт | 12 | 15 | 180 |
+| 3 | Имат | Оповещатель | 3 | 12 | 15 |
+| Адрес Ф. И. О. | Апт А. | Монитор Орион Про |
+| Иванов И. И. | Петров | Пётр | Петрович |
+Согласовано: Татура Остапа Васильевича
+Работы выполнил Чамары Дениса Петровича.
+"""
+
+
+def test_table_words_are_no_surnames_and_one_person_is_one_entry_surname_first() -> None:
+    persons = _registers(ESTIMATE)["persons"]
+    assert persons == ["Иванов И. И.", "Петров Пётр Петрович", "Татур Остап Васильевич", "Чамара Денис Петрович"]
+
+
+def test_a_reference_lists_authors_are_separated_person_by_person() -> None:
+    def split(span: str) -> list[str]:
+        return [span[a:b] for a, b in latin_people(span)]
+
+    assert split("Matteo Frigo Steven G. Johnson") == ["Matteo Frigo", "Steven G. Johnson"]
+    assert split("Ye Jia Rif A. Saurous") == ["Ye Jia", "Rif A. Saurous"]
+    assert split("Matteo Frigo\nSteven G. Johnson") == ["Matteo Frigo", "Steven G. Johnson"]
+    assert split("John R. Smith") == ["John R. Smith"] and split("Jean-Pierre Serre") == ["Jean-Pierre Serre"]
+
+
+ORGS = """Решение Арбитражного суда города Санкт-Петербурга. Межгосударственным советом по стандартизации принят ГОСТ.
+Письмо МВД России от 12.03.2020. Согласовано с МВД РФ и Министерством внутренних дел Российской Федерации.
+Сведения Минтруда России и Министерства труда и социальной защиты Российской Федерации. Центральным банком Российской
+Федерации установлено. Для отправки данных используйте метод "POST". Поставщик — АО "Омскводоканал"; договор с
+"ОмскВодоканал" и переписка с Омскводоканалом.
+"""
+
+
+def test_organisations_in_the_nominative_one_entry_each_with_abbreviation_and_full_name() -> None:
+    organisations = _registers(ORGS)["organisations"]
+    assert organisations == [
+        'АО "Омскводоканал"',
+        "Арбитражный суд города Санкт-Петербурга",
+        "Межгосударственный совет по стандартизации",
+        "Министерство внутренних дел Российской Федерации (МВД России)",
+        "Министерство труда и социальной защиты Российской Федерации (Минтруд России)",
+        "Центральный банк Российской Федерации (Банк России)",
+    ]
+
+
+def test_every_federal_bodys_forms_meet_and_no_two_bodies_share_a_form() -> None:
+    for number, (full, abbreviation, others) in enumerate(FEDERAL_BODIES):
+        for form in (full, abbreviation, *others):
+            assert federal_body(form) == number, form
+        assert org_key(full) == org_key(abbreviation)
+    assert federal_body("Министерство финансов Омской области") is None
+    assert federal_body("Министерством юстиции Российской Федерации") == federal_body("Минюст РФ")
+
+
+@pytest.mark.parametrize(
+    ("written", "nominative"),
+    [
+        ("Арбитражного суда города Санкт-Петербурга", "Арбитражный суд города Санкт-Петербурга"),
+        ("Межгосударственным советом по стандартизации", "Межгосударственный совет по стандартизации"),
+        ("Правительства Российской Федерации", "Правительство Российской Федерации"),
+        ("Государственной Думой", "Государственная Дума"),
+        ("Лучшим новым университетом", None),  # a superlative: left as written
+        ("Центральной и Восточной Африке", None),
+        ("ООО «Ромашка»", None),
+    ],
+)
+def test_a_bodys_head_is_put_in_the_nominative(written: str, nominative: str | None) -> None:
+    assert nominative_org(written) == nominative
+
+
+def test_an_entry_shown_with_its_abbreviation_fits_a_label_of_either() -> None:
+    shown = "Министерство юстиции Российской Федерации (Минюст России)"
+    assert org_matches(shown, "Минюст России") and org_matches(shown, "Министерство юстиции Российской Федерации")
+    assert not org_matches(shown, "ФСБ России")
