@@ -128,10 +128,19 @@ def _one_surname(mentions: list[PersonMention]) -> list[PersonMention]:
         if m.first_initial and m.middle_initial:
             groups[(surname_key(m.surname), m.first_initial, m.middle_initial)].append(m)
     rename: dict[tuple, str] = {}
+    alone: dict[str, set[str]] = defaultdict(set)  # a surname form → the surnames its initialled mentions took
     for group in groups.values():
         if len(forms := {m.surname for m in group}) > 1:
             best = max(group, key=lambda m: (m.fullness, m.certain, not plainly_oblique(m.shown), m.surname)).surname
             rename.update(((form, group[0].first_initial, group[0].middle_initial), best) for form in forms)
+            for form in forms:
+                alone[form].add(best)
+    # «Татура» named alone joins «Татур Остап Васильевич» when that is the one person its form was merged into and
+    # no other person keeps that form
+    kept = {m.surname for m in mentions if m.first_initial and (m.surname, m.first_initial, m.middle_initial) not in
+            rename}  # fmt: skip
+    rename.update(((form, None, None), next(iter(bests))) for form, bests in alone.items()
+                  if len(bests) == 1 and form not in kept)  # fmt: skip
     return [replace(m, surname=rename.get((m.surname, m.first_initial, m.middle_initial), m.surname)) if rename
             else m for m in mentions]  # fmt: skip
 
@@ -221,7 +230,7 @@ def _one_body(entries: list[Organisation]) -> list[Organisation]:
     out: list[Organisation] = []
     for group in groups.values():
         forms = [e for e in group if e.inn or formal(e.mentions[0].name)]
-        if len(group) == 1 or len(forms) > 1 or group[0].key.startswith("federal:"):
+        if len(group) == 1 or len(forms) > 1 or any(e.key.startswith("federal:") for e in group):
             out += group
             continue
         target = forms[0] if forms else group[0]

@@ -18,7 +18,7 @@ from typing import Any
 
 from tasks.meta.models import _models, parse
 
-_FIO = re.compile(r"Ф\.\s*И\.\s*О\.?|ФИО")
+_FIO = re.compile(r"Ф\.\s*И\.\s*О\.?|(?<![А-ЯЁа-яё])ФИО(?![А-ЯЁа-яё])")
 _WORD = re.compile(r"[А-ЯЁ][а-яё]+(?:-[А-ЯЁа-яё][а-яё]+)?")
 _LOWER = re.compile(r"(?<![А-ЯЁа-яёA-Za-z])[а-яё]{3,}")
 _INITIAL = re.compile(r"(?<![А-ЯЁа-яё])[А-ЯЁ]\.")

@@ -14,6 +14,8 @@ from corpora.real_registers import (
     register_defects,
     registers_of,
 )
+from tasks.meta.documents import persons
+from tasks.meta.facts import PersonMention, Place, SourceFacts
 from tasks.meta.latin import latin_people
 from tasks.meta.org_names import FEDERAL_BODIES, federal_body, nominative_org, org_key
 
@@ -134,3 +136,25 @@ def test_an_entry_shown_with_its_abbreviation_fits_a_label_of_either() -> None:
     shown = "Министерство юстиции Российской Федерации (Минюст России)"
     assert org_matches(shown, "Минюст России") and org_matches(shown, "Министерство юстиции Российской Федерации")
     assert not org_matches(shown, "ФСБ России")
+
+
+def _mention(
+    surname: str, shown: str, first: str | None = None, middle: str | None = None, full: int = 0
+) -> PersonMention:
+    return PersonMention(surname=surname, first_initial=first, middle_initial=middle, shown=shown, fullness=full,
+                         place=Place(source_id="смета.txt", page=1))  # fmt: skip
+
+
+def test_one_persons_surname_forms_and_lone_mentions_are_one_entry_unless_another_person_keeps_the_form() -> None:
+    facts = SourceFacts(source_id="смета.txt", version="0" * 64, kind="text", title="", pages=1, owner="a",
+                        access="public", tenant="default", persons=[
+        _mention("татура", "Татура О. В.", "О", "В", 2), _mention("татур", "Татур Остап Васильевич", "О", "В", 6),
+        _mention("татура", "Татура"), _mention("чамары", "Чамары Д. П.", "Д", "П", 2),
+        _mention("чамара", "Чамара Денис Петрович", "Д", "П", 6), _mention("чамары", "Чамары"),
+        _mention("чамары", "Чамары И. И.", "И", "И", 2),
+    ])  # fmt: skip
+    register, _ = persons([facts])
+    shown = {p.shown: sorted(m.shown for m in p.mentions) for p in register}
+    assert shown["Татур Остап Васильевич"] == ["Татур Остап Васильевич", "Татура", "Татура О. В."]
+    assert shown["Чамара Денис Петрович"] == ["Чамара Денис Петрович", "Чамары Д. П."]
+    assert "Чамары И. И." in shown and "Чамары" not in shown["Чамара Денис Петрович"]  # «Чамары» alone: two fit
