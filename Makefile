@@ -11,7 +11,7 @@ export PREFECT_SERVER_ANALYTICS_ENABLED := false
 export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 
-.PHONY: help setup system python models opensearch demo test test-opensearch lint format clean
+.PHONY: help setup system python models opensearch demo test test-topology test-opensearch lint format clean
 
 help:
 	@echo "make demo   set up, write the sample archive, refresh it twice, run cited searches"
@@ -81,6 +81,11 @@ demo: setup
 
 test: setup
 	$(BIN)/python -m pytest -m "(unit or integration) and not slow" -q --durations=15
+
+# The production topology as processes (PostgreSQL, Prefect server and worker, Dask, 3 OpenSearch nodes, korpus
+# serve), one part SIGKILLed at a time (tests/topology; docs/topology.md). CI runs it after `make test`.
+test-topology: setup
+	$(BIN)/python -m pytest -m topology tests/topology -q -s --durations=5
 
 # The OpenSearch tests against a user's own cluster instead of the node `make test` starts.
 test-opensearch: python

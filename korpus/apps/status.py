@@ -80,6 +80,11 @@ def health_reasons(settings: Settings, stats: dict[str, Any] | None, last: dict[
     if stats and configured and stats.get("embed_model") and stats["embed_model"] != configured:
         reasons.append(f"model mismatch: the index was built with {stats['embed_model']}, the configured model is "
                        f"{configured} (korpus reindex, or KORPUS_EMBED_MODEL)")  # fmt: skip
+    dask = dask_status(settings.dask_address)
+    if settings.dask_address and "does not answer" in dask:  # a configured part of the topology is down
+        reasons.append(f"Dask scheduler {dask}: refreshes cannot run")
+    if os.environ.get("PREFECT_API_URL") and "does not answer" in (prefect := prefect_status()):
+        reasons.append(f"Prefect server {prefect}: scheduled refreshes do not start")
     if last and last.get("failed"):
         reasons.append(f"the last refresh failed ({last.get('finished_at')}): {last['failed']}")
     if last and last.get("meta_failed"):

@@ -44,6 +44,7 @@ from tasks.index.opensearch_requests import (
     HIT_FIELDS,
     REGIONS_FIELD,
     chunk_document,
+    cluster_not_whole,
     identifier_body,
     index_name,
     index_template,
@@ -338,6 +339,9 @@ class OpenSearchIndex:
         if self.catalog is not None and self.catalog.is_file():
             with contextlib.closing(catalog_check.read_only(self.catalog)) as conn:
                 lag = catalog_check.mirror_lag(conn, self.alias)
+        cluster = cluster_not_whole(self.client)
+        if cluster is not None:
+            return {"backend": self.name, "status": "degraded", "chunks_served": served, **cluster}
         if lag is not None:
             return {"backend": self.name, "status": "behind", "chunks_served": served, **lag,
                     "error": "the OpenSearch mirror is behind the catalog (the catalog decides what is served; new "

@@ -139,3 +139,21 @@ def chunk_document(
         "policy_version": chunk.policy_version, "exception": exception, "regions": pack(chunk.regions),
         "embedding": [float(x) for x in vector],
     }  # fmt: skip
+
+
+def cluster_not_whole(client: Any) -> dict[str, Any] | None:
+    """Why the cluster is not whole, or None: red (a primary shard lost), or yellow on a cluster of several nodes (a
+    node down or recovering: a shard copy unassigned). A single node is yellow by design (its replicas have nowhere to
+    go) and is not counted."""
+    from opensearchpy.exceptions import OpenSearchException
+
+    try:
+        state = client.cluster.health()
+    except OpenSearchException:
+        return None  # the search answered; a cluster that hides its health is not judged by it
+    status, nodes = state.get("status"), state.get("number_of_nodes", 1)
+    if status == "green" or (status == "yellow" and nodes < 2):
+        return None
+    return {"cluster": status, "nodes": nodes, "unassigned_shards": state.get("unassigned_shards"),
+            "error": f"the OpenSearch cluster is {status}: {state.get('unassigned_shards')} shard copies unassigned "
+                     f"on {nodes} nodes (a node down or recovering)"}  # fmt: skip

@@ -160,6 +160,47 @@ def start(
 _LEASHES: list[subprocess.Popen[bytes]] = []
 
 
+def restart_node(home: Path, name: str, heap_mb: int = 1024, timeout: float = STARTUP_SECONDS,
+                 project: Path = NODE_PROJECT) -> NodeProcess:  # fmt: skip
+    """Start one recorded node of a cluster again — after it was killed — with its ports, name and data, wait until
+    the cluster counts every recorded node again (its shards may still be recovering), detach it and record it."""
+    nodes = recorded(home)
+    record = next(n for n in nodes if n["name"] == name)
+    if recorded_process(record) is not None:
+        raise NodeError(f"{name} is running (pid {record['pid']})")
+    node_home = Path(record["home"])
+    with open(node_home / "logs" / "node.log", "ab") as out:
+        process = subprocess.Popen(
+            [java(), f"-Xms{heap_mb}m", f"-Xmx{heap_mb}m", *JVM_OPTIONS, f"-Djava.io.tmpdir={node_home}", "-cp",
+             classpath(project), MAIN_CLASS, str(node_home), name, str(record["http_port"]),
+             str(record["transport_port"]), ",".join(str(n["transport_port"]) for n in nodes),
+             ",".join(n["name"] for n in nodes)],
+            stdin=subprocess.PIPE, stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
+        )  # fmt: skip
+    node = NodeProcess(name, process.pid, psutil.Process(process.pid).create_time(), record["http_port"],
+                       record["transport_port"], str(node_home))  # fmt: skip
+    deadline = time.monotonic() + timeout
+    try:
+        while True:
+            if process.poll() is not None:
+                raise NodeError(f"OpenSearch {name} exited ({process.returncode}) while restarting:\n"
+                                + _tail(node_home))  # fmt: skip
+            state = health(node.url)
+            if state and state.get("number_of_nodes") == len(nodes):
+                break
+            if time.monotonic() > deadline:
+                raise NodeError(f"OpenSearch {name} did not rejoin in {timeout:.0f} s:\n" + _tail(node_home))
+            time.sleep(0.5)
+    except BaseException:
+        _stop_pid(process.pid)
+        raise
+    process.stdin.write(b"detach\n")  # type: ignore[union-attr]
+    process.stdin.close()  # type: ignore[union-attr]
+    record.update(pid=node.pid, created=node.created)
+    (home / STATE_FILE).write_text(json.dumps(nodes, indent=2), encoding="utf-8")
+    return node
+
+
 def _wait_healthy(
     started: list[NodeProcess], handles: list[subprocess.Popen[bytes]], nodes: int, timeout: float,
     log: IO[str] | None,

@@ -64,8 +64,12 @@ def test_status_says_what_a_person_asks_first(refreshed: Refreshed, monkeypatch:
     monkeypatch.setenv("PREFECT_API_URL", f"http://127.0.0.1:{_free_port()}/api")
     monkeypatch.setenv("KORPUS_DASK_ADDRESS", f"tcp://127.0.0.1:{_free_port()}")
     down = runner.invoke(app, ["status", "--data", data])
-    assert down.exit_code == 0 and down.output.count("does not answer") == 2
+    # a configured part of the topology that does not answer makes korpus degraded (exit 3), each named as a reason
+    assert down.exit_code == 3 and down.output.count("does not answer") == 4, down.output
+    assert "refreshes cannot run" in down.output and "scheduled refreshes do not start" in down.output
 
+    monkeypatch.delenv("PREFECT_API_URL")
+    monkeypatch.delenv("KORPUS_DASK_ADDRESS")
     empty = runner.invoke(app, ["status", "--data", str(refreshed.root.parent / "nothing-here")])
     assert empty.exit_code == 0 and "run `korpus refresh --root DIR`" in empty.output
 

@@ -1,7 +1,8 @@
 """`korpus`, the command line: one Typer app whose commands live in small modules by what they are about —
 `sources` (sample, refresh, chunks, sources, quarantine, ocr), `search` (search, exact, cite, eval, import-beir),
 `review` (the `korpus review …` group), `meta`, `models` (models, reindex), `serve`, `ops` (status, gc, sync-opensearch,
-prefect), `opensearch` (the `korpus opensearch …` group: a local node) — listed in `COMMANDS` below, the one place
+prefect), `opensearch` (the `korpus opensearch …` group: a local node), `topology` (the production topology as
+processes on loopback) — listed in `COMMANDS` below, the one place
 that names them; `common` holds the shared options and errors.
 """
 
@@ -18,6 +19,7 @@ import typer
 from korpus.apps.cli import meta, models, ops, search, serve, sources
 from korpus.apps.cli.opensearch import opensearch_app
 from korpus.apps.cli.review import review_app
+from korpus.apps.cli.topology import topology_app
 
 COMMANDS = (
     ("sample", sources.sample),
@@ -45,6 +47,7 @@ COMMANDS = (
 app = typer.Typer(no_args_is_help=True, add_completion=False, help="Russian archives → citable RAG evidence.")
 app.add_typer(review_app, name="review")
 app.add_typer(opensearch_app, name="opensearch")
+app.add_typer(topology_app, name="topology")
 for _name, _command in COMMANDS:
     app.command(_name)(_command)
 

@@ -1,0 +1,349 @@
+"""korpus's production topology as separate processes on one machine's loopback (issue «The production topology,
+run whole on one machine»): for trials, for the test that kills one part at a time, and as the recipe the many-machine
+guide (docs/topology.md) moves apart.
+
+Parts, started in this order, each a process of its own (its own session, its log under `<home>/logs/`):
+- `postgres` — PostgreSQL from Debian's packages, its own data directory (initdb on first start, trust on loopback;
+  as root it runs as the `postgres` user, which PostgreSQL requires), database `prefect`;
+- `opensearch` — a three-node OpenSearch cluster (tasks/runtime/opensearch_node.py; korpus's indices keep
+  OpenSearch's default of one replica, so any one node may go);
+- `prefect-server` — `prefect server start` on that database (PREFECT_API_DATABASE_CONNECTION_URL);
+- `dask-scheduler`, `dask-worker-1`, `dask-worker-2` — `dask scheduler` and two single-thread `dask worker`
+  processes (each with its nanny: a worker killed is restarted by it, as in production);
+- `prefect-worker` — `prefect worker start --pool korpus`, after the work pool is created and deployments/prefect.yaml
+  deployed (the nightly refresh and the rest); its flow runs reach Dask and OpenSearch through KORPUS_DASK_ADDRESS,
+  KORPUS_BACKEND=opensearch and KORPUS_OPENSEARCH_URL;
+- `serve` — `korpus serve` on the same data directory and cluster.
+`<home>/topology.json` records every part's ports and process; `down` stops them all (SIGTERM, SIGKILL after a grace)
+and leaves no process behind; `kill` SIGKILLs one part and `start` brings it back with the same ports and data.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import pwd
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import httpx
+import psutil
+
+from tasks.runtime import opensearch_node
+from tasks.runtime.processes import recorded_process
+
+REPO = Path(__file__).resolve().parents[2]
+STATE = "topology.json"
+ORDER = ["postgres", "opensearch", "prefect-server", "dask-scheduler", "dask-worker-1", "dask-worker-2",
+         "prefect-worker", "serve"]  # fmt: skip
+PROCESS_PARTS = [p for p in ORDER if p != "opensearch"]
+START_SECONDS = 180.0
+
+
+class TopologyError(RuntimeError):
+    """A part did not start; the message names it and ends with its log's last lines."""
+
+
+def _free_ports(count: int) -> list[int]:
+    ports: list[int] = []
+    while len(ports) < count:
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            if (port := s.getsockname()[1]) not in ports:
+                ports.append(port)
+    return ports
+
+
+def _pg_bin(name: str) -> str:
+    found = shutil.which(name) or next(iter(sorted(Path("/usr/lib/postgresql").glob(f"*/bin/{name}"))), None)
+    if not found:
+        raise TopologyError(f"{name} not found: install PostgreSQL (Debian: apt-get install postgresql)")
+    return str(found)
+
+
+class Topology:
+    """The topology under `home`, refreshing `root` into `data`. `prefect_file`: the deployments to deploy
+    (deployments/prefect.yaml; a test passes a copy with a shorter schedule). `settings_env`: KORPUS_* settings every
+    part shares (model paths, …)."""
+
+    def __init__(self, home: Path, root: Path, data: Path, prefect_file: Path | None = None,
+                 settings_env: dict[str, str] | None = None, opensearch_heap_mb: int = 512) -> None:  # fmt: skip
+        self.home, self.root, self.data = home, root, data
+        self.prefect_file = prefect_file or REPO / "deployments" / "prefect.yaml"
+        self.settings_env = settings_env or {}
+        self.heap_mb = opensearch_heap_mb
+        self.state = self._read()
+
+    # --- state ----------------------------------------------------------------------------------------------------
+
+    def _read(self) -> dict[str, Any]:
+        try:
+            return json.loads((self.home / STATE).read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return {"ports": {}, "parts": {}}
+
+    def _write(self) -> None:
+        self.home.mkdir(parents=True, exist_ok=True)
+        (self.home / STATE).write_text(json.dumps(self.state, indent=2), encoding="utf-8")
+
+    @property
+    def ports(self) -> dict[str, int]:
+        if not self.state["ports"]:
+            names = ["postgres", "prefect", "dask", "serve"]
+            self.state["ports"] = dict(zip(names, _free_ports(len(names)), strict=True))
+        return self.state["ports"]
+
+    @property
+    def api_url(self) -> str:
+        return f"http://127.0.0.1:{self.ports['prefect']}/api"
+
+    @property
+    def dask_address(self) -> str:
+        return f"tcp://127.0.0.1:{self.ports['dask']}"
+
+    @property
+    def serve_url(self) -> str:
+        return f"http://127.0.0.1:{self.ports['serve']}"
+
+    @property
+    def opensearch_home(self) -> Path:
+        return self.home / "opensearch"
+
+    @property
+    def opensearch_url(self) -> str:
+        nodes = opensearch_node.recorded(self.opensearch_home)
+        return f"http://127.0.0.1:{nodes[0]['http_port']}" if nodes else ""
+
+    @property
+    def pg_dir(self) -> Path:
+        return Path(self.state.get("pg_dir") or self.home / "postgres")
+
+    def env(self) -> dict[str, str]:
+        """What every korpus and Prefect process of the topology sees."""
+        env = dict(os.environ, **self.settings_env)
+        env.update(PREFECT_API_URL=self.api_url, PREFECT_SERVER_ANALYTICS_ENABLED="false",
+                   PREFECT_HOME=str(self.home / "prefect"), KORPUS_DATA=str(self.data),
+                   KORPUS_SOURCE_ROOT=str(self.root), KORPUS_REPO=str(REPO), KORPUS_DASK_ADDRESS=self.dask_address,
+                   KORPUS_BACKEND="opensearch", KORPUS_OPENSEARCH_URL=self.opensearch_url,
+                   PYTHONPATH=os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])))  # fmt: skip
+        return env
+
+    # --- parts ----------------------------------------------------------------------------------------------------
+
+    def _command(self, part: str) -> tuple[list[str], dict[str, str], str | None]:
+        """(argv, environment, user) of a process part."""
+        bin_dir, env = Path(sys.executable).parent, self.env()
+        if part == "postgres":
+            return ([_pg_bin("postgres"), "-D", str(self.pg_dir / "data"), "-p", str(self.ports["postgres"]),
+                     "-k", str(self.pg_dir), "-c", "listen_addresses=127.0.0.1"], env, self._pg_user())  # fmt: skip
+        if part == "prefect-server":
+            env["PREFECT_API_DATABASE_CONNECTION_URL"] = (
+                f"postgresql+asyncpg://korpus@127.0.0.1:{self.ports['postgres']}/prefect"
+            )
+            env["PREFECT_SERVER_SERVICES_SCHEDULER_LOOP_SECONDS"] = env.get(
+                "PREFECT_SERVER_SERVICES_SCHEDULER_LOOP_SECONDS", "10")  # fmt: skip
+            return ([sys.executable, "-m", "prefect", "server", "start", "--host", "127.0.0.1", "--port",
+                     str(self.ports["prefect"])], env, None)  # fmt: skip
+        if part == "dask-scheduler":
+            return ([str(bin_dir / "dask"), "scheduler", "--host", "127.0.0.1", "--port", str(self.ports["dask"]),
+                     "--no-dashboard"], env, None)  # fmt: skip
+        if part.startswith("dask-worker-"):
+            return ([str(bin_dir / "dask"), "worker", self.dask_address, "--nthreads", "1", "--name", part,
+                     "--no-dashboard", "--memory-limit", "0"], env, None)  # fmt: skip
+        if part == "prefect-worker":
+            env.setdefault("PREFECT_WORKER_QUERY_SECONDS", "2")
+            return ([sys.executable, "-m", "prefect", "worker", "start", "--pool", "korpus"], env, None)
+        if part == "serve":
+            return ([str(bin_dir / "korpus"), "serve", "--port", str(self.ports["serve"]), "--data", str(self.data)],
+                    env, None)  # fmt: skip
+        raise ValueError(f"no such part: {part} (parts: {', '.join(ORDER)})")
+
+    def _pg_user(self) -> str | None:
+        return "postgres" if os.geteuid() == 0 else None
+
+    def _ready(self, part: str) -> Callable[[], bool]:
+        def tcp(port: int) -> Callable[[], bool]:
+            def probe() -> bool:
+                with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), timeout=1):
+                    return True
+                return False
+
+            return probe
+
+        def http(url: str, ok: tuple[int, ...] = (200,)) -> Callable[[], bool]:
+            def probe() -> bool:
+                with contextlib.suppress(httpx.HTTPError):
+                    return httpx.get(url, timeout=2).status_code in ok
+                return False
+
+            return probe
+
+        if part == "postgres":
+            return tcp(self.ports["postgres"])
+        if part == "prefect-server":
+            return http(f"{self.api_url}/health")
+        if part == "dask-scheduler":
+            return tcp(self.ports["dask"])
+        if part == "serve":
+            return http(f"{self.serve_url}/health", ok=(200, 503))
+        return lambda: True  # workers: their scheduler or server sees them (`wait_for_dask_workers`)
+
+    def _log(self, part: str) -> Path:
+        (self.home / "logs").mkdir(parents=True, exist_ok=True)
+        return self.home / "logs" / f"{part}.log"
+
+    def start(self, part: str, timeout: float = START_SECONDS) -> None:
+        """Start one part (again) with its recorded ports and data, and wait until it answers."""
+        if part == "opensearch":
+            self._start_opensearch()
+            return
+        if part == "postgres":
+            self._init_postgres()
+        argv, env, user = self._command(part)
+        with open(self._log(part), "ab") as log:
+            process = subprocess.Popen(argv, env=env, cwd=REPO, stdout=log, stderr=subprocess.STDOUT,
+                                       stdin=subprocess.DEVNULL, start_new_session=True, user=user)  # fmt: skip
+        self.state["parts"][part] = {"pid": process.pid, "created": psutil.Process(process.pid).create_time()}
+        self._write()
+        ready, deadline = self._ready(part), time.monotonic() + timeout
+        while not ready():
+            if process.poll() is not None or time.monotonic() > deadline:
+                self._stop_one(part)
+                tail = self._log(part).read_text(encoding="utf-8", errors="replace").splitlines()[-30:]
+                raise TopologyError(f"{part} did not start ({process.poll()}):\n" + "\n".join(tail))
+            time.sleep(0.5)
+        if part == "postgres":
+            self._create_database()
+
+    def _init_postgres(self) -> None:
+        if (self.pg_dir / "data" / "PG_VERSION").is_file():
+            return
+        if self._pg_user():  # PostgreSQL refuses root; its user must reach the directory (not a 0700 pytest tmp)
+            self.state["pg_dir"] = str(Path(os.environ.get("TMPDIR", "/tmp")) / f"korpus-pg-{os.getpid()}-"
+                                       f"{abs(hash(str(self.home))) % 10**8}")  # fmt: skip
+        self.pg_dir.mkdir(parents=True, exist_ok=True)
+        user = self._pg_user()
+        if user:
+            entry = pwd.getpwnam(user)
+            os.chown(self.pg_dir, entry.pw_uid, entry.pw_gid)
+        subprocess.run([_pg_bin("initdb"), "-D", str(self.pg_dir / "data"), "-U", "korpus", "--auth=trust",
+                        "-E", "UTF8", "--no-locale"], check=True, capture_output=True, user=user, cwd="/")  # fmt: skip
+        self._write()
+
+    def _create_database(self) -> None:
+        done = subprocess.run([_pg_bin("createdb"), "-h", "127.0.0.1", "-p", str(self.ports["postgres"]), "-U",
+                               "korpus", "prefect"], capture_output=True, text=True)  # fmt: skip
+        if done.returncode and "already exists" not in done.stderr:
+            raise TopologyError(f"createdb prefect: {done.stderr}")
+
+    def _start_opensearch(self) -> None:
+        running = opensearch_node.status(self.opensearch_home)
+        recorded = opensearch_node.recorded(self.opensearch_home)
+        if not recorded:
+            opensearch_node.start(self.opensearch_home, nodes=3, port=None, heap_mb=self.heap_mb, detach=True)
+            return
+        alive = {n["name"] for n in running}
+        for node in recorded:
+            if node["name"] not in alive:
+                opensearch_node.restart_node(self.opensearch_home, node["name"], heap_mb=self.heap_mb)
+
+    def up(self) -> None:
+        """Start every part not running, in order, deploying before the Prefect worker starts."""
+        for part in ORDER:
+            if part == "prefect-worker":
+                self.deploy()
+            if self.running(part):
+                continue
+            self.start(part)
+            if part == "dask-worker-2":
+                self.wait_for_dask_workers(2)
+
+    def deploy(self) -> None:
+        """The work pool and every deployment of `prefect_file`, on this topology's server."""
+        env = self.env()
+        for args in (["work-pool", "create", "korpus", "--type", "process", "--overwrite"],
+                     ["--no-prompt", "deploy", "--prefect-file", str(self.prefect_file), "--all"]):  # fmt: skip
+            done = subprocess.run([sys.executable, "-m", "prefect", *args], env=env, cwd=REPO, capture_output=True,
+                                  text=True, timeout=300)  # fmt: skip
+            if done.returncode:
+                raise TopologyError(f"prefect {' '.join(args)}: {done.stdout[-2000:]}{done.stderr[-2000:]}")
+
+    def wait_for_dask_workers(self, count: int, timeout: float = START_SECONDS) -> None:
+        from distributed import Client
+
+        deadline = time.monotonic() + timeout
+        while True:
+            with contextlib.suppress(OSError, TimeoutError), Client(self.dask_address, timeout=5) as client:
+                if len(client.scheduler_info()["workers"]) >= count:
+                    return
+            if time.monotonic() > deadline:
+                raise TopologyError(f"{count} Dask workers did not join in {timeout:.0f} s")
+            time.sleep(1)
+
+    def running(self, part: str) -> bool:
+        if part == "opensearch":
+            return len(opensearch_node.status(self.opensearch_home)) == 3
+        record = self.state["parts"].get(part)
+        return bool(record) and recorded_process(record) is not None
+
+    def pids(self, part: str) -> list[int]:
+        """The process ids of a part: its process and its children (a nanny's worker, a server's subprocesses)."""
+        record = self.state["parts"].get(part)
+        process = recorded_process(record) if record else None
+        if process is None:
+            return []
+        return [process.pid, *(c.pid for c in process.children(recursive=True))]
+
+    def kill(self, part: str, node: str | None = None) -> list[int]:
+        """SIGKILL a part — its process group — or, for `opensearch`, one node (`node`, e.g. node-2)."""
+        if part == "opensearch":
+            record = next(n for n in opensearch_node.recorded(self.opensearch_home) if n["name"] == (node or "node-2"))
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(record["pid"], signal.SIGKILL)
+            return [record["pid"]]
+        pids = self.pids(part)
+        if pids:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(pids[0], signal.SIGKILL)
+        return pids
+
+    def _stop_one(self, part: str, grace: float = 20.0) -> None:
+        pids = self.pids(part)
+        if not pids:
+            return
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(pids[0], signal.SIGTERM)
+        _, alive = psutil.wait_procs([p for p in map(_process, pids) if p], timeout=grace)
+        for process in alive:
+            with contextlib.suppress(psutil.Error):
+                process.kill()
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(pids[0], signal.SIGKILL)
+
+    def down(self) -> None:
+        """Stop every part, the last started first; no process is left, the data stays for the next `up`."""
+        for part in reversed(ORDER):
+            if part == "opensearch":
+                opensearch_node.stop(self.opensearch_home)
+            else:
+                self._stop_one(part)
+        self.state["parts"] = {}
+        self._write()
+
+    def status(self) -> dict[str, str]:
+        return {part: "running" if self.running(part) else "down" for part in ORDER}
+
+
+def _process(pid: int) -> psutil.Process | None:
+    try:
+        return psutil.Process(pid)
+    except psutil.Error:
+        return None
