@@ -85,6 +85,8 @@ test: setup
 # The production topology as processes (PostgreSQL, Prefect server and worker, Dask, 3 OpenSearch nodes, korpus
 # serve), one part SIGKILLed at a time (tests/topology; docs/topology.md). CI runs it after `make test`.
 test-topology: setup
+	@dpkg -s postgresql >/dev/null 2>&1 || { echo "installing postgresql"; apt-get update -qq && \
+	  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends postgresql; }
 	$(BIN)/python -m pytest -m topology tests/topology -q -s --durations=5
 
 # The OpenSearch tests against a user's own cluster instead of the node `make test` starts.

@@ -75,8 +75,10 @@ class Topology:
     part shares (model paths, …)."""
 
     def __init__(self, home: Path, root: Path, data: Path, prefect_file: Path | None = None,
-                 settings_env: dict[str, str] | None = None, opensearch_heap_mb: int = 512) -> None:  # fmt: skip
+                 settings_env: dict[str, str] | None = None, opensearch_heap_mb: int = 512,
+                 lost_after: int | None = None) -> None:  # fmt: skip
         self.home, self.root, self.data = home, root, data
+        self.lost_after = lost_after
         self.prefect_file = prefect_file or REPO / "deployments" / "prefect.yaml"
         self.settings_env = settings_env or {}
         self.heap_mb = opensearch_heap_mb
@@ -129,6 +131,7 @@ class Topology:
     def env(self) -> dict[str, str]:
         """What every korpus and Prefect process of the topology sees."""
         env = dict(os.environ, **self.settings_env)
+        env.setdefault("PREFECT_FLOWS_HEARTBEAT_FREQUENCY", "30")  # korpus-run-lost reads a lost run by them
         env.update(PREFECT_API_URL=self.api_url, PREFECT_SERVER_ANALYTICS_ENABLED="false",
                    PREFECT_HOME=str(self.home / "prefect"), KORPUS_DATA=str(self.data),
                    KORPUS_SOURCE_ROOT=str(self.root), KORPUS_REPO=str(REPO), KORPUS_DASK_ADDRESS=self.dask_address,
@@ -275,6 +278,25 @@ class Topology:
                                   text=True, timeout=300)  # fmt: skip
             if done.returncode:
                 raise TopologyError(f"prefect {' '.join(args)}: {done.stdout[-2000:]}{done.stderr[-2000:]}")
+        self._lost_run_automation(env)
+
+    def _lost_run_automation(self, env: dict[str, str]) -> None:
+        """deployments/automations.yaml's korpus-run-lost (a run without heartbeats is marked Crashed), once, with
+        `lost_after` seconds when the topology was given a shorter wait than the recipe's."""
+        import yaml
+
+        spec = yaml.safe_load((REPO / "deployments" / "automations.yaml").read_text(encoding="utf-8"))
+        lost = next(a for a in spec["automations"] if a["name"] == "korpus-run-lost")
+        if self.lost_after:
+            lost["trigger"]["within"] = self.lost_after
+        listed = subprocess.run([sys.executable, "-m", "prefect", "automation", "ls"], env=env, capture_output=True,
+                                text=True, timeout=120)  # fmt: skip
+        if "korpus-run-lost" in listed.stdout:
+            return
+        done = subprocess.run([sys.executable, "-m", "prefect", "automation", "create", "--from-json",
+                               json.dumps(lost)], env=env, capture_output=True, text=True, timeout=120)  # fmt: skip
+        if done.returncode:
+            raise TopologyError(f"prefect automation create: {done.stdout[-2000:]}{done.stderr[-2000:]}")
 
     def wait_for_dask_workers(self, count: int, timeout: float = START_SECONDS) -> None:
         from distributed import Client
@@ -302,17 +324,19 @@ class Topology:
             return []
         return [process.pid, *(c.pid for c in process.children(recursive=True))]
 
-    def kill(self, part: str, node: str | None = None) -> list[int]:
-        """SIGKILL a part — its process group — or, for `opensearch`, one node (`node`, e.g. node-2)."""
+    def kill(self, part: str, node: str | None = None, with_children: bool = False) -> list[int]:
+        """SIGKILL a part — its process group — or, for `opensearch`, one node (`node`, e.g. node-2). A Prefect
+        worker's flow runs are process groups of their own and outlive it; `with_children` kills them too (the worker's
+        machine lost)."""
         if part == "opensearch":
             record = next(n for n in opensearch_node.recorded(self.opensearch_home) if n["name"] == (node or "node-2"))
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(record["pid"], signal.SIGKILL)
             return [record["pid"]]
         pids = self.pids(part)
-        if pids:
+        for pid in pids[: None if with_children else 1]:
             with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.killpg(pids[0], signal.SIGKILL)
+                os.killpg(os.getpgid(pid), signal.SIGKILL)
         return pids
 
     def _stop_one(self, part: str, grace: float = 20.0) -> None:

@@ -13,6 +13,7 @@ teardown leaves no process. Recovery times are printed (`-s`) for the closing no
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -20,7 +21,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import httpx
@@ -70,8 +71,14 @@ def topology(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Topology]:
     nightly["schedules"] = [{"interval": 45}]  # shortened: the scheduler fires a refresh every 45 s
     prefect_file = base / "prefect.yaml"
     prefect_file.write_text(yaml.safe_dump(spec, allow_unicode=True), encoding="utf-8")
-    topology = Topology(base / "home", root, base / "data", prefect_file=prefect_file,
-                        settings_env={"KORPUS_API_KEYS": json.dumps(KEYS)})  # fmt: skip
+    # shortened for the test: a run without a heartbeat (every 30 s, Prefect's least) for 75 s is lost (the recipe:
+    # 120 s), and a dead run's concurrency slot lapses after 30 s (Prefect's default 300 s)
+    settings = {
+        "KORPUS_API_KEYS": json.dumps(KEYS),
+        "PREFECT_SERVER_CONCURRENCY_INITIAL_DEPLOYMENT_LEASE_DURATION": "30",
+    }
+    topology = Topology(base / "home", root, base / "data", prefect_file=prefect_file, settings_env=settings,
+                        lost_after=75)  # fmt: skip
     started = time.monotonic()
     try:
         topology.up()
@@ -250,36 +257,70 @@ def test_a_dask_worker_killed_while_it_holds_ocr_work(topology: Topology) -> Non
     _served_equals_catalog(topology)
 
 
-def test_an_opensearch_node_killed_during_bulk_writes_and_searches(topology: Topology) -> None:
-    for n in range(30):
-        _write(topology.root, f"письма/письмо_{n:02d}.txt", f"Письмо {n} о поставке насосов марки НД-{n} на склад.")
+def _indexed(topology: Topology) -> int:
+    """Documents the cluster's nodes have indexed so far (bulk items acknowledged), all nodes together."""
+    stats = httpx.get(f"{topology.opensearch_url}/_nodes/stats/indices/indexing", timeout=10).json()
+    return sum(node["indices"]["indexing"]["index_total"] for node in stats["nodes"].values())
+
+
+def _search_while(topology: Topology, busy: Callable[[], bool]) -> list[int]:
+    """Ask searches until `busy()` is false; each answers in scope, current, or fails with a clear error."""
+    answers: list[int] = []
+    while busy():
+        response = _search(topology, "поставка насосов на склад", "k-public")
+        answers.append(response.status_code)
+        if response.status_code == 200:
+            assert all(h["access"] == "public" and h["lifecycle"] == "current" for h in response.json())
+        else:
+            assert response.json().get("detail"), response.text  # a clear error, never a stale hit
+        time.sleep(0.5)
+    return answers
+
+
+def test_an_opensearch_node_killed_during_bulk_writes_and_again_during_searches(topology: Topology) -> None:
+    for n in range(120):
+        _write(topology.root, f"письма/письмо_{n:03d}.txt", f"Письмо {n} о поставке насосов марки НД-{n} на склад.")
+    baseline = _indexed(topology)
+    killed: list[float] = []
+
+    def kill_mid_bulk() -> None:  # the first bulk items of this refresh acknowledged: node-2 goes
+        deadline = time.monotonic() + 400
+        while time.monotonic() < deadline and not killed:
+            with contextlib.suppress(httpx.HTTPError):
+                if _indexed(topology) > baseline:
+                    topology.kill("opensearch", node="node-2")
+                    killed.append(time.monotonic())
+                    return
+            time.sleep(0.05)
+
+    watcher = threading.Thread(target=kill_mid_bulk, daemon=True)
+    watcher.start()
     run = _run_now(topology)
-    _wait_running(topology, run)
-    time.sleep(3)
-    topology.kill("opensearch", node="node-2")
-    killed_at = time.monotonic()
+    with _client(topology) as client:
+        answers = _search_while(topology, lambda: not client.read_flow_run(run).state.is_final())
+    state = _wait(topology, run)
+    watcher.join(5)
+    assert killed, "the cluster indexed nothing during the refresh"
+    TIMINGS["opensearch node killed mid-bulk: refresh end"] = time.monotonic() - killed[0]
+    assert answers and all(code in (200, 503) for code in answers), answers
     status = _status(topology)  # before OpenSearch moves the lost copies (a minute's delay by default)
     assert status["health"] == "degraded" and any("OpenSearch" in r for r in status["degraded"]), status
-    answers: list[int] = []
-    with _client(topology) as client:
-        while not client.read_flow_run(run).state.is_final():
-            response = _search(topology, "поставка насосов на склад", "k-public")
-            answers.append(response.status_code)
-            if response.status_code == 200:
-                assert all(h["access"] == "public" and h["lifecycle"] == "current" for h in response.json())
-            else:
-                assert response.json().get("detail"), response.text  # a clear error, never a stale hit
-            time.sleep(1)
-    state = _wait(topology, run)
-    TIMINGS["opensearch node killed: refresh"] = time.monotonic() - killed_at
-    assert answers and all(code in (200, 503) for code in answers), answers
     if not state.is_completed():  # the next refresh completes what this one could not write
         assert _wait(topology, _run_now(topology)).is_completed()
     restarted = time.monotonic()
     topology.start("opensearch")
-    _served_equals_catalog(topology, timeout=300)
-    TIMINGS["opensearch node back: green and served"] = time.monotonic() - restarted
+    _served_equals_catalog(topology, timeout=300)  # every bulk item once: served == the catalog's current chunks
+    TIMINGS["opensearch node-2 back: green and served"] = time.monotonic() - restarted
     assert len(_sources(topology, "письмо о поставке насосов марки НД-7", "k-public")) >= 1
+
+    topology.kill("opensearch", node="node-3")  # again, while only searches are asked
+    killed_at = time.monotonic()
+    answers = _search_while(topology, lambda: time.monotonic() - killed_at < 10)
+    assert answers and all(code in (200, 503) for code in answers), answers
+    assert answers.count(200) >= len(answers) // 2, answers  # one node of three gone: the copies answer
+    topology.start("opensearch")
+    _served_equals_catalog(topology, timeout=300)
+    TIMINGS["opensearch node-3 killed during searches: back and served"] = time.monotonic() - killed_at
 
 
 def test_the_prefect_server_and_postgres_killed_and_restarted(topology: Topology) -> None:
@@ -299,4 +340,36 @@ def test_the_prefect_server_and_postgres_killed_and_restarted(topology: Topology
     assert _wait(topology, _run_now(topology)).is_completed()  # the worker polls the server again
     TIMINGS["prefect server and postgres back: next refresh done"] = time.monotonic() - restarted
     assert "после_перезапуска.txt" in _sources(topology, "план работ архива после перезапуска", "k-public")
+    _served_equals_catalog(topology)
+
+
+def test_the_prefect_worker_killed_mid_run(topology: Topology) -> None:
+    """The worker alone: its flow run is a process group of its own and completes. The worker with its flow run (the
+    worker's machine lost): the run stops sending heartbeats, korpus-run-lost marks it Crashed, its concurrency slot
+    lapses, and the next refresh — on the restarted worker — completes its work."""
+    _scans(topology.root, ["акт_3.pdf"])
+    run = _run_now(topology)
+    _wait_running(topology, run)
+    time.sleep(2)
+    topology.kill("prefect-worker")
+    assert _wait(topology, run).is_completed()
+    topology.start("prefect-worker")
+
+    _scans(topology.root, ["акт_4.pdf"])
+    run = _run_now(topology)
+    _wait_running(topology, run)
+    time.sleep(2)
+    killed = topology.kill("prefect-worker", with_children=True)
+    killed_at = time.monotonic()
+    time.sleep(1)
+    assert len(killed) >= 2 and not any(_alive(pid) for pid in killed), killed  # the worker and its flow run
+    topology.start("prefect-worker")
+    state = _wait(topology, run, timeout=400)
+    TIMINGS["prefect worker and its run killed: run marked lost"] = time.monotonic() - killed_at
+    assert state.is_crashed(), state
+    assert _wait(topology, _run_now(topology), timeout=400).is_completed()
+    TIMINGS["prefect worker and its run killed: next refresh done"] = time.monotonic() - killed_at
+    with SqliteIndex(topology.data / "korpus.db") as index:
+        pages = {(name, c["page"]) for name in ("акт_3.pdf", "акт_4.pdf") for c in index.source_chunks(name)}
+    assert pages == {(f"акт_{n}.pdf", p) for n in (3, 4) for p in (1, 2)}, pages
     _served_equals_catalog(topology)
