@@ -39,6 +39,8 @@ pytestmark = pytest.mark.topology
 KEYS = {"k-public": ["public"], "k-hr": ["public", "hr"]}
 MANIFEST = "defaults:\n  access: public\n  owner: Канцелярия\nrules:\n  - {match: 'кадры/**', access: hr}\n"
 TIMINGS: dict[str, float] = {}
+REREAD: dict[str, dict] = {}
+"""Per kill, what the refresh after it read (its recorded changes), printed for the closing note."""
 
 
 def _write(root: Path, name: str, text: str) -> None:
@@ -89,6 +91,7 @@ def topology(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Topology]:
         topology.down()
         shutil.rmtree(topology.pg_dir, ignore_errors=True) if topology.state.get("pg_dir") else None
         print("\ntopology timings (s):", {k: round(v, 1) for k, v in TIMINGS.items()})
+        print("read by the refresh after each kill:", json.dumps(REREAD, ensure_ascii=False))
         left = [pid for pid in pids if _alive(pid)]
         assert not left, f"processes left after down: {left}"
 
@@ -160,6 +163,12 @@ def _status(topology: Topology) -> dict:
     done = subprocess.run([str(Path(sys.executable).parent / "korpus"), "status", "--json"], env=topology.env(),
                           capture_output=True, text=True, timeout=120)  # fmt: skip
     return json.loads(done.stdout)
+
+
+def _note(topology: Topology, kill: str) -> None:
+    """What the last refresh read: its recorded changes (a file a lost run left unpublished is `new` again)."""
+    with SqliteIndex(topology.data / "korpus.db") as index:
+        REREAD[kill] = {"changes": (index.last_refresh() or {}).get("changes")}
 
 
 def _served_equals_catalog(topology: Topology, timeout: float = 120) -> None:
@@ -252,6 +261,7 @@ def test_a_dask_worker_killed_while_it_holds_ocr_work(topology: Topology) -> Non
     with SqliteIndex(topology.data / "korpus.db") as index:
         pages = {(name, c["page"]) for name in ("акт_1.pdf", "акт_2.pdf") for c in index.source_chunks(name)}
     assert pages == {(f"акт_{n}.pdf", p) for n in (1, 2) for p in (1, 2)}, pages  # every page read, none lost
+    _note(topology, "dask worker")
     topology.start(killed[0])
     topology.wait_for_dask_workers(2)
     _served_equals_catalog(topology)
@@ -305,8 +315,10 @@ def test_an_opensearch_node_killed_during_bulk_writes_and_again_during_searches(
     assert answers and all(code in (200, 503) for code in answers), answers
     status = _status(topology)  # before OpenSearch moves the lost copies (a minute's delay by default)
     assert status["health"] == "degraded" and any("OpenSearch" in r for r in status["degraded"]), status
+    REREAD["opensearch node mid-bulk: that refresh"] = {"state": state.type.value}
     if not state.is_completed():  # the next refresh completes what this one could not write
         assert _wait(topology, _run_now(topology)).is_completed()
+    _note(topology, "opensearch node mid-bulk")
     restarted = time.monotonic()
     topology.start("opensearch")
     _served_equals_catalog(topology, timeout=300)  # every bulk item once: served == the catalog's current chunks
@@ -339,6 +351,7 @@ def test_the_prefect_server_and_postgres_killed_and_restarted(topology: Topology
     _write(topology.root, "после_перезапуска.txt", "Письмо после перезапуска сервера о плане работ архива.")
     assert _wait(topology, _run_now(topology)).is_completed()  # the worker polls the server again
     TIMINGS["prefect server and postgres back: next refresh done"] = time.monotonic() - restarted
+    _note(topology, "prefect server and postgres")
     assert "после_перезапуска.txt" in _sources(topology, "план работ архива после перезапуска", "k-public")
     _served_equals_catalog(topology)
 
@@ -369,6 +382,7 @@ def test_the_prefect_worker_killed_mid_run(topology: Topology) -> None:
     assert state.is_crashed(), state
     assert _wait(topology, _run_now(topology), timeout=400).is_completed()
     TIMINGS["prefect worker and its run killed: next refresh done"] = time.monotonic() - killed_at
+    _note(topology, "prefect worker with its run")
     with SqliteIndex(topology.data / "korpus.db") as index:
         pages = {(name, c["page"]) for name in ("акт_3.pdf", "акт_4.pdf") for c in index.source_chunks(name)}
     assert pages == {(f"акт_{n}.pdf", p) for n in (3, 4) for p in (1, 2)}, pages
