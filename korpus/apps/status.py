@@ -67,8 +67,10 @@ def dask_status(address: str | None) -> str:
 
 
 def health_reasons(settings: Settings, stats: dict[str, Any] | None, last: dict[str, Any] | None,
-                   search: dict[str, Any] | None, history: list[int]) -> list[str]:  # fmt: skip
-    """Why the service is degraded, one plain reason each; empty when healthy. Read-only and bounded."""
+                   search: dict[str, Any] | None, history: list[int], dask: str | None = None,
+                   prefect: str | None = None) -> list[str]:  # fmt: skip
+    """Why the service is degraded, one plain reason each; empty when healthy. Read-only and bounded. `dask`,
+    `prefect`: what `dask_status` and `prefect_status` said, when the caller probed already."""
     reasons = []
     if search is not None and search.get("status") != "ok":
         reasons.append(f"search backend {search.get('backend')} {search.get('status')}: {search.get('error', '')}")
@@ -80,10 +82,9 @@ def health_reasons(settings: Settings, stats: dict[str, Any] | None, last: dict[
     if stats and configured and stats.get("embed_model") and stats["embed_model"] != configured:
         reasons.append(f"model mismatch: the index was built with {stats['embed_model']}, the configured model is "
                        f"{configured} (korpus reindex, or KORPUS_EMBED_MODEL)")  # fmt: skip
-    dask = dask_status(settings.dask_address)
-    if settings.dask_address and "does not answer" in dask:  # a configured part of the topology is down
-        reasons.append(f"Dask scheduler {dask}: refreshes cannot run")
-    if os.environ.get("PREFECT_API_URL") and "does not answer" in (prefect := prefect_status()):
+    if settings.dask_address and "does not answer" in (dask := dask or dask_status(settings.dask_address)):
+        reasons.append(f"Dask scheduler {dask}: refreshes cannot run")  # a configured part of the topology is down
+    if os.environ.get("PREFECT_API_URL") and "does not answer" in (prefect := prefect or prefect_status()):
         reasons.append(f"Prefect server {prefect}: scheduled refreshes do not start")
     if last and last.get("failed"):
         reasons.append(f"the last refresh failed ({last.get('finished_at')}): {last['failed']}")
@@ -131,7 +132,7 @@ def collect_status(settings: Settings) -> dict[str, Any]:
     status["backend"] = settings.backend + (f" ({settings.opensearch_url})" if settings.backend == "opensearch" else "")
     status["prefect"] = prefect_status()
     status["dask"] = dask_status(settings.dask_address)
-    degraded = health_reasons(settings, stats, last, search, history)
+    degraded = health_reasons(settings, stats, last, search, history, status["dask"], status["prefect"])
     if degraded:
         status["health"] = "degraded"
         status["degraded"] = degraded

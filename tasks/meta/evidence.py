@@ -16,18 +16,12 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from tasks.meta.models import _models, parse
+from tasks.meta.models import known, parse
 
 _FIO = re.compile(r"Ф\.\s*И\.\s*О\.?|(?<![А-ЯЁа-яё])ФИО(?![А-ЯЁа-яё])")
 _WORD = re.compile(r"[А-ЯЁ][а-яё]+(?:-[А-ЯЁа-яё][а-яё]+)?")
 _LOWER = re.compile(r"(?<![А-ЯЁа-яёA-Za-z])[а-яё]{3,}")
 _INITIAL = re.compile(r"(?<![А-ЯЁа-яё])[А-ЯЁ]\.")
-
-
-def known(word: str) -> bool:
-    morph = _models()[2]
-    lowered = word.lower()
-    return morph.word_is_known(lowered) or morph.word_is_known(lowered.replace("ё", "е"))
 
 
 def first_and_middle(words: list[str], roles: dict[str, str | None], parses: dict[str, list[Any]]) -> tuple:

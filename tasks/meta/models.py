@@ -21,6 +21,12 @@ def parse(word: str) -> list[Any]:
     return _models()[2].parse(word)
 
 
+def known(word: str) -> bool:
+    """The dictionary knows the word, in either spelling of ё."""
+    morph, lowered = _models()[2], word.lower()
+    return morph.word_is_known(lowered) or morph.word_is_known(lowered.replace("ё", "е"))
+
+
 def warm_up() -> None:
     """Load the NER model and the morphological dictionary (~0.7 s) now rather than at the first text."""
     _models()

@@ -195,18 +195,21 @@ def ungrammatical(name: str) -> bool:
 _FORM_FIRST = re.compile(r"^[А-ЯЁA-Z]{2,6}\s*(?=«)")
 
 
+def _as_written_alike(name: str) -> str:
+    """Spaces, long legal forms («Акционерное общество» → «АО») and quotes written alike."""
+    from tasks.meta.names import legal_form
+
+    return _quotes_as_guillemets(legal_form(" ".join(name.split())))
+
+
 def core_lemmas(name: str) -> tuple[str, ...]:
     """A name without its legal form and quotes, each word in its dictionary form: «АО "Омскводоканал"»,
     «"ОмскВодоканал"» and «Омскводоканалом» are («омскводоканал»,)."""
-    from tasks.meta.names import legal_form
-
-    name = _FORM_FIRST.sub("", _quotes_as_guillemets(legal_form(" ".join(name.split()))))
+    name = _FORM_FIRST.sub("", _as_written_alike(name))
     morph = _models()[2]
     return tuple(morph.parse(w)[0].normal_form.replace("ё", "е") for w in re.findall(r"\w+", name.lower()))
 
 
 def formal(name: str) -> bool:
     """The name opens with a legal form before its quoted name («АО «Омскводоканал»»)."""
-    from tasks.meta.names import legal_form
-
-    return bool(_FORM_FIRST.match(_quotes_as_guillemets(legal_form(" ".join(name.split())))))
+    return bool(_FORM_FIRST.match(_as_written_alike(name)))

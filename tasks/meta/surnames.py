@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from tasks.meta.models import _models
+from tasks.meta.models import _models, known
 
 # endings only an oblique case has after a consonant stem: dative/accusative «-у/-ю», instrumental «-ом/-ем/-ым/-ой»
 _OBLIQUE = re.compile(r"(?<=[бвгджзклмнпрстфхцчшщ])(?:у|ю|ом|ем|ым|им|ой)$")
@@ -30,7 +30,7 @@ def unknown_surname(word: str, may_be_cut: bool = True) -> bool:
         return False
     morph = _models()[2]
     lowered = word.lower()
-    if morph.word_is_known(lowered) or morph.word_is_known(lowered.replace("ё", "е")):
+    if known(word):
         return False
     if _PLACE_ADJECTIVE.search(lowered):  # «Федоровская ЦРБ»: a place's adjective before a body's name
         return False

@@ -95,7 +95,8 @@ def free_ports(count: int, first: int | None = None) -> list[int]:
                     raise
                 candidate += 1
                 continue
-            ports.append(probe.getsockname()[1])
+            if (found := probe.getsockname()[1]) not in ports:  # the kernel may hand the same free port out twice
+                ports.append(found)
         candidate = candidate + 1 if candidate else None
     return ports
 
@@ -131,13 +132,7 @@ def start(
         for name, http_port, transport_port in zip(names, http_ports, transport_ports, strict=True):
             node_home = home / name
             (node_home / "logs").mkdir(parents=True, exist_ok=True)
-            with open(node_home / "logs" / "node.log", "ab") as out:
-                process = subprocess.Popen(
-                    [jvm, f"-Xms{heap_mb}m", f"-Xmx{heap_mb}m", *JVM_OPTIONS, f"-Djava.io.tmpdir={node_home}",
-                     "-cp", cp, MAIN_CLASS, str(node_home), name, str(http_port), str(transport_port),
-                     ",".join(map(str, transport_ports)), ",".join(names)],
-                    stdin=subprocess.PIPE, stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
-                )  # fmt: skip
+            process = _launch(jvm, cp, heap_mb, node_home, name, http_port, transport_port, transport_ports, names)
             handles.append(process)
             started.append(NodeProcess(name, process.pid, psutil.Process(process.pid).create_time(), http_port,
                                        transport_port, str(node_home)))  # fmt: skip
@@ -160,6 +155,18 @@ def start(
 _LEASHES: list[subprocess.Popen[bytes]] = []
 
 
+def _launch(jvm: str, cp: str, heap_mb: int, node_home: Path, name: str, http_port: int, transport_port: int,
+            transport_ports: list[int], names: list[str]) -> subprocess.Popen[bytes]:  # fmt: skip
+    """One node's JVM, leashed by its standard input, in a session of its own, its output in its log."""
+    with open(node_home / "logs" / "node.log", "ab") as out:
+        return subprocess.Popen(
+            [jvm, f"-Xms{heap_mb}m", f"-Xmx{heap_mb}m", *JVM_OPTIONS, f"-Djava.io.tmpdir={node_home}", "-cp", cp,
+             MAIN_CLASS, str(node_home), name, str(http_port), str(transport_port),
+             ",".join(map(str, transport_ports)), ",".join(names)],
+            stdin=subprocess.PIPE, stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
+        )  # fmt: skip
+
+
 def restart_node(home: Path, name: str, heap_mb: int = 1024, timeout: float = STARTUP_SECONDS,
                  project: Path = NODE_PROJECT) -> NodeProcess:  # fmt: skip
     """Start one recorded node of a cluster again — after it was killed — with its ports, name and data, wait until
@@ -169,14 +176,9 @@ def restart_node(home: Path, name: str, heap_mb: int = 1024, timeout: float = ST
     if recorded_process(record) is not None:
         raise NodeError(f"{name} is running (pid {record['pid']})")
     node_home = Path(record["home"])
-    with open(node_home / "logs" / "node.log", "ab") as out:
-        process = subprocess.Popen(
-            [java(), f"-Xms{heap_mb}m", f"-Xmx{heap_mb}m", *JVM_OPTIONS, f"-Djava.io.tmpdir={node_home}", "-cp",
-             classpath(project), MAIN_CLASS, str(node_home), name, str(record["http_port"]),
-             str(record["transport_port"]), ",".join(str(n["transport_port"]) for n in nodes),
-             ",".join(n["name"] for n in nodes)],
-            stdin=subprocess.PIPE, stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
-        )  # fmt: skip
+    process = _launch(java(), classpath(project), heap_mb, node_home, name, record["http_port"],
+                      record["transport_port"], [n["transport_port"] for n in nodes],
+                      [n["name"] for n in nodes])  # fmt: skip
     node = NodeProcess(name, process.pid, psutil.Process(process.pid).create_time(), record["http_port"],
                        record["transport_port"], str(node_home))  # fmt: skip
     deadline = time.monotonic() + timeout

@@ -44,22 +44,11 @@ REPO = Path(__file__).resolve().parents[2]
 STATE = "topology.json"
 ORDER = ["postgres", "opensearch", "prefect-server", "dask-scheduler", "dask-worker-1", "dask-worker-2",
          "prefect-worker", "serve"]  # fmt: skip
-PROCESS_PARTS = [p for p in ORDER if p != "opensearch"]
 START_SECONDS = 180.0
 
 
 class TopologyError(RuntimeError):
     """A part did not start; the message names it and ends with its log's last lines."""
-
-
-def _free_ports(count: int) -> list[int]:
-    ports: list[int] = []
-    while len(ports) < count:
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            if (port := s.getsockname()[1]) not in ports:
-                ports.append(port)
-    return ports
 
 
 def _pg_bin(name: str) -> str:
@@ -100,7 +89,7 @@ class Topology:
     def ports(self) -> dict[str, int]:
         if not self.state["ports"]:
             names = ["postgres", "prefect", "dask", "serve"]
-            self.state["ports"] = dict(zip(names, _free_ports(len(names)), strict=True))
+            self.state["ports"] = dict(zip(names, opensearch_node.free_ports(len(names)), strict=True))
         return self.state["ports"]
 
     @property
