@@ -149,8 +149,27 @@ HELD_OUT_6 = [("xquad-ru", f"a{n}_p2.txt") for n in range(48)]
 HELD_OUT_7 = [("xquad-ru", f"a{n}_p3.txt") for n in range(48)]
 # Eighth: labelled in session 18 before any rule was written from the seventh set's misses; the fifth passages.
 HELD_OUT_8 = [("xquad-ru", f"a{n}_p4.txt") for n in range(48)]
+# Ninth held-out set (session 28): the middles of the real documents every earlier set cut to their first
+# EXCERPT_CHARS and last TAIL_CHARS — orders, a ministry's order, the application of a law, a thesis, Word files —
+# text no set held, no rule was written from and nobody labelled before it; two windows of each (`_middles`).
+HELD_OUT_9 = [
+    ("real-archive/text", "13.txt"),
+    ("real-archive/text", "minsport_24.12.2013_1112.txt"),
+    ("real-archive/text", "prikaz_0.txt"),
+    ("real-archive/text", "law_application.txt"),
+    ("real-archive/text", "31(1).txt"),
+    ("real-archive/text", "test_change.txt"),
+    ("real-archive/text", "Pr_2013.02.18_21.txt"),
+    ("real-archive/text", "pr_17.txt"),
+    ("real-archive/office", "diploma.docx"),
+    ("real-archive/office", "without_numbering.docx"),
+    ("real-archive-2/office", "poi_drawing.docx"),
+    ("real-archive-2/office", "poi_ob_is.doc"),
+    ("real-archive-2/office", "tika_test.fb2"),
+]
 EXCERPT_CHARS = 6000
 TAIL_CHARS = 1500
+MIDDLE_CHARS = 2500
 MANIFEST = "defaults:\n  owner: archive\n  access: public\n"
 
 
@@ -178,7 +197,38 @@ def _excerpt(pages: list[dict]) -> list[dict]:
     return kept
 
 
-def write_texts(shared: Path, out: Path, documents: list[tuple[str, str]] = DOCUMENTS) -> None:
+def _middles(pages: list[dict]) -> list[list[dict]]:
+    """Two windows of about MIDDLE_CHARS from the part `_excerpt` leaves out, centred at a third and two thirds of it
+    and cut at line ends (page by page, as served); none when that part is shorter than three windows."""
+    starts, total = [], 0
+    for page in pages:
+        starts.append(total)
+        total += len(page["text"])
+    low, high = EXCERPT_CHARS, total - TAIL_CHARS
+    if high - low < 3 * MIDDLE_CHARS:
+        return []
+    windows = []
+    for centre in (low + (high - low) // 3, low + 2 * (high - low) // 3):
+        begin, end = centre - MIDDLE_CHARS // 2, centre + MIDDLE_CHARS // 2
+        window = []
+        for page, start in zip(pages, starts, strict=True):
+            text = page["text"]
+            a, b = max(begin - start, 0), min(end - start, len(text))
+            if a >= b:
+                continue
+            if a > 0:  # from the next line's start, to the last whole line
+                a = text.find("\n", a) + 1 or b
+            if b < len(text):
+                b = text.rfind("\n", a, b) + 1 or a
+            if text[a:b].strip():
+                window.append({**page, "text": text[a:b]})
+        windows.append(window)
+    return windows
+
+
+def write_texts(shared: Path, out: Path, documents: list[tuple[str, str]] = DOCUMENTS, middles: bool = False) -> None:
+    """The served text of `documents` (a default refresh of copies of them, meta-documents off) as texts.jsonl: each
+    document's `_excerpt`, or with `middles` its two `_middles` windows as «<source>#middle-1» and «#middle-2»."""
     from flows.corpus_refresh import run_refresh
     from korpus.core.settings import Settings
     from tasks.index.sqlite import SqliteIndex
@@ -206,7 +256,12 @@ def write_texts(shared: Path, out: Path, documents: list[tuple[str, str]] = DOCU
                     continue
                 source, pages = served_pages(index, row)
                 listed = [{"page": p.page, "t_start": p.t_start, "text": p.text} for p in pages]
-                lines.append({"source_id": source.source_id, "kind": row["kind"], "pages": _excerpt(listed)})
+                if not middles:
+                    lines.append({"source_id": source.source_id, "kind": row["kind"], "pages": _excerpt(listed)})
+                    continue
+                for number, window in enumerate(_middles(listed), 1):
+                    lines.append({"source_id": f"{source.source_id}#middle-{number}", "kind": row["kind"],
+                                  "pages": window})  # fmt: skip
     out.write_text("".join(json.dumps(x, ensure_ascii=False) + "\n" for x in lines), encoding="utf-8")
 
 
@@ -229,8 +284,10 @@ if __name__ == "__main__":
         "--held-out-6": HELD_OUT_6,
         "--held-out-7": HELD_OUT_7,
         "--held-out-8": HELD_OUT_8,
+        "--held-out-9": HELD_OUT_9,
     }
-    write_texts(Path(sys.argv[1]), Path(sys.argv[2]), next((chosen[a] for a in sys.argv[3:] if a in chosen), DOCUMENTS))
+    picked = next((chosen[a] for a in sys.argv[3:] if a in chosen), DOCUMENTS)
+    write_texts(Path(sys.argv[1]), Path(sys.argv[2]), picked, middles=picked is HELD_OUT_9)
 
 
 # --- scoring ------------------------------------------------------------------------------------------------------
@@ -243,7 +300,7 @@ HELD_OUT_LABELS = ROOT / "eval" / "registers" / "held-out" / "labels.json"
 
 
 def held_out(number: int) -> tuple[Path, Path]:
-    """(texts, labels) of the `number`-th later held-out set, eval/registers/held-out-<number> (2 to 8)."""
+    """(texts, labels) of the `number`-th later held-out set, eval/registers/held-out-<number> (2 to 9)."""
     folder = ROOT / "eval" / "registers" / f"held-out-{number}"
     return folder / "texts.jsonl", folder / "labels.json"
 
