@@ -27,6 +27,7 @@ _BODY_HEADS = (
 )
 _BODY_HEAD = re.compile(rf"(?<![А-ЯЁа-яё])(?:{_BODY_HEADS})(?![а-яё])")
 _INSTITUTION = re.compile(r"Институт|Университет|Академи|Управлени|Центр")
+_DEPARTMENT = re.compile(r"Департамент")  # a ministry's department is named by its field, two genitives may do
 _WHOLE_NAME = re.compile(
     r"Государственн\w+\s+Дум\w+|Совет\w*\s+(?:Федерации|Безопасности)|Конституционн\w+\s+Суд\w*|Верховн\w+\s+[Сс]уд\w*"
     r"|Федеральн\w+\s+[Сс]обрани\w+"
@@ -39,11 +40,13 @@ _CAPS_BODY = re.compile(
 )
 _TOKEN = re.compile(r"[ \t]*\n?[ \t]*([А-ЯЁа-яё][А-ЯЁа-яё-]*)")
 _ADJ_BODY = re.compile(
-    r"(?<![А-ЯЁа-яё])(?:(?!Акционерн)[А-ЯЁ][а-яё]+(?:ая|ий|ый|ое|ой|ую|ого|ых|им|ым|ому|ему|ом|ем)\s+)"
+    r"(?<![А-ЯЁа-яё])(?:(?!Акционерн|Данн|Указанн|Настоящ|Эт[оиа]|Так|Кажд|Люб|Друг|Ин[аоы]|Соответствующ|Названн"
+    r"|Вышеуказанн|Уполномоченн|Структурн|Профильн|Ответственн|Нов\w+\s+департамент)"
+    r"[А-ЯЁ][а-яё]+(?:ая|ий|ый|ое|ой|ую|ого|ых|им|ым|ому|ему|ом|ем)\s+)"
     r"(?:(?!акционерн)[а-яё]+(?:ая|ий|ый|ое|ой|ую|ого|ых|им|ым|ому|ему|ом|ем)\s+){0,3}"  # not «… акционерное общество»
     r"(?:библиотек\w*|школ\w*|[Дд]ум\w*|союз\w*|академи\w+|палат\w+|корпораци\w+|банк\w*|университет\w*|больниц\w*|фонд\w*|палат\w*"
     r"|совет(?:а|у|ом|е)?(?![а-яё])|обществ(?:о|а|у|ом|е)(?![а-яё])"
-    r"|АЭС|ГЭС|ГРЭС|ТЭЦ|электростанци\w+|атомн\w+\s+станци\w+)"
+    r"|АЭС|ГЭС|ГРЭС|ТЭЦ|электростанци\w+|атомн\w+\s+станци\w+|департамент\w*)"
     r"(?:\s+реконструкции\s+и\s+развития)?"
 )
 _NEXT_WORD = re.compile(r"[ \t]+([А-ЯЁ][а-яё]+|[А-ЯЁ]{2,4}(?![А-ЯЁа-яё]))")  # «… Австралии», «… США»
@@ -97,7 +100,7 @@ def named_institution(text: str, start: int, stop: int) -> bool:
     return _NAMES_AFTER.fullmatch(rest) is not None and all("gent" in _cases(w) for w in words)
 
 
-_LOWER_WORD = re.compile(r"[ \t]+([а-яё]{2,})(?![А-ЯЁа-яё-])")
+_LOWER_WORD = re.compile(r"[ \t]+([а-яё]+)(?![А-ЯЁа-яё-])")
 _NOT_A_NAME_AFTER_PO = {"адресу", "улице", "месту", "состоянию", "сравнению", "данным", "мнению", "словам", "причине",
                         "поводу", "итогам", "результатам", "всей", "всему", "всем", "крайней", "меньшей"}  # fmt: skip
 
@@ -108,6 +111,11 @@ def genitive_tail(text: str, end: int) -> int:
     part of its name; not «по адресу», «по данным», a verb or a pronoun."""
     at, taken = end, 0
     while taken < 3 and (word := _LOWER_WORD.match(text, at)) and word.group(1) != "по":
+        if word.group(1) == "и":  # «университет технологии | и дизайна»; not «университета | и института»
+            after = _LOWER_WORD.match(text, word.end())
+            if not taken or after is None or _INSTITUTION.match(after.group(1).capitalize()):
+                break
+            word = after
         readings = parse(word.group(1))
         if not any(r.tag.case == "gent" for r in readings) or not _plain_word(word.group(1)) or _pronoun(word.group(1)):
             break
@@ -158,7 +166,9 @@ _LOWER_HEAD = re.compile(
     r"(?<![А-ЯЁа-яё])(?:администраци|правительств|министерств|законодательн\w+\s+собрани)\w*\s+(?=[А-ЯЁ][а-яё])"
 )
 """A body's head word in lower case, a capitalised genitive right after it: «администрации Пушкинского района»."""
-_KNOWN_BODY_WORD = re.compile(r"(?<![А-ЯЁа-яё])(?:Ростехрегулировани|Роскомнадзор|Росстат|Госкомстат|Минюст)[а-яё]*")
+_KNOWN_BODY_WORD = re.compile(
+    r"(?<![А-ЯЁа-яё])(?:Ростехрегулировани|Роскомнадзор|Росстат|Госкомстат|Минюст)[а-яё]*(?:\s+(?:России|РФ)(?![а-яё]))?"
+)  # «Госкомстата России»: the country is part of the name
 _ORG_WORD_QUOTED = re.compile(
     r"(?<![А-ЯЁа-яё])(?:(?:[Кк]омпани|[Аа]гентств|[Бб]анк|[Фф]онд|[Оо]рганизаци|[Кк]орпораци|[Пп]артнерств|[Ии]здательств"
     r"|[Хх]олдинг|[Кк]онцерн|[Зз]авод|[Кк]омбинат|[Тт]орговый\s+дом|РИА|ИА|БФ|МОО|ГБУЗ|МБУ|ГБУ|ФГБУ|НКО|ТД)\w*"
@@ -264,8 +274,9 @@ def body_end(text: str, start: int) -> int | None:
         return with_place(text, head.end())  # «Государственной Думой», «Верховного суда США»
     if phase == "lower" and not (multiword and lower) and lower < 2:
         return None  # «на Министерство полномочий»: common words after a head are not its name
-    if phase == "lower" and not multiword and (lower < 3 or not _INSTITUTION.match(head.group(0))):
-        return None  # «Институт государственной службы и управления» is a name, «Управление делами» is not
+    if phase == "lower" and not multiword and not _DEPARTMENT.match(head.group(0)):
+        if lower < 3 or not _INSTITUTION.match(head.group(0)):
+            return None  # «Институт государственной службы и управления» is a name, «Управление делами» is not
     return end
 
 
