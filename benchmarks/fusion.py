@@ -1,6 +1,6 @@
 """How BM25 and kNN are fused, chosen on kinds of questions, not sets (#48 items 1-2; #31 item 2 before it).
 
-    .venv/bin/python benchmarks/fusion.py [--keep DIR] [--only SET ...] [--json]
+    .venv/bin/python benchmarks/fusion.py [--keep DIR] [--only SET ...] [--json] [--cases FILE] [--rules RULE ...]
 
 Each set is refreshed once by the real flow with the default settings (kept in `--keep DIR` to be reused). Every
 question is then asked as people vary it — **kinds** made deterministically (seeded) from the question as written:
@@ -22,7 +22,10 @@ parts interleaved as `search_message` does. nDCG@10 and R@1 as `korpus eval` cou
 - `routed, unless the sides agree` — the routed default, but a low-coverage query keeps BM25 in the fusion when its
   best hit is among dense's top p (p fitted): the sides' agreement, not coverage alone, marks a stray match;
 - `convex <norm>` — α·BM25 + (1-α)·cosine after min-max, z-score or theoretical-min-max normalisation (Bruch, Gai and
-  Ingber 2023), α fitted; `convex <norm>, routed low` — the same with dense alone below coverage 0.35.
+  Ingber 2023), α fitted; `convex <norm>, routed low` — the same with dense alone below coverage 0.35;
+- `convex minmax, two α by coverage` — BM25's weight α_lo below coverage t and α_hi from it (t, α_lo, α_hi fitted:
+  the routed rule made continuous); `convex minmax, routed low unless the sides agree` — dense alone below coverage
+  0.35 only when BM25's best hit is not in dense's top q, else convex (q, α fitted).
 
 Fitting is out of sample twice: **leave-one-set-out** (parameters chosen on every kind of the other sets, reported on
 the held-out set, per kind) and **leave-one-kind-out** (chosen on the other kinds of every set, reported on the
@@ -40,6 +43,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import pickle
 import random
 import re
 import sys
@@ -75,9 +79,23 @@ REAL_TYPED = ROOT / "eval" / "real-typed"
 REPORTED_ONLY = ("real-typed",)
 ALPHAS = tuple(round(0.1 * n, 1) for n in range(11))
 DEPTHS = (5, 10, 20, 30, 50)
-FITTED = {"rrf@d": DEPTHS, "convex minmax": ALPHAS, "convex zscore": ALPHAS, "convex tmm": ALPHAS,
-          "convex tmm, routed low": ALPHAS, "convex minmax, routed low": ALPHAS,
-          "routed, unless the sides agree": (1, 3, 5, 10, 20)}  # fmt: skip
+FITTED = {
+    "rrf@d": DEPTHS,
+    "convex minmax": ALPHAS,
+    "convex zscore": ALPHAS,
+    "convex tmm": ALPHAS,
+    "convex tmm, routed low": ALPHAS,
+    "convex minmax, routed low": ALPHAS,
+    "routed, unless the sides agree": (1, 3, 5, 10, 20),
+    "convex minmax, two α by coverage": tuple(
+        (t, lo, hi)
+        for t in (0.25, 0.35, 0.45, 0.6)
+        for lo in (0.0, 0.1, 0.2, 0.3, 0.4)
+        for hi in (0.4, 0.5, 0.6, 0.7, 0.9, 1.0)
+        if lo < hi
+    ),
+    "convex minmax, routed low unless the sides agree": tuple((q, a) for q in (1, 3, 10) for a in ALPHAS),
+}
 FIXED = ("bm25", "dense", "rrf", "routed", "routed, no BM25-alone", "routed, message unsplit")
 DENSE_WAYS = ("dense", "dense, body", "dense, as typed")
 STOP = set(("что как где когда кто какой какая какие каких каком какое чем чей почему зачем сколько ли же бы "
@@ -260,6 +278,14 @@ def ranking(part: dict, rule: str, p: float | None) -> list:
         if coverage >= 0.6:
             return keys(lexical)
         return keys(rrf_fuse([keys(lexical), keys(dense)], 60))
+    if rule == "convex minmax, two α by coverage":  # BM25's weight α_lo below coverage t, α_hi from it
+        cut, low, high = p
+        return keys(convex_fuse(lexical, dense, high if lexical and coverage >= cut else low, "minmax"))
+    if rule == "convex minmax, routed low unless the sides agree":
+        top, alpha = p
+        if not lexical or (coverage < 0.35 and lexical[0][0] not in keys(dense)[: int(top)]):
+            return keys(dense)
+        return keys(convex_fuse(lexical, dense, alpha, "minmax"))
     if rule == "rrf@d":
         fused = keys(rrf_fuse([keys(lexical)[: int(p)], keys(dense)[: int(p)]], 60))
         return list(dict.fromkeys(fused + keys(dense)))
@@ -291,7 +317,8 @@ def mean(cases: list[dict], rule: str, p: float | None = None) -> dict[str, floa
 
 def fit(pool: list[dict], rule: str) -> float:
     """The parameter with the best mean nDCG@10 on `pool` (the smaller on a tie)."""
-    return max(FITTED[rule], key=lambda p: (mean(pool, rule, p)["ndcg@10"], -p))
+    grid = FITTED[rule]  # the earlier (smaller) parameter on a tie
+    return max(grid, key=lambda p: (mean(pool, rule, p)["ndcg@10"], -grid.index(p)))
 
 
 def study(cases: list[dict]) -> dict:
@@ -368,10 +395,12 @@ def as_served(sets: dict[str, tuple[Path, Path]]) -> dict:
         with SqliteIndex(Settings(data=data).index_path) as index:
             embedder = Embedder(embed_model_path(Settings(data=data)))
             row = {}
-            for label, retriever, fusion in (("bm25", "bm25", "routed"), ("dense", "dense", "routed"),
-                                             ("hybrid routed", "hybrid", "routed"),
-                                             ("hybrid convex", "hybrid", "convex")):  # fmt: skip
-                settings = Settings(data=data, hybrid_fusion=fusion)
+            for label, retriever, fusion, low in (("bm25", "bm25", "routed", None), ("dense", "dense", "routed", None),
+                                                  ("hybrid routed", "hybrid", "routed", None),
+                                                  ("hybrid convex", "hybrid", "convex", None),
+                                                  ("hybrid convex, α 0.3 below coverage 0.35", "hybrid", "convex",
+                                                   0.3)):  # fmt: skip
+                settings = Settings(data=data, hybrid_fusion=fusion, hybrid_alpha_low=low)
                 ranker = Retriever.from_settings(index.searcher, settings)
                 report = evaluate(asked, index.searcher, embedder, retriever, settings.default_scopes,
                                   settings.no_answer_threshold, ranker)  # fmt: skip
@@ -393,7 +422,11 @@ def main() -> None:
         help="evaluate each set with the served retriever, routed and convex, instead of the study",
     )
     parser.add_argument("--json", action="store_true")
+    parser.add_argument("--cases", type=Path, help="read every message once into this pickle; reuse it if it exists")
+    parser.add_argument("--rules", nargs="+", help="fitted rules to study (default: all)")
     args = parser.parse_args()
+    for rule in set(FITTED) - set(args.rules or FITTED):
+        del FITTED[rule]
     with tempfile.TemporaryDirectory(prefix="korpus-fusion-") as tmp:
         keep = args.keep or Path(tmp)
         keep.mkdir(parents=True, exist_ok=True)
@@ -407,7 +440,12 @@ def main() -> None:
         if args.as_served:
             print(json.dumps(as_served(sets), ensure_ascii=False, indent=2))
             return
-        cases = [c for name, (data, questions) in sets.items() for c in cases_of(name, data, questions)]
+        if args.cases and args.cases.exists():
+            cases = pickle.loads(args.cases.read_bytes())
+        else:
+            cases = [c for name, (data, questions) in sets.items() for c in cases_of(name, data, questions)]
+            if args.cases:
+                args.cases.write_bytes(pickle.dumps(cases))
     report = study(cases)
     if args.json:
         print(json.dumps(report, ensure_ascii=False, indent=2))

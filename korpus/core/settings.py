@@ -3,6 +3,9 @@
 Precedence, highest first: arguments given in code, `KORPUS_*` environment variables, the settings file
 (`KORPUS_CONFIG`, else `./korpus.yaml` when present), defaults. A `korpus.yaml` may also be a corpus manifest
 (`defaults:`/`rules:`): those keys are the manifest's and are ignored here.
+
+It runs over 400 lines because every setting is one declared field with its description (its validation and
+documentation in one place), and splitting them would scatter one table.
 """
 
 from __future__ import annotations
@@ -285,6 +288,15 @@ class Settings(BaseSettings):
         description="BM25's weight in the convex fusion (hybrid_fusion=convex). Fitted leave-one-set-out on "
         "archive-style, the sample, XQuAD-ru and real-colloquial (0.4-0.5 in every fold); 0.933 nDCG@10 on "
         "real-typed, never fitted.",
+    )
+    hybrid_alpha_low: float | None = Field(
+        default=None,
+        ge=0.0,
+        le=1.0,
+        description="BM25's weight in the convex fusion when its best hit covers less than hybrid_min_coverage of "
+        "the query (a paraphrase's stray match); unset: hybrid_alpha for every query. 0.3 was fitted "
+        "leave-one-set-out on archive-style, the sample, XQuAD-ru and real-colloquial (four folds of five); on "
+        "real-typed, never fitted, 0.934 nDCG@10 (benchmarks/fusion.py, docs/retrieval.md).",
     )
     rerank_model: Path | None = Field(
         default=None, description="A local sentence-transformers CrossEncoder folder for retriever hybrid+rerank."

@@ -12,7 +12,8 @@
   real-colloquial, the second fitted leave-one-set-out; on the hand-written real-typed set (never fitted) hybrid falls
   0.02 below BM25 on typed, colloquial and two-question messages (benchmarks/fusion.py, docs/retrieval.md).
 - `fusion="convex"` (KORPUS_HYBRID_FUSION): alpha × min-max BM25 + (1 - alpha) × min-max cosine instead — better on
-  real-typed, worse on paraphrases, where one stray BM25 match takes the whole lexical weight.
+  real-typed, worse on paraphrases, where one stray BM25 match takes the whole lexical weight; with `alpha_low`
+  (KORPUS_HYBRID_ALPHA_LOW) BM25 weighs that much when its best hit covers less than `min_coverage` of the query.
 - **hybrid-rrf**: plain equal-weight RRF, the baseline evaluations compare against; **hybrid+rerank**: the routed
   fusion's top `rerank_top` reordered by a cross-encoder.
 - **bm25**, **bm25-nostem** (no Russian morphology: the baseline), **dense**: one side alone.
@@ -59,6 +60,7 @@ class Retriever:
     lexical_coverage: float = 0.6
     fusion: str = "routed"
     alpha: float = 0.5
+    alpha_low: float | None = None  # convex: BM25's weight when its best hit covers < min_coverage (None: alpha)
     reranker: Reranker | None = None
     rerank_top: int = 20
 
@@ -70,7 +72,7 @@ class Retriever:
         reranker = shared_reranker(str(settings.rerank_model)) if settings.rerank_model is not None else None
         return cls(backend, depth=settings.rrf_depth, rrf_k=settings.rrf_k, min_coverage=settings.hybrid_min_coverage,
                    lexical_coverage=settings.hybrid_lexical_coverage, fusion=settings.hybrid_fusion,
-                   alpha=settings.hybrid_alpha, reranker=reranker,
+                   alpha=settings.hybrid_alpha, alpha_low=settings.hybrid_alpha_low, reranker=reranker,
                    rerank_top=settings.rerank_top)  # fmt: skip
 
     def check(self, mode: str, vector: np.ndarray | None) -> None:
@@ -136,9 +138,13 @@ class Retriever:
         dense_scored = [(key, score) for key, score in dense_scored if key not in out]
         dense = [key for key, _ in dense_scored]
         if self.fusion == "convex" and mode in ("hybrid", "hybrid+rerank"):
+            alpha = self.alpha
+            if self.alpha_low is not None:  # a low-coverage query is likely a paraphrase: BM25 weighs less
+                low = not lexical or self.backend.coverage(query, lexical[0], variants) < self.min_coverage
+                alpha = self.alpha_low if low else alpha
             if explain is not None:
                 explain.update(terms=terms, typo_variants=variants)
-            return self._convex(lexical_scored, dense_scored, exact, aside, explain)
+            return self._convex(lexical_scored, dense_scored, exact, aside, explain, alpha)
         if mode == "bm25-nostem":
             rankings.append(lexical)
         alone = False  # BM25 ranks alone: the query is worded as the text (two-way routing)
@@ -177,12 +183,13 @@ class Retriever:
         exact: list[Hashable],
         aside: list[Hashable],
         explain: dict[str, Any] | None,
+        alpha: float,
     ) -> tuple[list[tuple[Hashable, float]], int, dict[str, list[Hashable]]]:
         """Score fusion (hybrid_fusion=convex): alpha × min-max BM25 + (1 - alpha) × min-max cosine, identifier pins
         first and set-aside meta parts last, as in the routed fusion."""
-        fused = pin_first(exact, convex_fuse(lexical, dense, self.alpha, "minmax")) + [(key, 0.0) for key in aside]
+        fused = pin_first(exact, convex_fuse(lexical, dense, alpha, "minmax")) + [(key, 0.0) for key in aside]
         if explain is not None:
-            explain.update(fusion="convex", alpha=self.alpha, bm25_joined=bool(lexical), dense_joined=bool(dense),
+            explain.update(fusion="convex", alpha=alpha, bm25_joined=bool(lexical), dense_joined=bool(dense),
                            dense_scores=dict(dense), backend=self.backend.name, identifier_pins=len(exact),
                            meta_aside=len(aside))  # fmt: skip
         return fused, len(exact), {"bm25": [k for k, _ in lexical], "dense": [k for k, _ in dense]}

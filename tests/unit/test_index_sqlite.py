@@ -238,6 +238,22 @@ def test_convex_fusion_ranks_by_both_normalised_scores(index: SqliteIndex) -> No
     assert retrieve(index.searcher, query, vector, ["hr"], mode="hybrid", fusion="convex") == []
 
 
+def test_convex_fusion_weighs_a_low_coverage_bm25_match_by_alpha_low(index: SqliteIndex) -> None:
+    """KORPUS_HYBRID_ALPHA_LOW: the stray match covers little of the paraphrase, so BM25 weighs alpha_low, not alpha —
+    at 0 the roof's dense hit ranks first (at 0.2 the stray's near-equal min-max cosine still wins here); a query BM25
+    covers keeps alpha."""
+    _paraphrase_corpus(index)
+    query, vector = "Когда починят крышу на складе?", _axes(1)
+    decided: dict = {}
+    hits = retrieve(index.searcher, query, vector, ["public"], mode="hybrid", explain=decided, fusion="convex",
+                    alpha_low=0.0)  # fmt: skip
+    assert hits[0]["source_id"] == "roof.txt" and decided["alpha"] == 0.0
+    covered: dict = {}
+    retrieve(index.searcher, "склад", vector, ["public"], mode="hybrid", explain=covered, fusion="convex",
+             alpha_low=0.2)  # fmt: skip
+    assert covered["alpha"] == 0.5
+
+
 def test_unknown_mode_and_rerank_without_model_are_refused(index: SqliteIndex) -> None:
     with pytest.raises(ValueError, match="unknown search mode"):
         retrieve(index.searcher, "x", None, ["public"], mode="fuzzy")
