@@ -51,12 +51,14 @@ def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Store]:
     yield Store(cluster, cluster.publish_version, cluster.retire_source)
 
 
-def _publish(store: Store, source_id: str, version: str, text: str, access: str = "public") -> None:
+def _publish(store: Store, source_id: str, version: str, text: str, access: str = "public",
+             vector: list[float] | None = None) -> None:  # fmt: skip
     source = Source(source_id=source_id, version=version, path="/x", kind=SourceKind.text, owner="o", access=access,
                     tenant="default")  # fmt: skip
     page = PageResult(source_id=source_id, source_version=version, page=1, text=text, method="plain-text")
     chunks, _ = page_chunks(source, [page])
-    store.publish(source, chunks, np.ones((len(chunks), DIMS), dtype=np.float32))
+    vectors = np.tile(np.asarray(vector or [1.0] * DIMS, dtype=np.float32), (len(chunks), 1))
+    store.publish(source, chunks, vectors / np.linalg.norm(vectors, axis=1, keepdims=True))
 
 
 def _files(hits: list[dict[str, Any]]) -> list[str]:
@@ -122,3 +124,22 @@ def test_health_counts_what_the_backend_serves(store: Store) -> None:
     store.retire("договор.txt")
     assert store.backend.health()["chunks_served"] == 3  # the new version replaced the old; the retired one is out
     assert retriever.search("насосов", None, ["public"], mode="bm25") == []
+
+
+def test_convex_fusion_weighs_a_low_coverage_match_by_alpha_low(store: Store) -> None:
+    """KORPUS_HYBRID_FUSION=convex with KORPUS_HYBRID_ALPHA_LOW: a paraphrase whose only BM25 hit is a stray word
+    («складе») is fused with BM25 at alpha_low — at 0 the answer dense ranks first leads — and a question BM25 covers
+    keeps alpha; on both backends, since the coverage is each backend's own."""
+    roof = "Прошу организовать ремонт кровли административного здания."
+    _publish(store, "roof.txt", "v1", roof, vector=[1, 0.1, 0, 0])
+    _publish(store, "stray.txt", "v1", "Инвентаризация товаров на складе номер три.", vector=[1, 0.3, 0, 0])
+    _publish(store, "other.txt", "v1", "Приказ о летнем режиме работы офиса.", vector=[0, 1, 0, 0])
+    query = np.asarray([1, 0, 0, 0], dtype=np.float32)
+    plain, low = Retriever(store.backend, fusion="convex"), Retriever(store.backend, fusion="convex", alpha_low=0.0)
+    assert _files(plain.search("Когда починят крышу на складе?", query, ["public"]))[0] == "stray.txt"
+    decided: dict[str, Any] = {}
+    hits = low.search("Когда починят крышу на складе?", query, ["public"], explain=decided)
+    assert _files(hits)[0] == "roof.txt" and decided["alpha"] == 0.0
+    covered: dict[str, Any] = {}
+    low.search("инвентаризация на складе", query, ["public"], explain=covered)
+    assert covered["alpha"] == 0.5
