@@ -154,6 +154,13 @@ HELD_OUT_8 = [("xquad-ru", f"a{n}_p4.txt") for n in range(48)]
 # text no set held, no rule was written from and nobody labelled before it; two windows of each (`_middles`: none
 # from a document too short to have been cut).
 HELD_OUT_9 = DOCUMENTS + HELD_OUT
+# Tenth (session 29): one more window of the same documents, at the half of the part the first two sets left out —
+# between held-out-9's two windows and clear of them (only where that part holds six windows) — labelled before
+# korpus's registers of it were looked at, after meta-12 was written from held-out-9's misses.
+HELD_OUT_10 = HELD_OUT_9
+# Which windows `write_texts(..., middles=N)` writes for held-out-N: (their centres, the room a part needs, the
+# number of the first, as «<source>#middle-<number>»).
+MIDDLES = {9: (((1, 3), (2, 3)), 3, 1), 10: (((1, 2),), 6, 3)}
 EXCERPT_CHARS = 6000
 TAIL_CHARS = 1500
 MIDDLE_CHARS = 2500
@@ -184,18 +191,19 @@ def _excerpt(pages: list[dict]) -> list[dict]:
     return kept
 
 
-def _middles(pages: list[dict]) -> list[list[dict]]:
-    """Two windows of about MIDDLE_CHARS from the part `_excerpt` leaves out, centred at a third and two thirds of it
-    and cut at line ends (page by page, as served); none when that part is shorter than three windows."""
+def _middles(pages: list[dict], at: tuple[tuple[int, int], ...] = ((1, 3), (2, 3)), room: int = 3) -> list[list[dict]]:
+    """Windows of about MIDDLE_CHARS from the part `_excerpt` leaves out, centred at the fractions `at` of it (a third
+    and two thirds: held-out-9; the half: held-out-10, clear of those two when the part holds `room` 6 windows) and cut
+    at line ends (page by page, as served); none when that part is shorter than `room` windows."""
     starts, total = [], 0
     for page in pages:
         starts.append(total)
         total += len(page["text"])
     low, high = EXCERPT_CHARS, total - TAIL_CHARS
-    if high - low < 3 * MIDDLE_CHARS:
+    if high - low < room * MIDDLE_CHARS:
         return []
     windows = []
-    for centre in (low + (high - low) // 3, low + 2 * (high - low) // 3):
+    for centre in (low + share * (high - low) // whole for share, whole in at):
         begin, end = centre - MIDDLE_CHARS // 2, centre + MIDDLE_CHARS // 2
         window = []
         for page, start in zip(pages, starts, strict=True):
@@ -213,9 +221,9 @@ def _middles(pages: list[dict]) -> list[list[dict]]:
     return windows
 
 
-def write_texts(shared: Path, out: Path, documents: list[tuple[str, str]] = DOCUMENTS, middles: bool = False) -> None:
+def write_texts(shared: Path, out: Path, documents: list[tuple[str, str]] = DOCUMENTS, middles: int = 0) -> None:
     """The served text of `documents` (a default refresh of copies of them, meta-documents off) as texts.jsonl: each
-    document's `_excerpt`, or with `middles` its two `_middles` windows as «<source>#middle-1» and «#middle-2»."""
+    document's `_excerpt`, or with `middles` N the `_middles` windows of held-out-N (MIDDLES) as «<source>#middle-K»."""
     from flows.corpus_refresh import run_refresh
     from korpus.core.settings import Settings
     from tasks.index.sqlite import SqliteIndex
@@ -246,7 +254,8 @@ def write_texts(shared: Path, out: Path, documents: list[tuple[str, str]] = DOCU
                 if not middles:
                     lines.append({"source_id": source.source_id, "kind": row["kind"], "pages": _excerpt(listed)})
                     continue
-                for number, window in enumerate(_middles(listed), 1):
+                at, room, first = MIDDLES[middles]
+                for number, window in enumerate(_middles(listed, at, room), first):
                     lines.append({"source_id": f"{source.source_id}#middle-{number}", "kind": row["kind"],
                                   "pages": window})  # fmt: skip
     out.write_text("".join(json.dumps(x, ensure_ascii=False) + "\n" for x in lines), encoding="utf-8")
@@ -272,9 +281,11 @@ if __name__ == "__main__":
         "--held-out-7": HELD_OUT_7,
         "--held-out-8": HELD_OUT_8,
         "--held-out-9": HELD_OUT_9,
+        "--held-out-10": HELD_OUT_10,
     }
-    picked = next((chosen[a] for a in sys.argv[3:] if a in chosen), DOCUMENTS)
-    write_texts(Path(sys.argv[1]), Path(sys.argv[2]), picked, middles=picked is HELD_OUT_9)
+    flag = next((a for a in sys.argv[3:] if a in chosen), None)
+    middles = {"--held-out-9": 9, "--held-out-10": 10}.get(flag or "", 0)
+    write_texts(Path(sys.argv[1]), Path(sys.argv[2]), chosen[flag] if flag else DOCUMENTS, middles=middles)
 
 
 # --- scoring ------------------------------------------------------------------------------------------------------
@@ -287,7 +298,7 @@ HELD_OUT_LABELS = ROOT / "eval" / "registers" / "held-out" / "labels.json"
 
 
 def held_out(number: int) -> tuple[Path, Path]:
-    """(texts, labels) of the `number`-th later held-out set, eval/registers/held-out-<number> (2 to 9)."""
+    """(texts, labels) of the `number`-th later held-out set, eval/registers/held-out-<number> (2 to 10)."""
     folder = ROOT / "eval" / "registers" / f"held-out-{number}"
     return folder / "texts.jsonl", folder / "labels.json"
 
