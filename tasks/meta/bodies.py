@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import re
 
-from tasks.meta.models import parse
+from tasks.meta.models import known, parse
 from tasks.text.identifiers import valid_inn, valid_ogrn
 
 # --- evidence for an organisation (docs/meta.md «Organisations») --------------------------------------------------
@@ -46,9 +46,10 @@ _ADJ_BODY = re.compile(
     r"(?:(?!акционерн)[а-яё]+(?:ая|ий|ый|ое|ой|ую|ого|ых|им|ым|ому|ему|ом|ем)\s+){0,3}"  # not «… акционерное общество»
     r"(?:библиотек\w*|школ\w*|[Дд]ум\w*|союз\w*|академи\w+|палат\w+|корпораци\w+|банк\w*|университет\w*|больниц\w*|фонд\w*|палат\w*"
     r"|совет(?:а|у|ом|е)?(?![а-яё])|обществ(?:о|а|у|ом|е)(?![а-яё])"
-    r"|АЭС|ГЭС|ГРЭС|ТЭЦ|электростанци\w+|атомн\w+\s+станци\w+|департамент\w*)"
+    r"|АЭС|ГЭС|ГРЭС|ТЭЦ|электростанци\w+|атомн\w+\s+станци\w+|департамент\w*|газет[аыеуой]\w*)"
     r"(?:\s+реконструкции\s+и\s+развития)?"
 )
+_GOVERNS_ABLT = re.compile(r"управлени[яе]$")  # «управления делами», «управления имуществом»
 _NEXT_WORD = re.compile(r"[ \t]+([А-ЯЁ][а-яё]+|[А-ЯЁ]{2,4}(?![А-ЯЁа-яё]))")  # «… Австралии», «… США»
 
 
@@ -169,6 +170,33 @@ _LOWER_HEAD = re.compile(
 _KNOWN_BODY_WORD = re.compile(
     r"(?<![А-ЯЁа-яё])(?:Ростехрегулировани|Роскомнадзор|Росстат|Госкомстат|Минюст)[а-яё]*(?:\s+(?:России|РФ)(?![а-яё]))?"
 )  # «Госкомстата России»: the country is part of the name
+_NEWS_AGENCY = re.compile(  # «ИА Regnum», «РИА Новости»: a news agency cited as a source, its name unquoted
+    r"(?<![\wА-ЯЁа-яё])(?:РИА|ИА)[ \t]+(?:[A-Z][A-Za-z]+|[А-ЯЁ][а-яё]+)(?![\wА-ЯЁа-яё-])"
+)
+_LEGAL_FORM_WORDS = {"АО", "ООО", "ОАО", "ЗАО", "ПАО", "НАО", "ТОО", "СП", "ИП", "ФГУП", "МУП", "ГУП", "НКО", "ЧП"}
+_QUOTED_PART = re.compile(r"[«\"„“][^«»\"„“”\n]*")
+_CAPITALISED = re.compile(r"(?<![А-ЯЁа-яё-])[А-ЯЁ][А-ЯЁа-яё]+(?![А-ЯЁа-яё-]|\.\d)")  # not a code: «ЗИС.26»
+
+
+def dictionary_bodies(text: str) -> list[tuple[int, int]]:
+    """A news agency's name after «ИА»/«РИА» (`_NEWS_AGENCY`); words the dictionary knows first as an organisation's
+    name («МВД», «НКВД», «МХАТ», «Газпрома», «Минфин», «Роскартографии»: pymorphy's Orgn), and a federal agency's
+    «Рос…» it does not know at all («Росреестра»)."""
+    found = [(m.start(), m.end()) for m in _NEWS_AGENCY.finditer(text)]
+    quoted: str | None = None  # the text's quoted names, read once a candidate needs them
+    for m in _CAPITALISED.finditer(text):
+        word = m.group(0)
+        if word in _LEGAL_FORM_WORDS or not (
+            ("Orgn" in parse(word)[0].tag and known(word.lower()))
+            or (word.startswith("Рос") and len(word) > 7 and not known(word.lower()))
+        ):
+            continue
+        quoted = " ".join(_QUOTED_PART.findall(text)) if quoted is None else quoted
+        if word not in quoted:  # a word of a quoted name is that name's («АО «Концерн Росэнергоатом»»)
+            found.append((m.start(), m.end()))
+    return found
+
+
 _ORG_WORD_QUOTED = re.compile(
     r"(?<![А-ЯЁа-яё])(?:(?:[Кк]омпани|[Аа]гентств|[Бб]анк|[Фф]онд|[Оо]рганизаци|[Кк]орпораци|[Пп]артнерств|[Ии]здательств"
     r"|[Хх]олдинг|[Кк]онцерн|[Зз]авод|[Кк]омбинат|[Тт]орговый\s+дом|РИА|ИА|БФ|МОО|ГБУЗ|МБУ|ГБУ|ФГБУ|НКО|ТД)\w*"
@@ -176,6 +204,20 @@ _ORG_WORD_QUOTED = re.compile(
 )
 _QUOTED_ALONE = re.compile(r"[«\"“„][A-ZА-ЯЁ][\w-]{2,}(?:\s[\w-]+){0,3}[»\"”“]")
 _ADJECTIVE_END = re.compile(r"(?:[сц]ки[йх]|[сц]к(?:ой|ая|ое|ие)|[ыиоа]й|ая|ое)$")
+
+
+_THING_BEFORE = re.compile(  # «портала «Наш город»», «матрица анализа "Продукт-Рынок"»: a thing's quoted name
+    r"(?<![А-ЯЁа-яё])(?:портал|сайт|сервис|проект|программ|приложени|матриц|модел|систем|метод|анализ|конкурс|фестивал"
+    r"|акци[яиюей]|журнал|книг|фильм|роман|песн|альбом|операци|концепци|стратеги|платформ|продукт|бренд|рубрик"
+    r"|передач|спектакл|выставк)\w*\s*$"
+)
+
+
+def quoted_body(text: str, start: int, stop: int) -> bool:
+    """The span is a quoted name standing alone (`quoted_alone`) that does not follow a word for a thing, not a body:
+    a portal, a method, a film («портала «Наш город»»)."""
+    thing = _THING_BEFORE.search(text, max(0, start - 40), max(0, start - 1)) is not None
+    return not thing and quoted_alone(text[max(0, start - 1) : stop + 1].strip())
 
 
 def quoted_alone(span: str) -> bool:
@@ -235,7 +277,7 @@ def body_end(text: str, start: int) -> int | None:
     if head is None:
         return None
     multiword = " " in head.group(0)
-    at, end, phase, adjective, free, lower = head.end(), None, "lower", False, 0, 0
+    at, end, phase, adjective, free, lower, previous = head.end(), None, "lower", False, 0, 0, ""
     while (token := _TOKEN.match(text, at)) is not None:
         word = token.group(1)
         if word in ("по", "при") and phase != "free":
@@ -259,13 +301,15 @@ def body_end(text: str, start: int) -> int | None:
             phase = "caps" if phase == "lower" else phase
         elif phase == "lower" and "gent" in _cases(word):
             lower += 1
+        elif phase == "lower" and lower and _GOVERNS_ABLT.search(previous) and "ablt" in _cases(word):
+            lower += 1  # «Департамент управления делами и контроля»: a verbal noun's object
         elif phase == "caps" and adjective and "gent" in _cases(word):
             pass  # «Корякского округа», «Дальнего Востока»: the noun after a capitalised adjective
         elif phase == "free" and free < 8 and _plain_word(word):
             free += 1
         else:
             break
-        adjective = "ADJF" in parse(word)[0].tag
+        adjective, previous = "ADJF" in parse(word)[0].tag, word
         at = end = token.end()
         if phase == "free" and text.startswith(", ", at) and (more := _TOKEN.match(text, at + 1)) is not None:
             if more.group(1)[0].islower() and "gent" in _cases(more.group(1)) and not _pronoun(more.group(1)):

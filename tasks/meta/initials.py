@@ -23,7 +23,17 @@ def initialled(text: str) -> list[tuple[int, int]]:
     starts, ends = {m.start() for m in first}, {m.end() for m in first}
     after = [(m.start(), m.end()) for m in _INITIALS_AFTER.finditer(text)
              if not (_surname_end(m) + 1 in starts and _surname_end(m) in ends)]  # fmt: skip
-    return after + [(_with_first_name(text, m), m.end()) for m in first if not _numbered_heading(text, m)]
+    return after + [(_with_first_name(text, m), m.end()) for m in first
+                    if not _numbered_heading(text, m) and not _title_after(text, m)]  # fmt: skip
+
+
+def _title_after(text: str, m: re.Match) -> bool:
+    """«Пэйтон Р. Менеджмент»: one initial after a capitalised word, then a word the dictionary knows and not as a
+    name — the initial is the word before's, a title follows (a reference list), no «Р. Менеджмент»."""
+    words = WORD.findall(m.group(0))
+    before = re.search(r"[А-ЯЁ][а-яё]+[ \t]$", text[max(0, m.start() - 30) : m.start()])
+    title = text[m.end() : m.end() + 1] in (".", ",", ":")  # «Менеджмент. - С-Пб.», not «Апт А. | Монитор Орион»
+    return title and before is not None and _one_initial(m) and bool(words) and _common_word(words[-1])
 
 
 _FIRST_NAME_BEFORE = re.compile(r"(?<![А-ЯЁа-яё])([А-ЯЁ][а-яё]+)[ \t]+$")
@@ -45,11 +55,15 @@ def _surname_end(m: re.Match) -> int:
     return m.start() + re.match(_SURNAME, m.group(0)).end()
 
 
+def _common_word(word: str) -> bool:
+    """The dictionary knows the word, and not as a surname, first name or patronymic."""
+    known = bool(word) and _models()[2].word_is_known(word.lower())
+    return known and not any({"Surn", "Name", "Patr"} & set(p.tag.grammemes) for p in parse(word))
+
+
 def _numbered_heading(text: str, m: re.Match) -> bool:
     at_line_start = not text[text.rfind("\n", 0, m.start()) + 1 : m.start()].strip()
     words = WORD.findall(m.group(0))
     if not at_line_start or not _one_initial(m) or not words:
         return False
-    parses = parse(words[-1])
-    known = _models()[2].word_is_known(words[-1].lower())
-    return known and not any({"Surn", "Name", "Patr"} & set(p.tag.grammemes) for p in parses)
+    return _common_word(words[-1])

@@ -38,11 +38,12 @@ from tasks.meta.bodies import (
     OKOPF,
     QUOTED_NAME,
     body_end,
+    dictionary_bodies,
     genitive_tail,
     named_institution,
     ooo_as_read,
     organisation_ids,
-    quoted_alone,
+    quoted_body,
     with_place,
 )
 from tasks.meta.evidence import fio_heading, first_and_middle
@@ -176,6 +177,7 @@ def _ruled(text: str) -> list[Mention]:
     candidates: list[tuple[str, int, int]] = []  # (kind, start, end)
     for pattern in (_LEGAL_NAME, _LATIN_COMPANY, _AGENCY_OF_RUSSIA, _KNOWN_BODY_WORD):
         candidates += [("ORG", m.start(), m.end()) for m in pattern.finditer(text)]
+    candidates += [("ORG", start, end) for start, end in dictionary_bodies(text)]
     candidates += [("ORG", m.start(), with_place(text, genitive_tail(text, m.end()))) for m in _ADJ_BODY.finditer(text)]
     candidates += [("ORG", m.start(1), m.end(1)) for m in _ORG_WORD_ABBREVIATION.finditer(text)]
     for match in _ORG_WORD_QUOTED.finditer(text):  # «компании "Евразийское водное партнерство"»: the name only
@@ -214,7 +216,7 @@ def has_organisation_evidence(text: str, start: int, stop: int) -> bool:
         return True
     if any(organisation_ids(text, stop)) or named_institution(text, start, stop) or latin_body(text, start, stop):
         return True
-    if quoted_alone(text[max(0, start - 1) : stop + 1].strip()):
+    if quoted_body(text, start, stop):
         return True  # «"Спартак"», «"Лацио"»: a quoted name NER reads as an organisation; not «№ 7 "Копканский"»
     words = re.findall(r"[А-ЯЁа-яёA-Za-z]+", name)
     if (words and words[0] in _KNOWN_ACRONYMS) or _AGENCY_OF_RUSSIA.search(name):
