@@ -27,7 +27,7 @@ _BODY_HEADS = (
 )
 _BODY_HEAD = re.compile(rf"(?<![А-ЯЁа-яё])(?:{_BODY_HEADS})(?![а-яё])")
 _INSTITUTION = re.compile(r"Институт|Университет|Академи|Управлени|Центр")
-_DEPARTMENT = re.compile(r"Департамент")  # a ministry's department is named by its field, two genitives may do
+_DEPARTMENT = re.compile(r"Департамент|Министерств")  # a department or a ministry named by its field: two genitives
 _WHOLE_NAME = re.compile(
     r"Государственн\w+\s+Дум\w+|Совет\w*\s+(?:Федерации|Безопасности)|Конституционн\w+\s+Суд\w*|Верховн\w+\s+[Сс]уд\w*"
     r"|Федеральн\w+\s+[Сс]обрани\w+"
@@ -46,9 +46,10 @@ _ADJ_BODY = re.compile(
     r"(?:(?!акционерн)[а-яё]+(?:ая|ий|ый|ое|ой|ую|ого|ых|им|ым|ому|ему|ом|ем)\s+){0,3}"  # not «… акционерное общество»
     r"(?:библиотек\w*|школ\w*|[Дд]ум\w*|союз\w*|академи\w+|палат\w+|корпораци\w+|банк\w*|университет\w*|больниц\w*|фонд\w*|палат\w*"
     r"|совет(?:а|у|ом|е)?(?![а-яё])|обществ(?:о|а|у|ом|е)(?![а-яё])"
-    r"|АЭС|ГЭС|ГРЭС|ТЭЦ|электростанци\w+|атомн\w+\s+станци\w+|департамент\w*|газет[аыеуой]\w*)"
+    r"|АЭС|ГЭС|ГРЭС|ТЭЦ|электростанци\w+|атомн\w+\s+станци\w+|департамент\w*|газет[аыеуой]\w*|министерств\w*)"
     r"(?:\s+реконструкции\s+и\s+развития)?"
 )
+_REGION = re.compile(r"Республик[еи]|Област[иь]|Кра[юе]|Округ[уе]")  # a region named after a comma in «по …»
 _GOVERNS_ABLT = re.compile(r"управлени[яе]$")  # «управления делами», «управления имуществом»
 _NEXT_WORD = re.compile(r"[ \t]+([А-ЯЁ][а-яё]+|[А-ЯЁ]{2,4}(?![А-ЯЁа-яё]))")  # «… Австралии», «… США»
 
@@ -141,7 +142,8 @@ _KNOWN_ACRONYMS = {
     "НХЛ", "КХЛ", "NASA", "NATO", "FIFA", "UEFA", "UNESCO", "UNICEF", "IMF", "OPEC", "IPCC", "FBI", "CIA", "BBC",
     "CNN", "ABC", "CBS", "NBC", "HBO", "IBM", "CDC", "NFL", "NBA", "NHL", "MLB", "MLS",
 }  # fmt: skip
-_OPEN, _CLOSE, _NOT_QUOTE = '[«"„“]', '[»"”“]', '[^«»"„“”\n]'
+_OPEN, _CLOSE = '[«"„“]', '[»"”“]'
+_NOT_QUOTE = '(?:[^«»"„“”\n]|\n(?=(?-i:[а-яё])))'  # a name wrapped at a line end: «Российские\nкоммунальные системы»
 QUOTED_NAME = (
     rf"{_OPEN}(?!\s)(?:({_NOT_QUOTE}{{1,60}}\s{_OPEN}[^«»\"„“”\n\s]{_NOT_QUOTE}{{0,60}}{_CLOSE}){_CLOSE}?"
     rf"|({_NOT_QUOTE}{{1,80}}){_CLOSE})"
@@ -194,7 +196,13 @@ def dictionary_bodies(text: str) -> list[tuple[int, int]]:
         quoted = " ".join(_QUOTED_PART.findall(text)) if quoted is None else quoted
         if word not in quoted:  # a word of a quoted name is that name's («АО «Концерн Росэнергоатом»»)
             found.append((m.start(), m.end()))
-    return found
+    joined: list[tuple[int, int]] = []  # «РАО ЕЭС»: two such words side by side are one name
+    for start, end in sorted(found):
+        if joined and text[joined[-1][1] : start] == " ":
+            joined[-1] = (joined[-1][0], end)
+        else:
+            joined.append((start, end))
+    return joined
 
 
 _ORG_WORD_QUOTED = re.compile(
@@ -208,16 +216,27 @@ _ADJECTIVE_END = re.compile(r"(?:[сц]ки[йх]|[сц]к(?:ой|ая|ое|ие
 
 _THING_BEFORE = re.compile(  # «портала «Наш город»», «матрица анализа "Продукт-Рынок"»: a thing's quoted name
     r"(?<![А-ЯЁа-яё])(?:портал|сайт|сервис|проект|программ|приложени|матриц|модел|систем|метод|анализ|конкурс|фестивал"
-    r"|акци[яиюей]|журнал|книг|фильм|роман|песн|альбом|операци|концепци|стратеги|платформ|продукт|бренд|рубрик"
+    r"|акци[яиюей]|книг|фильм|роман|песн|альбом|операци|концепци|стратеги|платформ|продукт|бренд|рубрик"
     r"|передач|спектакл|выставк)\w*\s*$"
 )
+
+
+def names_a_thing(text: str, start: int) -> bool:
+    """The name at `start` follows a word for a thing, not a body: a portal, a method, a film, a project («в проекте
+    Smart Urban Services»)."""
+    return _THING_BEFORE.search(text, max(0, start - 40), start) is not None
 
 
 def quoted_body(text: str, start: int, stop: int) -> bool:
     """The span is a quoted name standing alone (`quoted_alone`) that does not follow a word for a thing, not a body:
     a portal, a method, a film («портала «Наш город»»)."""
-    thing = _THING_BEFORE.search(text, max(0, start - 40), max(0, start - 1)) is not None
-    return not thing and quoted_alone(text[max(0, start - 1) : stop + 1].strip())
+    return not names_a_thing(text, max(0, start - 1)) and quoted_alone(text[max(0, start - 1) : stop + 1].strip())
+
+
+def latin_companies(text: str) -> list[tuple[int, int]]:
+    """«Morningstar, Inc.», «Energiprojekt AB» (`_LATIN_COMPANY`), not a project's or a product's name after the word
+    for it («в проекте Smart Urban Services»)."""
+    return [(m.start(), m.end()) for m in _LATIN_COMPANY.finditer(text) if not names_a_thing(text, m.start())]
 
 
 def quoted_alone(span: str) -> bool:
@@ -299,7 +318,7 @@ def body_end(text: str, start: int) -> int | None:
             if {"Name", "nomn"} <= parse(word)[0].tag.grammemes:
                 break  # «… партнерств Александр Баженов»; not «Институт Макса Планка»
             phase = "caps" if phase == "lower" else phase
-        elif phase == "lower" and "gent" in _cases(word):
+        elif phase == "lower" and "gent" in _cases(word) and "NPRO" not in parse(word)[0].tag:  # not «его», «их»
             lower += 1
         elif phase == "lower" and lower and _GOVERNS_ABLT.search(previous) and "ablt" in _cases(word):
             lower += 1  # «Департамент управления делами и контроля»: a verbal noun's object
@@ -314,6 +333,8 @@ def body_end(text: str, start: int) -> int | None:
         if phase == "free" and text.startswith(", ", at) and (more := _TOKEN.match(text, at + 1)) is not None:
             if more.group(1)[0].islower() and "gent" in _cases(more.group(1)) and not _pronoun(more.group(1)):
                 at = at + 1  # «по надзору в сфере связи, информационных технологий и массовых коммуникаций»
+            elif _REGION.match(more.group(1)):
+                at = at + 1  # «по Красноярскому краю, Республике Хакасия и Республике Тыва»
     if end is None and _WHOLE_NAME.fullmatch(head.group(0)):
         return with_place(text, head.end())  # «Государственной Думой», «Верховного суда США»
     if phase == "lower" and not (multiword and lower) and lower < 2:

@@ -2,7 +2,7 @@
 is mostly a firm, a newspaper, a team or a network («Goldman Sachs», «Chicago Cubs», «The Daily Mail»). So two or
 three capitalised Latin words are a person's name only when they open with a first name korpus knows or carry an
 initial («Bob Marley», «Alf Karlsson», «Arley D. Cathey»); otherwise they are left to the organisation rules, which
-want evidence (tasks/meta/names.py `has_organisation_evidence`)."""
+want evidence (tasks/meta/org_evidence.py `has_organisation_evidence`)."""
 
 from __future__ import annotations
 

@@ -29,56 +29,39 @@ from tasks.meta.bodies import (
     _AGENCY_OF_RUSSIA,
     _BODY_HEAD,
     _CAPS_BODY,
-    _KNOWN_ACRONYMS,
     _KNOWN_BODY_WORD,
-    _LATIN_COMPANY,
     _LOWER_HEAD,
     _ORG_WORD_ABBREVIATION,
     _ORG_WORD_QUOTED,
-    OKOPF,
-    QUOTED_NAME,
     body_end,
     dictionary_bodies,
     genitive_tail,
-    named_institution,
+    latin_companies,
     ooo_as_read,
-    organisation_ids,
-    quoted_body,
     with_place,
 )
 from tasks.meta.evidence import fio_heading, first_and_middle
 from tasks.meta.foreign import arabic_name, first_initial_last, first_then_name, regnal
 from tasks.meta.initials import WORD as _WORD
 from tasks.meta.initials import initialled
-from tasks.meta.latin import latin_body, latin_person_like, latin_person_span
+from tasks.meta.latin import latin_person_like, latin_person_span
 from tasks.meta.models import _models
 from tasks.meta.models import parse as parse_word  # `parse` names a reading below
 from tasks.meta.ner import NerSpan, ner_spans
-from tasks.meta.scanned import after_street, cyrillic_lookalikes, full_names
+from tasks.meta.org_evidence import (
+    LEGAL_FORMS,
+    LEGAL_NAME,
+    SHORT_FORMS,
+    closing_quote,
+    has_organisation_evidence,
+    is_organisation_name,
+)
+from tasks.meta.scanned import after_street, composed, cyrillic_lookalikes, full_names
 from tasks.meta.surnames import as_written as _as_written
 from tasks.meta.surnames import nominative_form, surname_key, unknown_surname
 
 _INITIALS = re.compile(r"([А-ЯЁ])\.\s*(?:([А-ЯЁ])(?:\.|(?![а-яё])))?")
 _QUOTED = re.compile(r"[«\"“„']([^»\"”“']+)[»\"”“']")
-LEGAL_FORMS = {
-    "общество с ограниченной ответственностью": "ООО",
-    "публичное акционерное общество": "ПАО",
-    "закрытое акционерное общество": "ЗАО",
-    "открытое акционерное общество": "ОАО",
-    "непубличное акционерное общество": "АО",
-    "акционерное общество": "АО",
-    "индивидуальный предприниматель": "ИП",
-    "федеральное государственное унитарное предприятие": "ФГУП",
-    "государственное унитарное предприятие": "ГУП",
-    "муниципальное унитарное предприятие": "МУП",
-    "автономная некоммерческая организация": "АНО",
-}
-_FORM_WORDS = "|".join([*sorted(LEGAL_FORMS, key=len, reverse=True), "ООО", "ПАО", "ЗАО", "ОАО", "АО", "ФГУП", "ГУП",
-                         "МУП", "АНО", OKOPF])  # fmt: skip
-_LEGAL_NAME = re.compile(rf"(?<![А-ЯЁа-яё\d])(?:{_FORM_WORDS}|000(?=\s*[«\"„“]))\s*{QUOTED_NAME}", re.IGNORECASE)
-"""A legal form and its quoted name; «000» is how OCR reads «ООО» before a quote."""
-_SHORT_FORMS = {"ООО", "ПАО", "ЗАО", "ОАО", "АО", "ИП", "ФГУП", "ГУП", "МУП", "АНО", "НКО", "ГБУ", "МБУ", "ФГБУ"}
-
 _ABBREVIATION_AFTER = re.compile(r"\s*\([A-ZА-ЯЁ]{2,8}\)$")
 _NUMERAL = re.compile(r"[ \t]+[IVXL]{1,6}(?![A-Za-zА-ЯЁа-яё])")
 _NOT_NAME_PARTS = {"VERB", "INFN", "PRTF", "PRTS", "GRND", "ADJS", "ADVB", "CONJ", "PREP", "PRCL", "NPRO", "COMP"}
@@ -123,7 +106,7 @@ class PersonName:
 def readable_for_names(text: str) -> str:
     """The page as the name rules read it: a word broken at a line end joined again («Гарина-\nМихайловского»,
     «Алексе- ева»), table cells one sentence («Иванов | Иван | Иванович»)."""
-    text = re.sub(r"(?<=[а-яё])-(?:[ \t]*\n[ \t]*|[ \t]+)(?=[а-яё])", "", text)  # «кафе-кондитерская» stays
+    text = re.sub(r"(?<=[а-яё])-(?:[ \t]*\n[ \t]*|[ \t]+)(?=[а-яё])", "", composed(text))  # «кафе-кондитерская» stays
     text = re.sub(r"(?<=[А-ЯЁа-яё])-[ \t]*\n[ \t]*(?=[А-ЯЁ])|(?<=[а-яё])- (?=[А-ЯЁ])", "-", text)
     return cyrillic_lookalikes(re.sub(r"[ \t]*\|[ \t]*", " ", text))  # «OOO «Тройка»», «A.C. Глебова»
 
@@ -146,7 +129,7 @@ def find_mentions(text: str, spans: list[NerSpan] | None = None) -> list[Mention
         if kind == "ORG" and latin_person_span(span_text):
             kind = "PER"  # «Alex Graves», «Bob Marley»: NER calls Latin-script names organisations
         if kind == "ORG":
-            stop = _closing_quote(text, start, start + len(_ABBREVIATION_AFTER.sub("", text[start:stop])))  # «(АЛП)»
+            stop = closing_quote(text, start, start + len(_ABBREVIATION_AFTER.sub("", text[start:stop])))  # «(АЛП)»
             name = text[start:stop]
             if not (is_organisation_name(name) and has_organisation_evidence(text, start, stop)):
                 continue
@@ -175,9 +158,9 @@ def _ruled(text: str) -> list[Mention]:
             found.append(Mention(kind, start, end, name, ruled=True))
 
     candidates: list[tuple[str, int, int]] = []  # (kind, start, end)
-    for pattern in (_LEGAL_NAME, _LATIN_COMPANY, _AGENCY_OF_RUSSIA, _KNOWN_BODY_WORD):
+    for pattern in (LEGAL_NAME, _AGENCY_OF_RUSSIA, _KNOWN_BODY_WORD):
         candidates += [("ORG", m.start(), m.end()) for m in pattern.finditer(text)]
-    candidates += [("ORG", start, end) for start, end in dictionary_bodies(text)]
+    candidates += [("ORG", start, end) for start, end in dictionary_bodies(text) + latin_companies(text)]
     candidates += [("ORG", m.start(), with_place(text, genitive_tail(text, m.end()))) for m in _ADJ_BODY.finditer(text)]
     candidates += [("ORG", m.start(1), m.end(1)) for m in _ORG_WORD_ABBREVIATION.finditer(text)]
     for match in _ORG_WORD_QUOTED.finditer(text):  # «компании "Евразийское водное партнерство"»: the name only
@@ -199,54 +182,12 @@ def _ruled(text: str) -> list[Mention]:
     candidates += [("PER", a, b) for a, b in initialled(text) if not (after_street(text, a) or fio_heading(text, a, b))
                    and not any(w in _NOT_SURNAMES or _is_place(w) for w in _WORD.findall(text[a:b]))]  # fmt: skip
     for kind, start, end in candidates:
-        add(kind, start, _closing_quote(text, start, end) if kind == "ORG" else end)
+        add(kind, start, closing_quote(text, start, end) if kind == "ORG" else end)
     return found
 
 
 def _is_place(word: str) -> bool:
     return "Geox" in parse_word(word)[0].tag
-
-
-def has_organisation_evidence(text: str, start: int, stop: int) -> bool:
-    """What makes an NER ORG span an organisation (docs/meta.md): a legal form, a quoted name, a valid ИНН or ОГРН
-    right after it, a known agency's abbreviation, a state body's or institution's name, a Latin company suffix."""
-    name = text[start:stop]
-    covers = lambda m: m is not None and m.end() - m.start() >= len(name.rstrip()) - 2  # noqa: E731
-    if any(covers(p.search(name)) for p in (_LEGAL_NAME, _ORG_WORD_QUOTED, _LATIN_COMPANY)):
-        return True
-    if any(organisation_ids(text, stop)) or named_institution(text, start, stop) or latin_body(text, start, stop):
-        return True
-    if quoted_body(text, start, stop):
-        return True  # «"Спартак"», «"Лацио"»: a quoted name NER reads as an organisation; not «№ 7 "Копканский"»
-    words = re.findall(r"[А-ЯЁа-яёA-Za-z]+", name)
-    if (words and words[0] in _KNOWN_ACRONYMS) or _AGENCY_OF_RUSSIA.search(name):
-        return True
-    end = body_end(name, 0)
-    return end is not None and end >= len(name.rstrip()) - 2
-
-
-def _closing_quote(text: str, start: int, stop: int) -> int:
-    """NER often stops before the closing quote («АО «Уральские машины»): take it in when it is near."""
-    span = text[start:stop]
-    if span.count("«") > span.count("»"):
-        close = text.find("»", stop, stop + 60)
-        if close >= 0 and "\n" not in text[stop:close]:
-            return close + 1
-    return stop
-
-
-def is_organisation_name(span: str) -> bool:
-    """Multi-word names, legal forms and quoted names pass; one word passes only when the dictionary does not know it
-    as a common word («Сбербанк», «Росреестр», an abbreviation) — «ПРОТОКОЛ», «Поставщик» and «ПРИКАЗЫВАЮ» do not."""
-    words = re.findall(r"[А-ЯЁа-яёA-Za-z]+", span)
-    if len(words) != 1 or "«" in span or '"' in span:
-        return bool(words)
-    word = words[0]
-    if word.upper() in _SHORT_FORMS:
-        return False
-    morph = _models()[2]
-    top = morph.parse(word)[0]
-    return not morph.word_is_known(word.lower()) or bool({"Orgn", "Abbr"} & set(top.tag.grammemes))
 
 
 def _ranked(parses: list[Any]) -> list[Any]:
@@ -390,7 +331,7 @@ def organisation_key(name: str) -> str:
     """Legal form and quoted name, case and quotes folded: «ООО "Ромашка"» and «ООО «ромашка»» meet."""
     name = legal_form(name)
     quoted = _QUOTED.search(name)
-    form = next((w for w in re.findall(r"[А-ЯЁA-Z]{2,5}", name.split("«")[0]) if w in _SHORT_FORMS), "")
+    form = next((w for w in re.findall(r"[А-ЯЁA-Z]{2,5}", name.split("«")[0]) if w in SHORT_FORMS), "")
     core = quoted.group(1) if quoted else name
     folded = re.sub(r"\W+", " ", core).strip().lower()
     if not quoted:  # «Правительства Российской Федерации» and «Правительство Российской Федерации» meet

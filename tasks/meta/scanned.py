@@ -6,6 +6,7 @@ forms and initials («OOO «Тройка»», «A.C. Глебова»), a full n
 from __future__ import annotations
 
 import re
+import unicodedata
 
 from tasks.meta.models import parse
 
@@ -17,6 +18,11 @@ _LATIN_FORM = re.compile(r"(?<![A-Za-zА-ЯЁа-яё\d])(?=[А-ЯЁ]*[A-Z0])[ABC
 _LATIN_INITIALS = re.compile(
     r"(?<![A-Za-zА-ЯЁа-яё.])[ABCEHKMOPTX]\.[ \t]?(?:[ABCEHKMOPTX]\.[ \t]?)?(?=[А-ЯЁ][а-яё]{2,})"
 )
+
+
+def composed(text: str) -> str:
+    """«окружающеи\u0306» → «окружающей»: a letter and its combining mark as one (NFC), as the dictionary spells it."""
+    return unicodedata.normalize("NFC", text)
 
 
 def cyrillic_lookalikes(text: str) -> str:

@@ -98,6 +98,9 @@ def test_the_held_out_labels_are_measured_and_hold_their_score() -> None:
 #   then its misses were read to write meta-13 (a newspaper, «ИА Regnum», pymorphy's Orgn words and «Рос…» agencies,
 #   «управления делами», a portal's quoted name, an initial before a title): development data now, this version's
 #   floor (1.0 / 1.0, 1.0 / 0.941).
+# - held-out-11: the windows at a sixth and five sixths of the same middles (session 29), labelled before korpus's
+#   registers of them were looked at and scored once with meta-13 — persons 0.900 / 0.818, organisations
+#   0.867 / 0.676 — then read to write meta-14: development data now, this version's floor (0.9 / 0.81, 0.96 / 0.78).
 # Session 27 (meta-11, one entry per body) lowered the second set's organisation precision floor from 0.93 to 0.92:
 # the same 3 wrong entries among 40, where 43 held three right bodies twice («"ОмскВодоканал"» beside
 # «Омскводоканал»); precision is counted over entries, so merging right duplicates lowers it.
@@ -108,9 +111,10 @@ HELD_OUT_FLOORS = {
     "held-out-5": (*held_out(5), 48, 65, 48, (0.66, 0.61, 0.88, 0.47)),
     "held-out-6": (*held_out(6), 48, 71, 72, (0.59, 0.59, 0.88, 0.52)),
     "held-out-7": (*held_out(7), 48, 64, 69, (0.58, 0.56, 0.90, 0.56)),
-    "held-out-8": (*held_out(8), 48, 125, 53, (0.72, 0.66, 0.80, 0.52)),
+    "held-out-8": (*held_out(8), 48, 125, 53, (0.72, 0.66, 0.82, 0.52)),
     "held-out-9": (*held_out(9), 24, 5, 28, (1.0, 1.0, 0.90, 0.64)),
     "held-out-10": (*held_out(10), 15, 3, 17, (1.0, 1.0, 1.0, 0.94)),
+    "held-out-11": (*held_out(11), 30, 11, 37, (0.9, 0.81, 0.96, 0.78)),
 }
 
 
