@@ -24,8 +24,11 @@ parts interleaved as `search_message` does. nDCG@10 and R@1 as `korpus eval` cou
 - `convex <norm>` — α·BM25 + (1-α)·cosine after min-max, z-score or theoretical-min-max normalisation (Bruch, Gai and
   Ingber 2023), α fitted; `convex <norm>, routed low` — the same with dense alone below coverage 0.35;
 - `convex minmax, two α by coverage` — BM25's weight α_lo below coverage t and α_hi from it (t, α_lo, α_hi fitted:
-  the routed rule made continuous); `convex minmax, routed low unless the sides agree` — dense alone below coverage
-  0.35 only when BM25's best hit is not in dense's top q, else convex (q, α fitted).
+  the routed rule made continuous; **korpus's default since session 29**, t 0.35, α_lo 0.3, α_hi 0.5);
+  `convex minmax, α ramped by coverage` — α_hi · min(1, coverage / t)^g; `convex minmax, three α by coverage` —
+  α_lo below 0.35, α_mid to t2, α_hi from t2 (the routed rule's BM25-alone cut made a weight);
+- `convex minmax, routed low unless the sides agree` — dense alone below coverage 0.35 only when BM25's best hit is
+  not in dense's top q, else convex (q, α fitted).
 
 Fitting is out of sample twice: **leave-one-set-out** (parameters chosen on every kind of the other sets, reported on
 the held-out set, per kind) and **leave-one-kind-out** (chosen on the other kinds of every set, reported on the
@@ -95,6 +98,17 @@ FITTED = {
         if lo < hi
     ),
     "convex minmax, routed low unless the sides agree": tuple((q, a) for q in (1, 3, 10) for a in ALPHAS),
+    "convex minmax, α ramped by coverage": tuple(
+        (t, hi, g) for t in (0.35, 0.5, 0.7, 1.0) for hi in (0.5, 0.6, 0.8, 1.0) for g in (1, 2)
+    ),
+    "convex minmax, three α by coverage": tuple(
+        (t2, lo, mid, hi)
+        for t2 in (0.6, 0.75)
+        for lo in (0.1, 0.2, 0.3)
+        for mid in (0.4, 0.5, 0.6)
+        for hi in (0.6, 0.8, 1.0)
+        if mid <= hi
+    ),
 }
 FIXED = ("bm25", "dense", "rrf", "routed", "routed, no BM25-alone", "routed, message unsplit")
 DENSE_WAYS = ("dense", "dense, body", "dense, as typed")
@@ -281,6 +295,14 @@ def ranking(part: dict, rule: str, p: float | None) -> list:
     if rule == "convex minmax, two α by coverage":  # BM25's weight α_lo below coverage t, α_hi from it
         cut, low, high = p
         return keys(convex_fuse(lexical, dense, high if lexical and coverage >= cut else low, "minmax"))
+    if rule == "convex minmax, α ramped by coverage":  # BM25's weight α_hi · min(1, coverage / t)^g
+        cut, high, power = p
+        alpha = high * min(1.0, coverage / cut) ** power if lexical else 0.0
+        return keys(convex_fuse(lexical, dense, alpha, "minmax"))
+    if rule == "convex minmax, three α by coverage":  # α_lo below 0.35, α_mid to t2, α_hi from t2
+        cut, low, middle, high = p
+        alpha = 0.0 if not lexical else low if coverage < 0.35 else middle if coverage < cut else high
+        return keys(convex_fuse(lexical, dense, alpha, "minmax"))
     if rule == "convex minmax, routed low unless the sides agree":
         top, alpha = p
         if not lexical or (coverage < 0.35 and lexical[0][0] not in keys(dense)[: int(top)]):
@@ -398,8 +420,8 @@ def as_served(sets: dict[str, tuple[Path, Path]]) -> dict:
             for label, retriever, fusion, low in (("bm25", "bm25", "routed", None), ("dense", "dense", "routed", None),
                                                   ("hybrid routed", "hybrid", "routed", None),
                                                   ("hybrid convex", "hybrid", "convex", None),
-                                                  ("hybrid convex, α 0.3 below coverage 0.35", "hybrid", "convex",
-                                                   0.3)):  # fmt: skip
+                                                  ("hybrid default: convex, α 0.3 below coverage 0.35", "hybrid",
+                                                   "convex", 0.3)):  # fmt: skip
                 settings = Settings(data=data, hybrid_fusion=fusion, hybrid_alpha_low=low)
                 ranker = Retriever.from_settings(index.searcher, settings)
                 report = evaluate(asked, index.searcher, embedder, retriever, settings.default_scopes,

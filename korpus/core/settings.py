@@ -262,9 +262,10 @@ class Settings(BaseSettings):
         default=0.35,
         ge=0.0,
         le=1.0,
-        description="Hybrid routing: BM25's ranking joins the fusion only when its best hit holds at least this "
-        "IDF-weighted share of the query's terms; below it the query is a paraphrase and dense ranks alone. Chosen on "
-        "archive-style, checked on XQuAD-ru and the sample (docs/retrieval.md).",
+        description="When BM25's best hit holds less than this IDF-weighted share of the query's terms, the query "
+        "is likely a paraphrase: the convex fusion weighs BM25 by hybrid_alpha_low, the routed one leaves BM25 out. "
+        "Chosen on archive-style, checked on XQuAD-ru and the sample; fitted with hybrid_alpha_low leave-one-set-out "
+        "(docs/retrieval.md).",
     )
     hybrid_lexical_coverage: float = Field(
         default=0.6,
@@ -276,10 +277,11 @@ class Settings(BaseSettings):
         "nDCG@10 0.913 with it and 0.898 without (benchmarks/fusion.py).",
     )
     hybrid_fusion: Literal["routed", "convex"] = Field(
-        default="routed",
-        description="How `hybrid` fuses BM25 and kNN: `routed` — RRF with the two coverage cuts above; `convex` — "
-        "hybrid_alpha × min-max-normalised BM25 + (1 - hybrid_alpha) × min-max-normalised cosine over both top "
-        "lists (docs/retrieval.md: benchmarks/fusion.py on six kinds of question and five sets).",
+        default="convex",
+        description="How `hybrid` fuses BM25 and kNN: `convex` (default) — hybrid_alpha × min-max-normalised BM25 + "
+        "(1 - hybrid_alpha) × min-max-normalised cosine over both top lists, BM25 weighing hybrid_alpha_low below "
+        "hybrid_min_coverage; `routed` — RRF with the two coverage cuts above (docs/retrieval.md: benchmarks/fusion.py "
+        "on six kinds of question and five sets, one cell of 30 below the better side against routed's three).",
     )
     hybrid_alpha: float = Field(
         default=0.5,
@@ -290,7 +292,7 @@ class Settings(BaseSettings):
         "real-typed, never fitted.",
     )
     hybrid_alpha_low: float | None = Field(
-        default=None,
+        default=0.3,
         ge=0.0,
         le=1.0,
         description="BM25's weight in the convex fusion when its best hit covers less than hybrid_min_coverage of "

@@ -118,6 +118,7 @@ def evaluate(
     leaks = {"denied_access": 0, "superseded": 0}
     joined: list[bool] = []  # per searched question of a routed mode: did BM25 join the fusion?
     alone: list[bool] = []  # …and did it rank alone (dense left out: the query worded as the text)?
+    low: list[bool] = []  # per searched question of the convex fusion: did BM25 weigh alpha_low (low coverage)?
     # Each question read as korpus search and the API read a message (cleaned, split into its questions), and every
     # part of every question embedded in batched forward passes (801 questions: minutes → seconds).
     parts = [split_questions(clean_query(q.question)) for q in questions]
@@ -134,7 +135,9 @@ def evaluate(
         def search(part: str, vector: Any, scopes: list[str] = scopes, closeness: list = closeness) -> list[dict]:
             decided: dict[str, Any] = {}
             hits = ranker.search(part, vector, scopes, k=10, mode=retriever, explain=decided)
-            if decided.get("coverage") is not None:
+            if decided.get("fusion") == "convex":
+                low.append(decided["coverage"] is not None and decided["coverage"] < decided["min_coverage"])
+            elif decided.get("coverage") is not None:
                 joined.append(bool(decided["bm25_joined"]))
                 alone.append(not decided.get("dense_joined", True))
             if decided.get("answer_similarity") is not None:
@@ -167,6 +170,8 @@ def evaluate(
             "bm25_joined": sum(joined),
             "dense_only": len(joined) - sum(joined),
             "bm25_only": sum(alone),
+            "convex": len(low),
+            "alpha_low": sum(low),
         },
     }
 

@@ -3,18 +3,17 @@
     >>> retriever = Retriever.from_settings(backend_for(settings, index), settings)  # tasks/index/registry.py
     >>> retriever.search("договор поставки", vector, scopes=["public"], k=5)
 
-- **hybrid** (default): RRF over BM25 and kNN, *routed* — when BM25's best hit holds less than `min_coverage` of the
-  query (IDF-weighted), BM25 matched a stray word of a paraphrase and its ranking is left out; any weight it kept
-  would reorder dense's top ranks, which RRF spaces only 1/(k+r) - 1/(k+r+1) apart.
-  And the other way: when it holds at least `lexical_coverage` (0.6), the query is worded as the text and BM25 ranks
-  alone — dense's votes would only pull its exact matches down (real-colloquial formal questions: BM25 0.957
-  nDCG@10, fused 0.872). Both cuts leave hybrid ≥ either side on every set korpus generated or translated and on
-  real-colloquial, the second fitted leave-one-set-out; on the hand-written real-typed set (never fitted) hybrid falls
-  0.02 below BM25 on typed, colloquial and two-question messages (benchmarks/fusion.py, docs/retrieval.md).
-- `fusion="convex"` (KORPUS_HYBRID_FUSION): alpha × min-max BM25 + (1 - alpha) × min-max cosine instead — better on
-  real-typed, worse on paraphrases, where one stray BM25 match takes the whole lexical weight; with `alpha_low`
-  (KORPUS_HYBRID_ALPHA_LOW) BM25 weighs that much when its best hit covers less than `min_coverage` of the query.
-- **hybrid-rrf**: plain equal-weight RRF, the baseline evaluations compare against; **hybrid+rerank**: the routed
+- **hybrid** (default): convex fusion, `alpha` × min-max BM25 + (1 - `alpha`) × min-max cosine over both top lists,
+  BM25 weighing `alpha_low` (0.3) instead of `alpha` (0.5) when its best hit holds less than `min_coverage` (0.35) of
+  the query (IDF-weighted): a paraphrase's stray match keeps a little weight, a few typed words that do name the
+  answer keep theirs. Fitted leave-one-set-out on six kinds of question over five sets, it is below the better side
+  in one cell of 30, the routed RRF in three (benchmarks/fusion.py, docs/retrieval.md).
+- `fusion="routed"` (KORPUS_HYBRID_FUSION): RRF over BM25 and kNN, *routed* — below `min_coverage` BM25's ranking is
+  left out (any weight it kept would reorder dense's top ranks, which RRF spaces only 1/(k+r) - 1/(k+r+1) apart);
+  at `lexical_coverage` (0.6) or more the query is worded as the text and BM25 ranks alone. Better on paraphrases
+  over one long document, 0.02 below BM25 on typed, colloquial and two-question messages of the hand-written
+  real-typed set.
+- **hybrid-rrf**: plain equal-weight RRF, the baseline evaluations compare against; **hybrid+rerank**: the hybrid
   fusion's top `rerank_top` reordered by a cross-encoder.
 - **bm25**, **bm25-nostem** (no Russian morphology: the baseline), **dense**: one side alone.
 
@@ -58,9 +57,9 @@ class Retriever:
     rrf_k: int = 60
     min_coverage: float = 0.35
     lexical_coverage: float = 0.6
-    fusion: str = "routed"
+    fusion: str = "convex"
     alpha: float = 0.5
-    alpha_low: float | None = None  # convex: BM25's weight when its best hit covers < min_coverage (None: alpha)
+    alpha_low: float | None = 0.3  # convex: BM25's weight when its best hit covers < min_coverage (None: alpha)
     reranker: Reranker | None = None
     rerank_top: int = 20
 
@@ -138,12 +137,12 @@ class Retriever:
         dense_scored = [(key, score) for key, score in dense_scored if key not in out]
         dense = [key for key, _ in dense_scored]
         if self.fusion == "convex" and mode in ("hybrid", "hybrid+rerank"):
-            alpha = self.alpha
+            alpha, coverage = self.alpha, None
             if self.alpha_low is not None:  # a low-coverage query is likely a paraphrase: BM25 weighs less
-                low = not lexical or self.backend.coverage(query, lexical[0], variants) < self.min_coverage
-                alpha = self.alpha_low if low else alpha
+                coverage = self.backend.coverage(query, lexical[0], variants) if lexical else 0.0
+                alpha = self.alpha_low if coverage < self.min_coverage else alpha
             if explain is not None:
-                explain.update(terms=terms, typo_variants=variants)
+                explain.update(terms=terms, typo_variants=variants, coverage=coverage, min_coverage=self.min_coverage)
             return self._convex(lexical_scored, dense_scored, exact, aside, explain, alpha)
         if mode == "bm25-nostem":
             rankings.append(lexical)

@@ -63,10 +63,11 @@ def test_eval_on_the_sample_archive_reports_no_leaks(refreshed: Refreshed) -> No
         assert report["checks"]["denied-access"] == {"n": 1, "passed": 1.0} and report["checks"]["no-answer"]["n"] == 2
         assert 0.0 <= report["ndcg@10"] <= 1.0
     assert reports["hybrid"]["recall@10"] >= reports["bm25"]["recall@10"]
-    # the routing decisions: one per searched question of the routed hybrid, none for BM25 alone
+    # the fusion's decisions: one per searched question of the default (convex) hybrid — BM25 at alpha_low where its
+    # best hit covers little of the question — none for BM25 alone
     routing = reports["hybrid"]["routing"]
-    assert routing["routed"] >= 9 and routing["bm25_joined"] + routing["dense_only"] == routing["routed"]
-    assert 0 < routing["bm25_joined"] and reports["bm25"]["routing"]["routed"] == 0
+    assert routing["convex"] >= 9 and 0 <= routing["alpha_low"] < routing["convex"] and routing["routed"] == 0
+    assert reports["bm25"]["routing"]["convex"] == 0 and reports["bm25"]["routing"]["routed"] == 0
 
 
 def test_explain_says_how_a_noisy_two_question_message_was_ranked(refreshed: Refreshed) -> None:

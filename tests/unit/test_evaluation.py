@@ -172,8 +172,8 @@ def test_an_expected_phrase_pins_the_answer_inside_a_long_page() -> None:
 
 def test_eval_ranks_with_the_retriever_search_serves(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """#48 item 3: `evaluate` without a retriever builds the one `korpus search` and the API build from the settings
-    (Retriever.from_settings), with both routing cuts — a question worded as the text is ranked by BM25 alone — and a
-    changed setting changes what is evaluated."""
+    (Retriever.from_settings): the routed fusion with both its cuts — a question worded as the text is ranked by BM25
+    alone — or the convex default with its alpha; a changed setting changes what is evaluated."""
     import numpy as np
 
     from korpus.core.datamodel import Chunk, Locator, Source, SourceKind
@@ -193,8 +193,15 @@ def test_eval_ranks_with_the_retriever_search_serves(tmp_path: Path, monkeypatch
     with SqliteIndex(tmp_path / "k.db") as index:
         publish(index, "a.txt", "договор поставки насосов для склада", [1.0, 0.0])
         publish(index, "b.txt", "письмо о ремонте кровли", [0.0, 1.0])  # dense's favourite
+        monkeypatch.setenv("KORPUS_HYBRID_ALPHA", "0.6")  # the default fusion, convex: BM25 weighs more than cosine
+        lexical = evaluate(questions, index.searcher, embedder, "hybrid", ["public"], 0.8)
+        monkeypatch.setenv("KORPUS_HYBRID_ALPHA", "0.4")
+        cosine = evaluate(questions, index.searcher, embedder, "hybrid", ["public"], 0.8)
+        monkeypatch.setenv("KORPUS_HYBRID_FUSION", "routed")
         served = evaluate(questions, index.searcher, embedder, "hybrid", ["public"], 0.8)
         monkeypatch.setenv("KORPUS_HYBRID_LEXICAL_COVERAGE", "1.01")  # the BM25-alone route off
         unrouted = evaluate(questions, index.searcher, embedder, "hybrid", ["public"], 0.8)
-    assert served["routing"]["bm25_only"] == 1 and served["recall@1"] == 1.0
+    assert lexical["routing"]["convex"] == 1 and lexical["routing"]["alpha_low"] == 0  # BM25 covers the question
+    assert lexical["recall@1"] == 1.0 and cosine["recall@1"] == 0.0
+    assert served["routing"]["bm25_only"] == 1 and served["recall@1"] == 1.0 and served["routing"]["convex"] == 0
     assert unrouted["routing"]["bm25_only"] == 0

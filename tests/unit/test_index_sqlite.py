@@ -203,14 +203,11 @@ def test_lexical_coverage_is_the_idf_weighted_share_of_query_terms(index: Sqlite
 def test_hybrid_routes_a_paraphrase_to_dense_where_plain_rrf_loses_it(index: SqliteIndex) -> None:
     _paraphrase_corpus(index)
     query, vector = "Когда починят крышу на складе?", _axes(1)
+    routed = lambda **o: retrieve(index.searcher, query, vector, ["public"], mode="hybrid", fusion="routed", **o)  # noqa: E731
     assert retrieve(index.searcher, query, vector, ["public"], mode="dense")[0]["source_id"] == "roof.txt"
     assert retrieve(index.searcher, query, vector, ["public"], mode="hybrid-rrf")[0]["source_id"] == "stray.txt"
-    assert retrieve(index.searcher, query, vector, ["public"], mode="hybrid")[0]["source_id"] == "roof.txt"
-    # Routing off (min_coverage 0) is plain RRF again.
-    assert (
-        retrieve(index.searcher, query, vector, ["public"], mode="hybrid", min_coverage=0.0)[0]["source_id"]
-        == "stray.txt"
-    )
+    assert routed()[0]["source_id"] == "roof.txt"
+    assert routed(min_coverage=0.0)[0]["source_id"] == "stray.txt"  # routing off is plain RRF again
 
 
 def test_hybrid_keeps_both_sides_when_the_lexical_hit_covers_the_query(index: SqliteIndex) -> None:
@@ -227,11 +224,13 @@ def test_convex_fusion_ranks_by_both_normalised_scores(index: SqliteIndex) -> No
     paraphrase's stray BM25 match — its only hit, min-max 1 — still ranks first: what the routed default avoids.)"""
     _paraphrase_corpus(index)
     query, vector = "Когда починят крышу на складе?", _axes(1)
-    first = lambda **o: retrieve(index.searcher, query, vector, ["public"], mode="hybrid", fusion="convex", **o)  # noqa: E731
+    first = lambda **o: retrieve(index.searcher, query, vector, ["public"], mode="hybrid", fusion="convex",  # noqa: E731
+                                 alpha_low=None, **o)  # fmt: skip
     assert first(alpha=1.0)[0]["source_id"] == "stray.txt"  # the only BM25 hit
     assert first(alpha=0.0)[0]["source_id"] == "roof.txt"
     decided: dict = {}
-    hits = retrieve(index.searcher, query, vector, ["public"], mode="hybrid", explain=decided, fusion="convex")
+    hits = retrieve(index.searcher, query, vector, ["public"], mode="hybrid", explain=decided, fusion="convex",
+                    alpha_low=None)  # fmt: skip
     assert decided["fusion"] == "convex" and decided["alpha"] == 0.5 and decided["answer_similarity"] is not None
     assert {h["source_id"] for h in hits} == {"roof.txt", "stray.txt", "other.txt"}
     assert hits[0]["source_id"] == "stray.txt"
