@@ -162,9 +162,18 @@ HELD_OUT_10 = HELD_OUT_9
 # of them where the part holds six windows — labelled before korpus's registers of them were looked at, after meta-13
 # was written from held-out-10's misses.
 HELD_OUT_11 = HELD_OUT_9
+# Twelfth (session 29): the windows at 1/12, 5/12, 7/12 and 11/12 of that part, between the earlier five and clear of
+# them where the part holds twelve windows (10 documents), labelled before korpus's registers of them were looked at,
+# after meta-14 was written from held-out-11's misses.
+HELD_OUT_12 = HELD_OUT_9
 # Which windows `write_texts(..., middles=N)` writes for held-out-N: (their centres, the room a part needs, the
 # number of the first, as «<source>#middle-<number>»).
-MIDDLES = {9: (((1, 3), (2, 3)), 3, 1), 10: (((1, 2),), 6, 3), 11: (((1, 6), (5, 6)), 6, 4)}
+MIDDLES = {
+    9: (((1, 3), (2, 3)), 3, 1),
+    10: (((1, 2),), 6, 3),
+    11: (((1, 6), (5, 6)), 6, 4),
+    12: (((1, 12), (5, 12), (7, 12), (11, 12)), 12, 6),
+}
 EXCERPT_CHARS = 6000
 TAIL_CHARS = 1500
 MIDDLE_CHARS = 2500
@@ -287,9 +296,10 @@ if __name__ == "__main__":
         "--held-out-9": HELD_OUT_9,
         "--held-out-10": HELD_OUT_10,
         "--held-out-11": HELD_OUT_11,
+        "--held-out-12": HELD_OUT_12,
     }
     flag = next((a for a in sys.argv[3:] if a in chosen), None)
-    middles = {"--held-out-9": 9, "--held-out-10": 10, "--held-out-11": 11}.get(flag or "", 0)
+    middles = {f"--held-out-{n}": n for n in MIDDLES}.get(flag or "", 0)
     write_texts(Path(sys.argv[1]), Path(sys.argv[2]), chosen[flag] if flag else DOCUMENTS, middles=middles)
 
 
@@ -303,7 +313,7 @@ HELD_OUT_LABELS = ROOT / "eval" / "registers" / "held-out" / "labels.json"
 
 
 def held_out(number: int) -> tuple[Path, Path]:
-    """(texts, labels) of the `number`-th later held-out set, eval/registers/held-out-<number> (2 to 11)."""
+    """(texts, labels) of the `number`-th later held-out set, eval/registers/held-out-<number> (2 to 12)."""
     folder = ROOT / "eval" / "registers" / f"held-out-{number}"
     return folder / "texts.jsonl", folder / "labels.json"
 
