@@ -46,9 +46,10 @@ _ADJ_BODY = re.compile(
     r"(?:(?!акционерн)[а-яё]+(?:ая|ий|ый|ое|ой|ую|ого|ых|им|ым|ому|ему|ом|ем)\s+){0,3}"  # not «… акционерное общество»
     r"(?:библиотек\w*|школ\w*|[Дд]ум\w*|союз\w*|академи\w+|палат\w+|корпораци\w+|банк\w*|университет\w*|больниц\w*|фонд\w*|палат\w*"
     r"|совет(?:а|у|ом|е)?(?![а-яё])|обществ(?:о|а|у|ом|е)(?![а-яё])"
-    r"|АЭС|ГЭС|ГРЭС|ТЭЦ|электростанци\w+|атомн\w+\s+станци\w+|департамент\w*|газет[аыеуой]\w*|министерств\w*)"
+    r"|АЭС|ГЭС|ГРЭС|ТЭЦ|электростанци\w+|атомн\w+\s+станци\w+|департамент\w*|газет[аыеуой]\w*|министерств\w*|казначейств\w*)"
     r"(?:\s+реконструкции\s+и\s+развития)?"
 )
+_VERB_OR_PRONOUN = {"VERB", "INFN", "GRND", "PRTS", "NPRO"}  # «комиссией были выделены», «уточнения его данных»
 _REGION = re.compile(r"Республик[еи]|Област[иь]|Кра[юе]|Округ[уе]")  # a region named after a comma in «по …»
 _GOVERNS_ABLT = re.compile(r"управлени[яе]$")  # «управления делами», «управления имуществом»
 _NEXT_WORD = re.compile(r"[ \t]+([А-ЯЁ][а-яё]+|[А-ЯЁ]{2,4}(?![А-ЯЁа-яё]))")  # «… Австралии», «… США»
@@ -131,7 +132,9 @@ def genitive_tail(text: str, end: int) -> int:
     return at
 
 
-_AGENCY_OF_RUSSIA = re.compile(r"(?<![А-ЯЁа-яё])(?:[А-ЯЁ]{2,6}|Мин[а-яё]{3,}|Рос[а-яё]{4,})\s+России(?![а-яё])")
+_AGENCY_OF_RUSSIA = re.compile(
+    r"(?<![А-ЯЁа-яё])(?:[А-ЯЁ]{2,6}|Мин[а-яё]{3,}|Рос[а-яё]{4,}|Гос(?:ком|тех)[а-яё]{3,})\s+России(?![а-яё])"
+)  # «МВД России», «Минюстом России», «Гостехкомиссии России», «Госкомвузом России»
 _KNOWN_ACRONYMS = {
     "ФСТЭК", "ФСБ", "ФНС", "МВД", "МЧС", "ГИБДД", "ФСИН", "ФАС", "ФТС", "ФМС", "СВР", "ФСО", "ЦБ", "РАН", "ЕБРР",
     "ООН", "ЮНЕСКО", "СНГ", "ЕАЭС", "РАНХиГС", "МГУ", "СПбГУ", "МЭРТ", "Росстат", "Роскомнадзор", "Госкомстат",
@@ -217,7 +220,7 @@ _ADJECTIVE_END = re.compile(r"(?:[сц]ки[йх]|[сц]к(?:ой|ая|ое|ие
 _THING_BEFORE = re.compile(  # «портала «Наш город»», «матрица анализа "Продукт-Рынок"»: a thing's quoted name
     r"(?<![А-ЯЁа-яё])(?:портал|сайт|сервис|проект|программ|приложени|матриц|модел|систем|метод|анализ|конкурс|фестивал"
     r"|акци[яиюей]|книг|фильм|роман|песн|альбом|операци|концепци|стратеги|платформ|продукт|бренд|рубрик"
-    r"|передач|спектакл|выставк)\w*\s*$"
+    r"|передач|спектакл|выставк)\w*\s*[«\"„“]?$"
 )
 
 
@@ -230,7 +233,7 @@ def names_a_thing(text: str, start: int) -> bool:
 def quoted_body(text: str, start: int, stop: int) -> bool:
     """The span is a quoted name standing alone (`quoted_alone`) that does not follow a word for a thing, not a body:
     a portal, a method, a film («портала «Наш город»»)."""
-    return not names_a_thing(text, max(0, start - 1)) and quoted_alone(text[max(0, start - 1) : stop + 1].strip())
+    return not names_a_thing(text, start) and quoted_alone(text[max(0, start - 1) : stop + 1].strip())
 
 
 def latin_companies(text: str) -> list[tuple[int, int]]:
@@ -318,7 +321,7 @@ def body_end(text: str, start: int) -> int | None:
             if {"Name", "nomn"} <= parse(word)[0].tag.grammemes:
                 break  # «… партнерств Александр Баженов»; not «Институт Макса Планка»
             phase = "caps" if phase == "lower" else phase
-        elif phase == "lower" and "gent" in _cases(word) and "NPRO" not in parse(word)[0].tag:  # not «его», «их»
+        elif phase == "lower" and "gent" in _cases(word) and not _VERB_OR_PRONOUN & set(parse(word)[0].tag.grammemes):
             lower += 1
         elif phase == "lower" and lower and _GOVERNS_ABLT.search(previous) and "ablt" in _cases(word):
             lower += 1  # «Департамент управления делами и контроля»: a verbal noun's object

@@ -37,6 +37,7 @@ from tasks.meta.bodies import (
     dictionary_bodies,
     genitive_tail,
     latin_companies,
+    names_a_thing,
     ooo_as_read,
     with_place,
 )
@@ -161,7 +162,8 @@ def _ruled(text: str) -> list[Mention]:
     for pattern in (LEGAL_NAME, _AGENCY_OF_RUSSIA, _KNOWN_BODY_WORD):
         candidates += [("ORG", m.start(), m.end()) for m in pattern.finditer(text)]
     candidates += [("ORG", start, end) for start, end in dictionary_bodies(text) + latin_companies(text)]
-    candidates += [("ORG", m.start(), with_place(text, genitive_tail(text, m.end()))) for m in _ADJ_BODY.finditer(text)]
+    candidates += [("ORG", m.start(), with_place(text, genitive_tail(text, m.end()))) for m in _ADJ_BODY.finditer(text)
+                   if not names_a_thing(text, m.start())]  # fmt: skip  # not «проекта «Московская электронная школа»»
     candidates += [("ORG", m.start(1), m.end(1)) for m in _ORG_WORD_ABBREVIATION.finditer(text)]
     for match in _ORG_WORD_QUOTED.finditer(text):  # «компании "Евразийское водное партнерство"»: the name only
         generic = match.group(0)[0].islower() or match.group(0)[:3].lower() in ("ком", "агент", "бан", "фон", "орг")
