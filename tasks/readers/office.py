@@ -7,6 +7,7 @@ and tables (ruled) come through the PDF structure reader. The original file stay
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import tempfile
@@ -18,7 +19,7 @@ from typing import Any
 from korpus.core.datamodel import PageResult, ReasonCode, Source, SourceKind
 from korpus.core.settings import Settings
 from tasks.ocr.engine import PageImageSource
-from tasks.pdf.pages import pdf_page_image
+from tasks.pdf.pages import layer_boxes, open_pdf, pdf_page_image
 from tasks.readers.base import ParseOutcome, UnreadableSourceError, problem
 from tasks.readers.pdf import layer_pages
 from tasks.runtime.processes import run_owned
@@ -93,6 +94,32 @@ def converted_pdf(source: Source, settings: Settings) -> Path:
     return target
 
 
+_CONVERSION_PATH = re.compile(re.escape(tempfile.gettempdir()) + r"/korpus-office-[^/\s]+/document\.\w+")
+
+
+def without_conversion_path(outcome: ParseOutcome, source: Source, pdf: Path) -> None:
+    """A FILENAME field («Файл: C:\\Docs\\приказ.doc» in a footer) is drawn by LibreOffice with the path of the copy it
+    converted — /tmp/korpus-office-…/document.doc, a path that never held the document. The page text shows the
+    source's own file name there instead (padded with spaces, so the structure's offsets hold; the words' boxes are
+    aligned again). The converted PDF keeps what LibreOffice drew."""
+    name = Path(source.source_id).name
+    fill = lambda m: name.ljust(len(m.group(0))) if len(name) <= len(m.group(0)) else " " * len(m.group(0))  # noqa: E731
+    pages = [*outcome.pages, *outcome.flagged.values()]  # a flagged layer travels to OCR: mended there too
+    if not any(_CONVERSION_PATH.search(page.text) for page in pages):
+        return
+    with open_pdf(str(pdf)) as doc:
+
+        def mended(page: PageResult) -> PageResult:
+            if not _CONVERSION_PATH.search(page.text):
+                return page
+            text = _CONVERSION_PATH.sub(fill, page.text)
+            boxes = layer_boxes(doc.load_page((page.page or 1) - 1), text) if page.boxes else ""
+            return page.model_copy(update={"text": text, "boxes": boxes})
+
+        outcome.pages = [mended(page) for page in outcome.pages]
+        outcome.flagged = {number: mended(page) for number, page in outcome.flagged.items()}
+
+
 class OfficeReader:
     kind = SourceKind.office
     suffixes = (".docx", ".doc", ".odt", ".rtf", ".docm", ".dotm", ".dotx", ".dot", ".wps")
@@ -102,7 +129,9 @@ class OfficeReader:
             pdf = converted_pdf(source, settings)
         except UnreadableSourceError as exc:
             return ParseOutcome(problems=[problem(source, ReasonCode.unreadable_file, str(exc))])
-        return layer_pages(source, str(pdf), settings, engine="libreoffice+pymupdf")
+        outcome = layer_pages(source, str(pdf), settings, engine="libreoffice+pymupdf")
+        without_conversion_path(outcome, source, pdf)
+        return outcome
 
     def page_image(self, source: Source, page: int, settings: Settings) -> PageImageSource:
         return partial(pdf_page_image, str(converted_pdf(source, settings)), page)
