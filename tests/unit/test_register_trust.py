@@ -272,3 +272,19 @@ def test_a_state_committee_of_russia_and_the_treasury_are_bodies_a_projects_scho
     name however it is built."""
     bodies = _registers(text)["organisations"]
     assert bodies == ([listed] if listed else []), bodies
+
+
+@pytest.mark.parametrize(
+    ("text", "listed"),
+    [
+        ("Секретарь Государственной аттестационной комиссии (далее ГАК) вызывает слушателя.",
+         "Государственная аттестационная комиссия"),
+        ("Решение Центральной избирательной комиссии опубликовано.", "Центральная избирательная комиссия"),
+        ("Государственной комиссией принят объект.", None),
+    ],
+)  # fmt: skip
+def test_a_commission_named_with_its_kind_is_a_body(text: str, listed: str | None) -> None:
+    """held-out-12 (meta-15): «Государственная аттестационная комиссия» is a body by its name alone, as «Государственная
+    Дума» is; a commission named only as «государственная» is not."""
+    bodies = _registers(text)["organisations"]
+    assert bodies == ([listed] if listed else []), bodies
