@@ -162,12 +162,12 @@ OKOPF = (
     r"|БФ)"
 )
 _ORG_WORD_ABBREVIATION = re.compile(
-    r"(?<![А-ЯЁа-яё])(?:[Кк]омпани|[Хх]олдинг|[Кк]онцерн|[Кк]орпораци|[Фф]ирм)\w*\s+"
-    r"([А-ЯЁ]{2,6}(?![А-ЯЁа-яё])|[A-Z][\w&'.-]*(?:(?:,[ \t]+[A-Z][\w'.-]*)+[ \t]+&[ \t]+[A-Z][\w'.-]*"
-    r"|(?:[ \t]+(?:[A-Z][\w&'.-]*|&))*))"  # «Skidmore, Owings & Merrill»: commas only before an «&»
+    r"(?<![А-ЯЁа-яё])(?:[Кк]омпани|[Хх]олдинг|[Кк]онцерн|[Кк]орпораци|[Фф]ирм|[Аа]гентств)\w*\s+"
+    r"([А-ЯЁ]{2,6}(?![А-ЯЁа-яё])|[A-Z][\w&'’`.-]*(?:(?:,[ \t]+[A-Z][\w'’`.-]*)+[ \t]+&[ \t]+[A-Z][\w'’`.-]*"
+    r"|(?:[ \t]+(?:[A-Z][\w&'’`.-]*|&))*))"  # «Skidmore, Owings & Merrill»: commas only before an «&»
 )
-"""«компании РКС», «компания BSkyB», «фирмы Simmenthal SpA»: an organisation word and an abbreviation or a Latin name;
-the abbreviation or the name is the organisation."""
+"""«компании РКС», «компания BSkyB», «фирмы Simmenthal SpA», «агентство Moody’s»: an organisation word and an
+abbreviation or a Latin name; the abbreviation or the name is the organisation."""
 _LOWER_HEAD = re.compile(
     r"(?<![А-ЯЁа-яё])(?:администраци|правительств|министерств|законодательн\w+\s+собрани)\w*\s+(?=[А-ЯЁ][а-яё])"
 )

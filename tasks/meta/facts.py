@@ -22,6 +22,7 @@ from pydantic import TypeAdapter
 from razdel import sentenize
 
 from korpus.core.datamodel import PageResult, Source, SourceKind, timecode
+from tasks.meta.abbreviations import defined_bodies, defined_uses
 from tasks.meta.bodies import is_placeholder, organisation_ids
 from tasks.meta.dates import find_dates
 from tasks.meta.evidence import surname_in_table, table_row_of, table_rows
@@ -35,7 +36,7 @@ from tasks.meta.surnames import written_in_lower_case
 logger = logging.getLogger("korpus.meta")
 
 # Bump when extraction changes: every cached fact is read again.
-EXTRACTOR_VERSION = "meta-15"  # bump on every extraction change (meta-4 did not: cached facts of older rules stayed)
+EXTRACTOR_VERSION = "meta-16"  # bump on every extraction change (meta-4 did not: cached facts of older rules stayed)
 _STAMP = re.compile(r"\[(\d\d):(\d\d):(\d\d)\]\s*")
 _SENTENCE_CHARS = 300
 # A reference list's heading: what follows it on the page, and the pages after, are not read for names.
@@ -216,7 +217,9 @@ def extract_facts(
     one_word: list[tuple[str, Place]] = []
     first_names: set[str] = set()
     texts = name_texts(pages)
-    for page, names_text in zip(pages, texts, strict=True):
+    found = [_people(find_mentions(t, (ner or {}).get(t))) if t.strip() else [] for t in texts]
+    defined = defined_bodies(texts, found, org_key)  # «… комиссии (далее ГАК)»: «ГАК» on any page is that commission
+    for page, names_text, mentions in zip(pages, texts, found, strict=True):
         text = page.text
         dates = find_dates(text)
         sentences = [(s.start, s.stop) for s in sentenize(text)] if dates else []
@@ -228,7 +231,11 @@ def extract_facts(
         if llm is not None and text.strip():
             _add_model_events(facts, llm, source, page, {(d.first, d.last) for d in dates})
         text, rows = names_text, table_rows(page.text)
-        for mention in _people(find_mentions(text, (ner or {}).get(text))) if text.strip() else []:
+        if defined:  # each use of a defined abbreviation no mention covers is one of its body
+            uses = defined_uses(text, defined, [(m.start, m.end) for m in mentions])
+            mentions = sorted([*mentions, *(Mention("ORG", a, b, name, ruled=True) for a, b, name in uses)],
+                              key=lambda m: m.start)  # fmt: skip
+        for mention in mentions:
             place = _place(source, page, text, mention.start)
             if mention.type == "PER":
                 at_edge = text[mention.end : mention.end + 1] in ("", "\n", "-", "|", ".")  # cut short or abbreviated
@@ -247,7 +254,7 @@ def extract_facts(
                     )  # fmt: skip
             elif not is_placeholder(mention.text) and not ungrammatical(mention.text):
                 inn, ogrn = organisation_ids(text, mention.end)
-                name = " ".join(mention.text.split())
+                name = defined.get(mention.text) or " ".join(mention.text.split())
                 facts.organisations.append(
                     OrganisationMention(
                         key=org_key(name),

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
+from tasks.meta.abbreviations import known_institutions
 from tasks.meta.bodies import (
     _ADJ_BODY,
     _AGENCY_OF_RUSSIA,
@@ -161,7 +162,8 @@ def _ruled(text: str) -> list[Mention]:
     candidates: list[tuple[str, int, int]] = []  # (kind, start, end)
     for pattern in (LEGAL_NAME, _AGENCY_OF_RUSSIA, _KNOWN_BODY_WORD):
         candidates += [("ORG", m.start(), m.end()) for m in pattern.finditer(text)]
-    candidates += [("ORG", start, end) for start, end in dictionary_bodies(text) + latin_companies(text)]
+    candidates += [("ORG", start, end) for start, end in dictionary_bodies(text) + latin_companies(text)
+                   + known_institutions(text)]  # fmt: skip
     candidates += [("ORG", m.start(), with_place(text, genitive_tail(text, m.end()))) for m in _ADJ_BODY.finditer(text)
                    if not names_a_thing(text, m.start())]  # fmt: skip  # not «проекта «Московская электронная школа»»
     candidates += [("ORG", m.start(1), m.end(1)) for m in _ORG_WORD_ABBREVIATION.finditer(text)]

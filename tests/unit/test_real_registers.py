@@ -103,7 +103,8 @@ def test_the_held_out_labels_are_measured_and_hold_their_score() -> None:
 #   0.867 / 0.676 — then read to write meta-14: development data now, this version's floor (0.9 / 0.81, 0.96 / 0.78).
 # - held-out-12: the windows at 1/12, 5/12, 7/12 and 11/12 of ten of those middles (session 29), labelled before
 #   korpus's registers of them were looked at and scored once with meta-14 — persons 1.0 / 1.0 (2 people),
-#   organisations 0.857 / 0.708 — then read to write meta-15: development data now, this version's floor.
+#   organisations 0.857 / 0.708 — then read to write meta-15 and meta-16 (session 30: abbreviations korpus knows,
+#   «(далее ГАК)» defined, «агентство Moody’s»): development data now, this version's floor.
 # Session 27 (meta-11, one entry per body) lowered the second set's organisation precision floor from 0.93 to 0.92:
 # the same 3 wrong entries among 40, where 43 held three right bodies twice («"ОмскВодоканал"» beside
 # «Омскводоканал»); precision is counted over entries, so merging right duplicates lowers it.
@@ -118,7 +119,7 @@ HELD_OUT_FLOORS = {
     "held-out-9": (*held_out(9), 24, 5, 28, (1.0, 1.0, 0.90, 0.64)),
     "held-out-10": (*held_out(10), 15, 3, 17, (1.0, 1.0, 1.0, 0.94)),
     "held-out-11": (*held_out(11), 30, 11, 37, (0.9, 0.81, 0.96, 0.78)),
-    "held-out-12": (*held_out(12), 40, 2, 48, (1.0, 1.0, 0.92, 0.79)),
+    "held-out-12": (*held_out(12), 40, 2, 48, (1.0, 1.0, 0.92, 0.85)),
 }
 
 
