@@ -27,7 +27,9 @@ KNOWN_INSTITUTIONS = frozenset(
     # state bodies, funds and companies of the Soviet and Russian record
     "ПФР ФСС ФОМС ФФОМС ФССП ФМБА ЦИК ВЦИК ОГПУ ВЧК КГБ МГБ ГУЛАГ ГКЧП ВСНХ СНК РЖД ВЭБ ВТБ АСВ ОАК ОСК ФСК "
     # international bodies
-    "ОЭСР МБРР ЮНИДО ФАО ПАСЕ ЕСПЧ ВОИС МСЭ".split()
+    "ОЭСР МБРР ЮНИДО ФАО ПАСЕ ЕСПЧ ВОИС МСЭ "
+    # exchanges, named in a ticker «(NYSE: MCO)»
+    "ММВБ NYSE NASDAQ".split()
 )
 _WORD_CHAR = r"[\wА-ЯЁа-яё-]"
 _ALTERNATIVES = "|".join(sorted(KNOWN_INSTITUTIONS, key=len, reverse=True))

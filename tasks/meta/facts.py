@@ -36,7 +36,7 @@ from tasks.meta.surnames import written_in_lower_case
 logger = logging.getLogger("korpus.meta")
 
 # Bump when extraction changes: every cached fact is read again.
-EXTRACTOR_VERSION = "meta-16"  # bump on every extraction change (meta-4 did not: cached facts of older rules stayed)
+EXTRACTOR_VERSION = "meta-17"  # bump on every extraction change (meta-4 did not: cached facts of older rules stayed)
 _STAMP = re.compile(r"\[(\d\d):(\d\d):(\d\d)\]\s*")
 _SENTENCE_CHARS = 300
 # A reference list's heading: what follows it on the page, and the pages after, are not read for names.
@@ -121,6 +121,21 @@ class SourceFacts:
 
 
 _FACTS = TypeAdapter(SourceFacts)
+_GENITIVE_BEFORE = re.compile(
+    r"(?<![а-яё])(?:по\s+мнению|под\s+ред(?:\.|акцией)|со\s+слов|у|от|для|без|кроме|вместо|против|около"
+    r"|при\s+участии|с\s+участием)\s*$",
+    re.IGNORECASE,
+)
+_INITIALLED = re.compile(r"(?<![А-ЯЁа-яё])[А-ЯЁ]\.")
+
+
+def _as_genitive(text: str, mention: Mention) -> str:
+    """«по мнению В. Н. Иванова», «под ред. Л. П. Брагина»: after a word that governs the genitive, a surname in «-ова»,
+    «-ева», «-ина» beside initials is a man's (a woman's would be «Ивановой»), read as «Иванов»."""
+    if not _INITIALLED.search(mention.text) or not _GENITIVE_BEFORE.search(text, max(0, mention.start - 30),
+                                                                          mention.start):  # fmt: skip
+        return mention.text
+    return re.sub(r"(?<=[оеё]в|[иы]н)а(?![А-ЯЁа-яё])", "", mention.text)
 
 
 def _shared(text: str | None) -> str | None:
@@ -239,7 +254,7 @@ def extract_facts(
             place = _place(source, page, text, mention.start)
             if mention.type == "PER":
                 at_edge = text[mention.end : mention.end + 1] in ("", "\n", "-", "|", ".")  # cut short or abbreviated
-                name = person_name(mention.text, ruled=mention.ruled, at_edge=at_edge)
+                name = person_name(_as_genitive(text, mention), ruled=mention.ruled, at_edge=at_edge)
                 if name and table_row_of(rows, mention.text) and not surname_in_table(mention.text, name.first):
                     name = None  # «Адрес Ф. И.», «Монитор А.», «Имат»: a capitalised cell is no surname
                 if name is None and ONE_WORD.fullmatch(mention.text) and not in_table_row(page.text, mention.text):

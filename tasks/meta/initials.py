@@ -18,13 +18,21 @@ def initialled(text: str) -> list[tuple[int, int]]:
     """Where surnames stand beside initials, the initials after first. Two signatures side by side («О.В. Пургина И.И.
     Сидоров») pair each surname with the initials before it; a numbered heading is no person («Ш. Применение …», «Б.
     Общие положения»: one letter at a line's start, then a word the dictionary knows and not as a name); a first name
-    before one initial belongs to the person («Николаса Э. Головина»)."""
+    before one initial belongs to the person («Николаса Э. Головина»); a function word after an initial is no
+    surname."""
     first = list(_INITIALS_FIRST.finditer(text))
     starts, ends = {m.start() for m in first}, {m.end() for m in first}
     after = [(m.start(), m.end()) for m in _INITIALS_AFTER.finditer(text)
              if not (_surname_end(m) + 1 in starts and _surname_end(m) in ends)]  # fmt: skip
     return after + [(_with_first_name(text, m), m.end()) for m in first
-                    if not _numbered_heading(text, m) and not _title_after(text, m)]  # fmt: skip
+                    if not _numbered_heading(text, m) and not _title_after(text, m)
+                    and not _function_word(WORD.findall(m.group(0))[-1:])]  # fmt: skip
+
+
+def _function_word(words: list[str]) -> bool:
+    """«Алексей Ю. По его мнению»: a preposition, conjunction, particle or pronoun after an initial opens the next
+    sentence; it is no surname."""
+    return bool(words) and bool({"PREP", "CONJ", "PRCL", "NPRO"} & set(parse(words[0])[0].tag.grammemes))
 
 
 def _title_after(text: str, m: re.Match) -> bool:
