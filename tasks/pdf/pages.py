@@ -7,6 +7,7 @@ comes with every kept page.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -109,10 +110,14 @@ def render_page(path: str, page: int, dpi: int, fmt: str = "png") -> tuple[bytes
     return image.data, image.dpi
 
 
-def pdf_page_image(path: str, page: int, dpi: int, fmt: str) -> PageImage:
-    """The page as a greyscale image for an OCR engine, with its resolution (≤ `dpi`) and size in points."""
+def pdf_page_image(path: str, page: int, dpi: int, fmt: str, hidden: re.Pattern[str] | None = None) -> PageImage:
+    """The page as a greyscale image for an OCR engine, with its resolution (≤ `dpi`) and size in points; text that
+    `hidden` matches in the page's layer is painted over in white first (in memory: the file is not changed)."""
     with open_pdf(path) as doc:
         target = doc[page - 1]
+        for match in hidden.finditer(target.get_text()) if hidden else ():
+            for rect in target.search_for(match.group(0)):
+                target.draw_rect(rect, color=(1, 1, 1), fill=(1, 1, 1))
         used = render_dpi(target, dpi)
         pix = target.get_pixmap(dpi=used, colorspace=pymupdf.csGRAY, alpha=False)
         return PageImage(pix.tobytes(fmt), used, target.rect.width, target.rect.height)

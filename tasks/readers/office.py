@@ -101,7 +101,8 @@ def without_conversion_path(outcome: ParseOutcome, source: Source, pdf: Path) ->
     """A FILENAME field («Файл: C:\\Docs\\приказ.doc» in a footer) is drawn by LibreOffice with the path of the copy it
     converted — /tmp/korpus-office-…/document.doc, a path that never held the document. The page text shows the
     source's own file name there instead (padded with spaces, so the structure's offsets hold; the words' boxes are
-    aligned again). The converted PDF keeps what LibreOffice drew."""
+    aligned again). The converted PDF keeps what LibreOffice drew; the page image OCR reads has it painted over
+    (`OfficeReader.page_image`), so a page sent to OCR does not read it back."""
     name = Path(source.source_id).name
     fill = lambda m: name.ljust(len(m.group(0))) if len(name) <= len(m.group(0)) else " " * len(m.group(0))  # noqa: E731
     pages = [*outcome.pages, *outcome.flagged.values()]  # a flagged layer travels to OCR: mended there too
@@ -134,7 +135,8 @@ class OfficeReader:
         return outcome
 
     def page_image(self, source: Source, page: int, settings: Settings) -> PageImageSource:
-        return partial(pdf_page_image, str(converted_pdf(source, settings)), page)
+        # OCR of a page with too little layer text would read the conversion path LibreOffice drew: it is hidden
+        return partial(pdf_page_image, str(converted_pdf(source, settings)), page, hidden=_CONVERSION_PATH)
 
     def searchable_copy(self, source: Source, pages: list[PageResult], settings: Settings) -> dict[str, Any] | None:
         return None  # the converted PDF under <data>/converted/ already holds the document's text

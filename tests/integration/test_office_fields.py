@@ -6,6 +6,7 @@ their boxes (tasks/readers/office.py `without_conversion_path`)."""
 from __future__ import annotations
 
 import hashlib
+import re
 from pathlib import Path
 
 import pytest
@@ -52,3 +53,18 @@ def test_a_filename_field_shows_the_sources_name_not_the_conversion_copys_path(t
     boxes = decode(page.text, page.boxes)  # aligned again with the mended text: the page keeps its regions
     assert boxes is not None and len(boxes) == 9  # every word but the path, whose drawn letters are not the text
     assert all(0 <= unit.start <= unit.end <= len(page.text) for unit in page.units)
+
+
+def test_the_page_image_ocr_reads_does_not_show_the_conversion_copys_path(tmp_path: Path) -> None:
+    """A page holding little more than the field (a title page's footer: poi_ob_is.doc pages 21 and 27) is sent to
+    OCR, which read the drawn path back into the served text; the image it reads has the path painted over."""
+    from tasks.ocr.tesseract import ocr_page_words
+
+    path = tmp_path / "приказ.docx"
+    path.write_bytes(docx_with_a_filename_field())
+    source = Source(source_id="приказ.docx", version=hashlib.sha256(path.read_bytes()).hexdigest(), path=str(path),
+                    kind=SourceKind.office, owner="склад", access="public")  # fmt: skip
+    image = OfficeReader().page_image(source, 1, Settings(data=tmp_path / "data"))(300, "png")
+    read = ocr_page_words(image.data, dpi=image.dpi).text
+    # unhidden, Russian OCR read the path as «Файл: /5тр/Когри$-оЙсе- м984а\\м/аоситепЕ.аосх»: nothing follows now
+    assert "Ответственный" in read and re.search(r"Файл:[ \t]*\S", read) is None, read
