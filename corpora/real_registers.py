@@ -170,6 +170,10 @@ HELD_OUT_12 = HELD_OUT_9
 # before where the part holds twelve windows — labelled before korpus's registers of them were looked at, after
 # meta-16 was written from held-out-12's misses.
 HELD_OUT_13 = HELD_OUT_9
+# Fourteenth (session 30): the windows at 1/8, 3/8, 5/8 and 7/8 of that part, between the twelfths read before and
+# clear of them where the part holds 24 windows, labelled before korpus's registers of them were looked at, after
+# meta-17 was written from held-out-13's misses.
+HELD_OUT_14 = HELD_OUT_9
 # Which windows `write_texts(..., middles=N)` writes for held-out-N: (their centres, the room a part needs, the
 # number of the first, as «<source>#middle-<number>»).
 MIDDLES = {
@@ -178,6 +182,7 @@ MIDDLES = {
     11: (((1, 6), (5, 6)), 6, 4),
     12: (((1, 12), (5, 12), (7, 12), (11, 12)), 12, 6),
     13: (((1, 4), (3, 4)), 12, 10),
+    14: (((1, 8), (3, 8), (5, 8), (7, 8)), 24, 12),
 }
 EXCERPT_CHARS = 6000
 TAIL_CHARS = 1500
@@ -303,6 +308,7 @@ if __name__ == "__main__":
         "--held-out-11": HELD_OUT_11,
         "--held-out-12": HELD_OUT_12,
         "--held-out-13": HELD_OUT_13,
+        "--held-out-14": HELD_OUT_14,
     }
     flag = next((a for a in sys.argv[3:] if a in chosen), None)
     middles = {f"--held-out-{n}": n for n in MIDDLES}.get(flag or "", 0)
@@ -319,7 +325,7 @@ HELD_OUT_LABELS = ROOT / "eval" / "registers" / "held-out" / "labels.json"
 
 
 def held_out(number: int) -> tuple[Path, Path]:
-    """(texts, labels) of the `number`-th later held-out set, eval/registers/held-out-<number> (2 to 13)."""
+    """(texts, labels) of the `number`-th later held-out set, eval/registers/held-out-<number> (2 to 14)."""
     folder = ROOT / "eval" / "registers" / f"held-out-{number}"
     return folder / "texts.jsonl", folder / "labels.json"
 
