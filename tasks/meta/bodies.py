@@ -52,6 +52,14 @@ _ADJ_BODY = re.compile(
 )
 _VERB_OR_PRONOUN = {"VERB", "INFN", "GRND", "PRTS", "NPRO"}  # «комиссией были выделены», «уточнения его данных»
 _REGION = re.compile(r"Республик[еи]|Област[иь]|Кра[юе]|Округ[уе]")  # a region named after a comma in «по …»
+_REGION_NAMED = re.compile(  # «…, Магаданской области», «…, Ханты-Мансийскому автономному округу», «…, г. Москве»
+    r"[ \t]*\n?[ \t]*(?:[А-ЯЁ][А-ЯЁа-яё-]+(?:ой|ому|ым)[ \t]+(?:автономн\w+[ \t]+)?(?:област|кра|округ)\w*"
+    r"|г\.[ \t]*[А-ЯЁ])"
+)
+_CITY = re.compile(r"\.[ \t]*[А-ЯЁ]")  # «г.» before a city's name, in a list of the regions a body serves
+_LIST_BEFORE = re.compile(r"(?:(?<![а-яё])(?:по|и)|,)[ \t]*\n?[ \t]*$")
+_NAMED_REPUBLIC = re.compile(r"[А-ЯЁ][а-яё-]+(?:ой|ая|ую|ая)[ \t]*\n?[ \t]*Республик\w+[ \t]*\n?[ \t]*$")
+_DASH_NAME = re.compile(r"[ \t]+[-–—][ \t]+(?=[А-ЯЁ][а-яё]+(?:е|и|у|ю)(?![а-яё]))")
 _GOVERNS_ABLT = re.compile(r"управлени[яе]$")  # «управления делами», «управления имуществом»
 _NEXT_WORD = re.compile(r"[ \t]+([А-ЯЁ][а-яё]+|[А-ЯЁ]{2,4}(?![А-ЯЁа-яё]))")  # «… Австралии», «… США»
 
@@ -174,8 +182,9 @@ _LOWER_HEAD = re.compile(
 )
 """A body's head word in lower case, a capitalised genitive right after it: «администрации Пушкинского района»."""
 _KNOWN_BODY_WORD = re.compile(
-    r"(?<![А-ЯЁа-яё])(?:Ростехрегулировани|Роскомнадзор|Росстат|Госкомстат|Минюст)[а-яё]*(?:\s+(?:России|РФ)(?![а-яё]))?"
-)  # «Госкомстата России»: the country is part of the name
+    r"(?<![А-ЯЁа-яё])(?:(?:Ростехрегулировани|Роскомнадзор|Росстат|Госкомстат|Минюст)[а-яё]*(?:\s+(?:России|РФ)(?![а-яё]))?"
+    r"|Банк(?:а|у|ом|е)?\s+России(?![а-яё]))"
+)  # «Госкомстата России»: the country is part of the name; «Банк России», the central bank
 _NEWS_AGENCY = re.compile(  # «ИА Regnum», «РИА Новости»: a news agency cited as a source, its name unquoted
     r"(?<![\wА-ЯЁа-яё])(?:РИА|ИА)[ \t]+(?:[A-Z][A-Za-z]+|[А-ЯЁ][а-яё]+)(?![\wА-ЯЁа-яё-])"
 )
@@ -310,6 +319,14 @@ def body_end(text: str, start: int) -> int | None:
         if word in ("и", "в") and phase in ("lower", "free"):
             at = token.end()
             continue
+        if (
+            word == "г"
+            and phase != "lower"
+            and _CITY.match(text, token.end())
+            and _LIST_BEFORE.search(text, max(0, token.start(1) - 8), token.start(1))
+        ):
+            at = token.end() + 1  # «по г. Москве и Московской области», «по Республике Крым и г. Севастополю»
+            continue
         if len(word) < 3 and word != "РФ":
             break  # a letter-spaced word («п р и к а з ы в а ю») or a preposition
         if word[0].isupper() and _BODY_HEAD.match(text, token.start(1)) and token.start(1) > head.end():
@@ -318,7 +335,15 @@ def body_end(text: str, start: int) -> int | None:
                 return inner
             break
         if word[0].isupper():
-            if word != "РФ" and (word.isupper() or not _cases(word) & {"gent", "datv", "loct", "ablt"}):
+            # «Республике Крым»: the republic's name as it is — not after «Чеченской Республике», named already
+            republic = previous.startswith("Республик") and not _NAMED_REPUBLIC.search(
+                text, max(0, token.start(1) - 60), token.start(1)
+            )
+            if (
+                word != "РФ"
+                and not republic
+                and (word.isupper() or not _cases(word) & {"gent", "datv", "loct", "ablt"})
+            ):
                 break
             if {"Name", "nomn"} <= parse(word)[0].tag.grammemes:
                 break  # «… партнерств Александр Баженов»; not «Институт Макса Планка»
@@ -329,8 +354,8 @@ def body_end(text: str, start: int) -> int | None:
             lower += 1  # «Департамент управления делами и контроля»: a verbal noun's object
         elif phase == "caps" and adjective and "gent" in _cases(word):
             pass  # «Корякского округа», «Дальнего Востока»: the noun after a capitalised adjective
-        elif phase == "free" and free < 8 and _plain_word(word):
-            free += 1
+        elif phase == "free" and free < 8 and _plain_word(word) and _cases(word) & {"gent", "datv", "loct", "ablt"}:
+            free += 1  # not a nominative: «… и Ленинградской области | город федерального значения» is the next cell
         else:
             break
         adjective, previous = "ADJF" in parse(word)[0].tag, word
@@ -338,8 +363,10 @@ def body_end(text: str, start: int) -> int | None:
         if phase == "free" and text.startswith(", ", at) and (more := _TOKEN.match(text, at + 1)) is not None:
             if more.group(1)[0].islower() and "gent" in _cases(more.group(1)) and not _pronoun(more.group(1)):
                 at = at + 1  # «по надзору в сфере связи, информационных технологий и массовых коммуникаций»
-            elif _REGION.match(more.group(1)):
-                at = at + 1  # «по Красноярскому краю, Республике Хакасия и Республике Тыва»
+            elif _REGION.match(more.group(1)) or _REGION_NAMED.match(text, at + 1):
+                at = at + 1  # «по Красноярскому краю, Республике Хакасия и Республике Тыва», «…, Магаданской области»
+        if phase == "free" and (dash := _DASH_NAME.match(text, at)) is not None:
+            at = dash.end()  # «Ханты-Мансийскому автономному округу - Югре»
     if end is None and _WHOLE_NAME.fullmatch(head.group(0)):
         return with_place(text, head.end())  # «Государственной Думой», «Верховного суда США»
     if phase == "lower" and not (multiword and lower) and lower < 2:

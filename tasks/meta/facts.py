@@ -36,7 +36,7 @@ from tasks.meta.surnames import written_in_lower_case
 logger = logging.getLogger("korpus.meta")
 
 # Bump when extraction changes: every cached fact is read again.
-EXTRACTOR_VERSION = "meta-17"  # bump on every extraction change (meta-4 did not: cached facts of older rules stayed)
+EXTRACTOR_VERSION = "meta-18"  # bump on every extraction change (meta-4 did not: cached facts of older rules stayed)
 _STAMP = re.compile(r"\[(\d\d):(\d\d):(\d\d)\]\s*")
 _SENTENCE_CHARS = 300
 # A reference list's heading: what follows it on the page, and the pages after, are not read for names.

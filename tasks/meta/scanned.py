@@ -36,6 +36,7 @@ _CAP = r"[А-ЯЁ][а-яё]+(?:-[А-ЯЁ][а-яё]+)?"
 _PATRONYMIC = r"[А-ЯЁ][а-яё]+(?:вич|вн|ичн|ьич)[а-яё]{0,3}"
 _SURNAME_NAME_PATRONYMIC = re.compile(rf"(?<![А-ЯЁа-яё])({_CAP})[ \t]+({_CAP})[ \t]+({_PATRONYMIC})(?![А-ЯЁа-яё])")
 _NAME_PATRONYMIC_SURNAME = re.compile(rf"(?<![А-ЯЁа-яё])({_CAP})[ \t]+({_PATRONYMIC})[ \t]+({_CAP})(?![А-ЯЁа-яё.])")
+_NAME_PATRONYMIC_SURNAME_AT_END = re.compile(rf"({_CAP})[ \t]+({_PATRONYMIC})[ \t]+({_CAP})(?![А-ЯЁа-яё])")
 _NOT_SURNAME = {"VERB", "INFN", "PRTF", "PRTS", "GRND", "ADVB", "CONJ", "PREP", "PRCL", "NPRO", "Geox"}
 
 
@@ -59,7 +60,9 @@ def full_names(text: str) -> list[tuple[int, int]]:
     found = []
     for m in _SURNAME_NAME_PATRONYMIC.finditer(text):
         if _is(m.group(2), "Name") and _is(m.group(3), "Patr") and _surname_like(m.group(1)):
-            found.append((m.start(), m.end()))
+            after = _NAME_PATRONYMIC_SURNAME_AT_END.match(text, m.start(2))
+            if after is None or _is(m.group(1), "Surn") or not _surname_like(after.group(3)):
+                found.append((m.start(), m.end()))  # not «Председателя Правительства | Марат Шикирзянович Хуснуллин»
     for m in _NAME_PATRONYMIC_SURNAME.finditer(text):
         if _is(m.group(1), "Name") and _is(m.group(2), "Patr") and _surname_like(m.group(3)):
             found.append((m.start(), m.end()))
@@ -68,9 +71,10 @@ def full_names(text: str) -> list[tuple[int, int]]:
 
 _STREET = re.compile(
     r"(?:(?<![А-ЯЁа-яё])(?:ул|пр|пр-т|просп|пер|пл|наб|б-р|ш)\.?|улиц[аеыу]|проспект[аеу]?|переул\w+|площад[ьи]"
-    r"|набережн\w+|бульвар[аеу]?)[ \t]*$",
+    r"|набережн\w+|бульвар[аеу]?)[ \t]*(?:(?:им\.|имени)[ \t]*)?"
+    r"(?:(?:Профессора|Академика|Маршала|Генерала|Адмирала|Героя|Космонавта|Летчика|Лётчика|Писателя|Поэта)[ \t]+)?$",
     re.IGNORECASE,
-)
+)  # «ул. Профессора Попова», «пр. им. И. Зязикова»: a street named after someone
 
 
 def after_street(text: str, start: int) -> bool:
