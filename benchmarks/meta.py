@@ -107,6 +107,12 @@ LATER_SETS = [
     (6, "sixth held-out set (48 XQuAD-ru passages; development data since session 17)"),
     (7, "seventh held-out set (48 XQuAD-ru passages; development data since session 18)"),
     (8, "eighth held-out set (48 XQuAD-ru passages, labelled before the rules from the seventh)"),
+    (9, "ninth held-out set (24 middles of real documents; development data since session 28)"),
+    (10, "tenth held-out set (15 middles of real documents; development data since session 29)"),
+    (11, "eleventh held-out set (30 middles of real documents; development data since session 29)"),
+    (12, "twelfth held-out set (40 middles of real documents; development data since session 30)"),
+    (13, "thirteenth held-out set (20 middles of real documents; development data since session 30)"),
+    (14, "fourteenth held-out set (20 middles of real documents, labelled before the rules from the thirteenth)"),
 ]
 
 
