@@ -50,6 +50,7 @@ _ADJ_BODY = re.compile(
     r"|муниципалитет\w*)"
     r"(?:\s+реконструкции\s+и\s+развития)?"
 )
+_OBLIQUE = {"gent", "datv", "loct", "ablt"}  # the cases a name's words after its head stand in
 _VERB_OR_PRONOUN = {"VERB", "INFN", "GRND", "PRTS", "NPRO"}  # «комиссией были выделены», «уточнения его данных»
 _REGION = re.compile(r"Республик[еи]|Област[иь]|Кра[юе]|Округ[уе]")  # a region named after a comma in «по …»
 _REGION_NAMED = re.compile(  # «…, Магаданской области», «…, Ханты-Мансийскому автономному округу», «…, г. Москве»
@@ -58,7 +59,7 @@ _REGION_NAMED = re.compile(  # «…, Магаданской области», �
 )
 _CITY = re.compile(r"\.[ \t]*[А-ЯЁ]")  # «г.» before a city's name, in a list of the regions a body serves
 _LIST_BEFORE = re.compile(r"(?:(?<![а-яё])(?:по|и)|,)[ \t]*\n?[ \t]*$")
-_NAMED_REPUBLIC = re.compile(r"[А-ЯЁ][а-яё-]+(?:ой|ая|ую|ая)[ \t]*\n?[ \t]*Республик\w+[ \t]*\n?[ \t]*$")
+_NAMED_REPUBLIC = re.compile(r"[А-ЯЁ][а-яё-]+(?:ой|ая|ую)[ \t]*\n?[ \t]*Республик\w+[ \t]*\n?[ \t]*$")
 _DASH_NAME = re.compile(r"[ \t]+[-–—][ \t]+(?=[А-ЯЁ][а-яё]+(?:е|и|у|ю)(?![а-яё]))")
 _GOVERNS_ABLT = re.compile(r"управлени[яе]$")  # «управления делами», «управления имуществом»
 _NEXT_WORD = re.compile(r"[ \t]+([А-ЯЁ][а-яё]+|[А-ЯЁ]{2,4}(?![А-ЯЁа-яё]))")  # «… Австралии», «… США»
@@ -339,11 +340,7 @@ def body_end(text: str, start: int) -> int | None:
             republic = previous.startswith("Республик") and not _NAMED_REPUBLIC.search(
                 text, max(0, token.start(1) - 60), token.start(1)
             )
-            if (
-                word != "РФ"
-                and not republic
-                and (word.isupper() or not _cases(word) & {"gent", "datv", "loct", "ablt"})
-            ):
+            if word != "РФ" and not republic and (word.isupper() or not _cases(word) & _OBLIQUE):
                 break
             if {"Name", "nomn"} <= parse(word)[0].tag.grammemes:
                 break  # «… партнерств Александр Баженов»; not «Институт Макса Планка»
@@ -354,7 +351,7 @@ def body_end(text: str, start: int) -> int | None:
             lower += 1  # «Департамент управления делами и контроля»: a verbal noun's object
         elif phase == "caps" and adjective and "gent" in _cases(word):
             pass  # «Корякского округа», «Дальнего Востока»: the noun after a capitalised adjective
-        elif phase == "free" and free < 8 and _plain_word(word) and _cases(word) & {"gent", "datv", "loct", "ablt"}:
+        elif phase == "free" and free < 8 and _plain_word(word) and _cases(word) & _OBLIQUE:
             free += 1  # not a nominative: «… и Ленинградской области | город федерального значения» is the next cell
         else:
             break

@@ -35,8 +35,9 @@ def cyrillic_lookalikes(text: str) -> str:
 _CAP = r"[А-ЯЁ][а-яё]+(?:-[А-ЯЁ][а-яё]+)?"
 _PATRONYMIC = r"[А-ЯЁ][а-яё]+(?:вич|вн|ичн|ьич)[а-яё]{0,3}"
 _SURNAME_NAME_PATRONYMIC = re.compile(rf"(?<![А-ЯЁа-яё])({_CAP})[ \t]+({_CAP})[ \t]+({_PATRONYMIC})(?![А-ЯЁа-яё])")
-_NAME_PATRONYMIC_SURNAME = re.compile(rf"(?<![А-ЯЁа-яё])({_CAP})[ \t]+({_PATRONYMIC})[ \t]+({_CAP})(?![А-ЯЁа-яё.])")
-_NAME_PATRONYMIC_SURNAME_AT_END = re.compile(rf"({_CAP})[ \t]+({_PATRONYMIC})[ \t]+({_CAP})(?![А-ЯЁа-яё])")
+_NPS = rf"({_CAP})[ \t]+({_PATRONYMIC})[ \t]+({_CAP})"  # a first name, a patronymic, a surname
+_NAME_PATRONYMIC_SURNAME = re.compile(rf"(?<![А-ЯЁа-яё]){_NPS}(?![А-ЯЁа-яё.])")
+_NAME_PATRONYMIC_SURNAME_AT_END = re.compile(rf"{_NPS}(?![А-ЯЁа-яё])")  # a sentence's end may follow
 _NOT_SURNAME = {"VERB", "INFN", "PRTF", "PRTS", "GRND", "ADVB", "CONJ", "PREP", "PRCL", "NPRO", "Geox"}
 
 
