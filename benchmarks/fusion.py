@@ -357,12 +357,12 @@ def study(cases: list[dict]) -> dict:
                 continue
             row = {rule: mean(own, rule) for rule in (*FIXED, *DENSE_WAYS[1:])}
             row |= {f"{rule} ({params[rule]})": mean(own, rule, params[rule]) for rule in FITTED}
-            better = max(("bm25", "dense"), key=lambda side: row[side]["ndcg@10"])
+            better = better_side(row)
             for label, figures in row.items():
-                rule = label.split(" (")[0]
-                against = "dense, body" if rule == "dense" else better
-                if rule != against and rule not in ("bm25", "dense, body", "dense, as typed"):
-                    figures |= questions_against(own, rule, params.get(rule), against)
+                if fused(label):
+                    rule = label.split(" (")[0]
+                    figures |= questions_against(own, rule, params.get(rule), better)
+            row["dense"] |= questions_against(own, "dense", None, "dense, body")
             table[f"{name} | {kind} (n={len(own)})"] = row
     by_kind: dict = {}
     for kind in KINDS:
@@ -384,13 +384,23 @@ def questions_against(cases: list[dict], rule: str, p: object, side: str) -> dic
     return {"questions worse": worse, "questions better": better}
 
 
+def better_side(row: dict) -> str:
+    """The side, bm25 or dense, with the higher nDCG@10 in a cell (bm25 on a tie)."""
+    return max(("bm25", "dense"), key=lambda side: row[side]["ndcg@10"])
+
+
+def fused(label: str) -> bool:
+    """Whether a cell's row label is a fusion rule (not one side, nor a way of embedding for dense)."""
+    return label != "bm25" and not label.startswith("dense")
+
+
 def verdict(table: dict) -> dict:
     """Per rule: the cells where it falls more than 0.005 below the better side, and its worst deficit."""
     out: dict = {}
     for cell, row in table.items():
-        better = max(row["bm25"]["ndcg@10"], row["dense"]["ndcg@10"])
+        better = row[better_side(row)]["ndcg@10"]
         for rule, figures in row.items():
-            if rule in ("bm25", "dense") or rule.startswith("dense"):
+            if not fused(rule):
                 continue
             name = rule.split(" (")[0]
             entry = out.setdefault(name, {"cells": 0, "below": [], "worst": 0.0})
