@@ -40,7 +40,7 @@ from tasks.runtime.crash_points import crash_point
 from tasks.runtime.memory import cap_arenas, release_free_memory
 from tasks.runtime.prefect_server import flows_on_server
 from tasks.runtime.processes import watch_over_me
-from tasks.runtime.reader_child import stop_children
+from tasks.runtime.reader_child import stop_children, warm_reader
 from tasks.runtime.refresh_lock import refresh_lock
 from tasks.runtime.retry import RetryPolicy
 
@@ -66,9 +66,10 @@ def _refresh(root: str, settings: Settings) -> dict[str, Any]:
     """The flow's body, run while it holds the data directory's refresh lock."""
     started = time.perf_counter()
     logger = get_run_logger()
-    indexed, refused = read_catalog(settings)
+    warm_reader(settings)  # the flow thread's reading child imports its readers while discovery runs
+    indexed, refused, listings = read_catalog(settings)
     sources = discover(root, settings)
-    plan = plan_refresh(sources, indexed, refused)
+    plan = plan_refresh(sources, indexed, refused, listings)
     crash_point("after-discover")
     apply_access_changes(plan, settings)  # relabels and removals first: served to nobody it no longer admits
     reduced = plan.relabel or plan.removed or plan.rejected

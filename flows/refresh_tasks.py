@@ -44,7 +44,7 @@ from tasks.readers.registry import reader_for
 from tasks.receive import RefreshPlan, discover_sources, reading_of
 from tasks.retrieval.embedding import shared_embedder, token_counter
 from tasks.runtime.crash_points import crash_point
-from tasks.runtime.reader_child import read_contained
+from tasks.runtime.reader_child import read_all_contained
 from tasks.text.quality import text_language
 
 
@@ -92,12 +92,13 @@ def dask_task_runner(settings: Settings) -> DaskTaskRunner:
 
 
 @task(name="catalog", cache_policy=NO_CACHE)
-def read_catalog(settings: Settings) -> tuple[dict[str, dict[str, tuple]], dict[str, dict[str, set[str]]]]:
+def read_catalog(settings: Settings) -> tuple[dict[str, dict[str, tuple]], dict[str, dict[str, set[str]]], dict]:
+    """The current versions with their labels, the versions refused as a whole, the containers' listings."""
     with SqliteIndex(settings.index_path) as index:
         repaired = index.reconcile()
         if repaired:
             get_run_logger().warning("reconciled %d rows left inconsistent by an earlier crash", repaired)
-        return index.indexed_versions(), index.refused_versions()
+        return index.indexed_versions(), index.refused_versions(), index.listing_keys()
 
 
 @task(name="discover", cache_policy=NO_CACHE)
@@ -121,16 +122,16 @@ def read_own_text(sources: list[Source], settings: Settings) -> list[ParseOutcom
     """The files' own text through their readers: PDF/DjVu layers, decoded text, a converted office document. Small
     files travel several to a task (`read_batches`): a task's overhead is worth a big file, not a short letter."""
     outcomes = []
-    for source in sources:
-        try:
-            outcomes.append(read_contained(source, settings))
-            crash_point("after-read-source")
-        except OSError as exc:  # gone or replaced since discovery (the flow then skips it), or unreadable
+    for source, read in zip(sources, read_all_contained(sources, settings), strict=True):
+        if isinstance(read, OSError):  # gone or replaced since discovery (the flow then skips it), or unreadable
             outcomes.append(
-                ParseOutcome(problems=[problem(source, ReasonCode.unreadable_file, f"cannot be read: {exc}")])
+                ParseOutcome(problems=[problem(source, ReasonCode.unreadable_file, f"cannot be read: {read}")])
             )
-        except Exception as exc:  # containment: whatever a reader raises on one file is that file's item
-            outcomes.append(unread(source, exc))
+        elif isinstance(read, Exception):  # containment: whatever a reader raises on one file is that file's item
+            outcomes.append(unread(source, read))
+        else:
+            outcomes.append(read)
+        crash_point("after-read-source")
     return outcomes
 
 
@@ -373,16 +374,13 @@ def apply_access_changes(plan: RefreshPlan, settings: Settings) -> None:
 def apply_catalog_changes(plan: RefreshPlan, problems: list[QuarantineItem], settings: Settings) -> None:
     """What no publish recorded (refusals at admission, documents kept out whole), once the documents are done.
 
-    A changed file whose new version was refused (unreadable, crashed its reader, kept out whole, every page
-    quarantined) no longer holds what its old version said: the old version stops being served, as a removed
-    file's does — the index serves a file's last bytes or nothing of it, and the refusal waits in the queue."""
-    refused = {(item.source_id, item.source_version) for item in problems}
+    A changed file whose new version was refused (unreadable, crashed or timed out its reader, kept out whole, every
+    page quarantined) leaves its previous version served: the old version stays until the new one is in, and
+    `korpus status` lists it as served older (the refusal waits in the queue). A file taken out of what the manifest
+    admits is retired at the refresh's start (tasks/receive.py `plan_refresh`), never here."""
     with SqliteIndex(settings.index_path) as index:
         index.record_quarantine(for_review(problems, {s.source_id: s for s in plan.to_process}, settings))
         crash_point("catalog-after-quarantine")
-        for source in plan.to_process:
-            if (source.source_id, source.version) in refused and index.serves_other_version(source):
-                index.retire_source(source.source_id)
 
 
 # --- the flow ------------------------------------------------------------------------------------------------

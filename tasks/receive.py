@@ -25,11 +25,12 @@ from korpus.core.datamodel import (
     ReasonCode,
     Source,
     SourceKind,
+    listing_key,
 )
 from korpus.core.settings import Settings
 from tasks.files import file_sha256
 from tasks.readers.base import failure
-from tasks.readers.registry import kind_of
+from tasks.readers.registry import is_container, kind_of
 from tasks.unpack import child_sources
 
 MANIFEST_NAME = "korpus.yaml"
@@ -145,7 +146,18 @@ def discover_sources(root: Path, settings: Settings | None = None, readings: dic
             sources.append(found)
             if settings is not None:
                 sources.extend(_children(found, settings, [r for r in manifest.rules if r.for_children]))
+    _hide_narrowed_members(sources)
     return sources
+
+
+def _hide_narrowed_members(sources: list[Source]) -> None:
+    """A member a manifest rule gives other labels than its container's is left off the container's page: the page
+    is served under the container's scope, and a name is content (`› *Кривошеин*` → `hr` hides the name too)."""
+    by_id = {s.source_id: s for s in sources}
+    for child in sources:
+        parent = by_id.get(child.parent_id) if child.parent_id else None
+        if parent is not None and (child.access, child.tenant) != (parent.access, parent.tenant):
+            parent.hidden_members.append(child.source_id[len(parent.source_id) + len(CHILD_SEPARATOR) :])
 
 
 def _children(container: Source, settings: Settings, child_rules: list[ManifestRule]) -> list[Source]:
@@ -315,30 +327,44 @@ def plan_refresh(
     sources: list[Source],
     indexed: dict[str, dict[str, tuple]],
     refused: dict[str, dict[str, set[str]]] | None = None,
+    listings: dict[str, dict[str, str]] | None = None,
 ) -> RefreshPlan:
     """Diff the files on disk against the catalog.
 
     `indexed` maps a source id to its current versions and the (owner, access, tenant) each was indexed with.
     A known version whose manifest metadata changed is relabelled in place: no parsing, OCR or embedding.
-    `refused` maps a source id to versions the catalog refused as a whole, with their reason codes. They count
+    `listings` (the catalog's `listing_keys`) says which members each container's page left out: a manifest rule
+    that changes which has the page read again. `refused` maps a source id to versions the catalog refused as a whole,
+    with their reason codes. They count
     as unchanged. One refused for its manifest metadata is admitted once the manifest is fixed; one refused
     for its content (unreadable, no text) stays refused until a reviewer decides otherwise.
     """
     plan = RefreshPlan()
     refused = refused or {}
-    back_to_refused: set[str] = set()  # a file whose bytes went back to a version refused before
+    inadmissible: set[str] = set()  # files the manifest or the root no longer admit (their served versions go)
     for source in sources:
         versions = indexed.get(source.source_id, {})
         problem = admission_problems(source)
         refusal = refused.get(source.source_id, {}).get(source.version)
         if refusal is not None and (problem is not None or not refusal <= ADMISSION_REASONS):
             plan.change[source.source_id] = ChangeKind.unchanged
-            if versions and source.version not in versions:  # the version it replaced no longer is the file:
-                back_to_refused.add(source.source_id)  # retired as a removed file's are, the refusal stands
             if source.access:  # the items of a refused version take the manifest's access like any other
                 plan.refused_labels.append(source)
             if problem is not None:
                 plan.rejected.append(problem)
+                inadmissible.add(source.source_id)
+            else:  # the previous version, still served, takes the manifest's labels as the file's would
+                plan.relabel += _older(source, versions)
+            continue
+        if (
+            source.version in versions
+            and problem is None
+            and listings is not None
+            and is_container(source.kind)
+            and (listings.get(source.source_id, {}).get(source.version, "") != listing_key(source))
+        ):  # a rule now shows or hides other members: the container's page is read again, under its labels
+            plan.change[source.source_id] = ChangeKind.changed
+            plan.to_process.append(source)
             continue
         if source.version in versions and problem is None:
             plan.change[source.source_id] = ChangeKind.unchanged
@@ -350,14 +376,22 @@ def plan_refresh(
         plan.change[source.source_id] = ChangeKind.changed if versions else ChangeKind.new
         if problem is not None:
             plan.rejected.append(problem)
+            inadmissible.add(source.source_id)
         else:
             plan.to_process.append(source)
             # a changed file whose labels changed too: its current version takes the new labels at once, not when
             # the new version is published (an access reduction must not wait for the file to be read)
-            plan.relabel += [source.model_copy(update={"version": version}) for version, labels in versions.items()
-                             if tuple(labels) != metadata_key(source)]  # fmt: skip
+            plan.relabel += _older(source, versions)
     on_disk = {s.source_id for s in sources}
-    plan.removed = sorted((set(indexed) - on_disk) | back_to_refused)
+    withdrawn = inadmissible & set(indexed)  # no labels the manifest gives: its served version goes, as a removal
+    plan.removed = sorted((set(indexed) - on_disk) | withdrawn)
     for source_id in plan.removed:
-        plan.change[source_id] = ChangeKind.changed if source_id in back_to_refused else ChangeKind.removed
+        plan.change[source_id] = ChangeKind.changed if source_id in withdrawn else ChangeKind.removed
     return plan
+
+
+def _older(source: Source, versions: dict[str, tuple]) -> list[Source]:
+    """The file's served versions other than the one on disk whose labels are not the manifest's now: relabelled at
+    once (an access reduction never waits for the new version to be read, or for a refused one to be fixed)."""
+    return [source.model_copy(update={"version": version}) for version, labels in versions.items()
+            if version != source.version and tuple(labels) != metadata_key(source)]  # fmt: skip

@@ -11,7 +11,8 @@ nothing new, changed, removed or relabelled, no page waiting, no meta-document o
 - the settings: a digest of every effective setting (a changed chunk policy, model or limit is a full refresh);
 - the catalog: the index file's size and modification time (and its write-ahead log's) after the refresh closed it —
   any write since (a reviewer's decision, a relabel, `korpus gc`, another refresh) invalidates the record;
-- the clock: when the oldest version no longer served passes `KORPUS_RETENTION_DAYS`, the refresh's garbage
+- the clock: when the oldest version no longer served, or the oldest stale refusal (an item of a version never
+  indexed, of a file seen since at another version), passes `KORPUS_RETENTION_DAYS`, the refresh's garbage
   collection has work again.
 
 Every input of the refresh's plan (tasks/receive.py: discovery with the readings, the catalog's versions and refusals,
@@ -116,13 +117,15 @@ def _next_collection(settings: Settings) -> float | None:
     """When garbage collection next has work (epoch seconds), None when never (nothing unserved, or it is off)."""
     if not settings.gc_after_refresh:
         return None
+    from tasks.index.retention import oldest_stale_refusal
+
     with SqliteIndex(settings.index_path) as index:
-        oldest = index.conn.execute(
+        unserved = index.conn.execute(
             "SELECT min(coalesce(superseded_at, switched_at, received_at)) FROM sources WHERE lifecycle != 'current'"
         ).fetchone()[0]
-    if oldest is None:
-        return None
-    return (datetime.fromisoformat(oldest) + timedelta(days=settings.retention_days)).timestamp()
+        refusal = oldest_stale_refusal(index)  # a stale refusal's text is scrubbed on the same clock
+    times = [datetime.fromisoformat(t).timestamp() for t in (unserved, refusal) if t is not None]
+    return min(times) + timedelta(days=settings.retention_days).total_seconds() if times else None
 
 
 def remember(root: Path, settings: Settings, summary: dict[str, Any], tree: tuple[int, str] | None) -> bool:

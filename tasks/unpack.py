@@ -35,7 +35,7 @@ from tasks.readers.base import Member, failure
 from tasks.readers.registry import is_container, kind_of, reader_for
 
 LISTING = "members.json"
-LISTING_VERSION = 1
+LISTING_VERSION = 2
 BOMB_FLOOR = 64 << 20  # below this many unpacked bytes no ratio is a bomb (a 1 KB zip of a 100 KB text is fine)
 
 
@@ -148,6 +148,9 @@ def _unpack(source: Source, folder: Path, settings: Settings, budget: Budget) ->
                     del entry["file"]
                 else:
                     entry["sha256"], entry["size"] = written
+                if member.damage:  # the bytes that arrived intact were taken out; what was wrong is kept with them
+                    entry["damage"] = member.damage.describe()
+                    budget.notes.append(f"«{entry['name']}»: {entry['damage']}")
             entries.append(entry)
             if len(entries) > settings.unpack_max_members:
                 break

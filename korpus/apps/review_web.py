@@ -20,7 +20,7 @@ from fastapi.responses import FileResponse, HTMLResponse, JSONResponse, Redirect
 from jinja2 import Environment, FileSystemLoader, select_autoescape
 from pydantic import BaseModel, Field
 
-from korpus.apps.sessions import Sessions
+from korpus.apps.sessions import Sessions, end_everywhere
 from korpus.core.datamodel import ReasonCode, Source, SourceKind, timecode
 from korpus.core.settings import Reviewer, Settings
 from tasks.index.sqlite import SqliteIndex
@@ -30,6 +30,9 @@ from tasks.review.queue import STATUSES, QueueQuery, next_item, queue_page
 
 ROOT = "/review"
 COOKIE = "korpus_review"
+SESSION_COOKIES = {COOKIE: "/", "korpus_key": "/"}
+"""Every browser session of this server, cookie → path: the review page's and the viewer's (korpus/apps/api/access.py
+KEY_COOKIE). Both are sent to every path, so a logout on any page (`/logout`, `/review/logout`) ends both."""
 ASSETS = Path(__file__).parent / "review_assets"
 STATUS_NAMES = {"open": "ждёт решения", "released": "допущен", "rejected": "отклонён", "resolved": "исправлен",
                 "all": "все"}  # fmt: skip
@@ -47,6 +50,8 @@ ADVICE_RU: dict[ReasonCode, str] = {
     ReasonCode.no_speech: "речи не найдено: тихую запись отклоните; негромкой могут понадобиться другие фильтры",
     ReasonCode.page_quality: "распознайте заново (VLM, если настроен), исправьте текст вручную, допустите как есть "
     "или замените скан",
+    ReasonCode.reader_timed_out: "чтение не уложилось в KORPUS_READER_SECONDS: длинному файлу увеличьте предел и "
+    "выполните «korpus review retry» (или просто повторите, если машина была занята); бесконечный — замените",
     ReasonCode.reader_crashed: "программа чтения упала на этом файле или превысила предел памяти или времени (см. "
     "подробности): замените файл целой копией или увеличьте KORPUS_READER_MEMORY_MB / KORPUS_READER_SECONDS и "
     "выполните «korpus review retry»",
@@ -180,14 +185,13 @@ def install_review(app: FastAPI, settings: Settings, sessions: Sessions | None =
             text = "Это ключ для поиска, а не для проверки." if search_key else "Ключ не подошёл."
             return render("login.html", status_code=403 if search_key else 401, reviewer=None, message=text)
         response = RedirectResponse(ROOT, status_code=303)
-        sessions.set_cookie(response, request, COOKIE, key, path=ROOT)  # a session id, never the key
+        sessions.set_cookie(response, request, COOKIE, key)  # a session id, never the key; on every path (logout)
         return response
 
     @app.post(f"{ROOT}/logout", include_in_schema=False)
     def logout(request: Request) -> Response:
-        sessions.close(request.cookies.get(COOKIE))
         response = RedirectResponse(f"{ROOT}/login", status_code=303)
-        response.delete_cookie(COOKIE, path=ROOT)
+        end_everywhere(sessions, request.cookies, response, SESSION_COOKIES)  # the viewer's too
         return response
 
     # --- pages ---------------------------------------------------------------------------------------------------

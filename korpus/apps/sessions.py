@@ -3,6 +3,13 @@ random session id that names it on the server — never the key itself, which wo
 its cookie store and any proxy log for ever. A session expires `KORPUS_SESSION_HOURS` after login (8) and ends at
 logout; the store is in the server's memory, so a restart signs everyone out (a person logs in again). The cookie is
 HttpOnly, SameSite=Strict and, behind https, Secure.
+
+`/logout` (and the review page's own) ends every session the browser holds on this server — the viewer's and search
+page's, and the review page's — and clears both cookies. Forms are checked by their Origin (`same_origin`), not by a
+token: every browser sends Origin with a cross-site POST, so a page on another site — a sibling subdomain included,
+which SameSite counts as the same site — is refused (403) before any handler runs, and no token has to be kept,
+rendered into every form or sent by the JSON clients. A request without Origin or Referer (curl, a script, an
+API-key client) is not a browser's cross-site request and passes; its key or session decides as before.
 """
 
 from __future__ import annotations
@@ -11,6 +18,9 @@ import secrets
 import threading
 import time
 from typing import Any
+from urllib.parse import urlsplit
+
+UNSAFE_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
 
 
 class Sessions:
@@ -48,3 +58,24 @@ class Sessions:
         """Open a session for `key` and set its cookie on `response`."""
         response.set_cookie(name, self.open(key), httponly=True, samesite="strict", path=path,
                             secure=request.url.scheme == "https", max_age=int(self.seconds))  # fmt: skip
+
+
+def same_origin(method: str, headers: Any) -> bool:
+    """Whether a request may go on: a safe method, or one whose Origin (else Referer) names this server's host. A
+    request with neither header is no browser's cross-site form (see the module docstring)."""
+    if method.upper() not in UNSAFE_METHODS:
+        return True
+    claimed = headers.get("origin") or headers.get("referer")
+    if not claimed:
+        return True
+    if claimed == "null":  # a sandboxed frame, a redirect across sites: never this server's own page
+        return False
+    return urlsplit(claimed).netloc.lower() == str(headers.get("host", "")).lower()
+
+
+def end_everywhere(sessions: Sessions, cookies: dict[str, str], response: Any, names: dict[str, str]) -> None:
+    """Close every session the request's cookies name and delete those cookies (`names`: cookie → its path)."""
+    for name, path in names.items():
+        sessions.close(cookies.get(name))
+        response.delete_cookie(name, path=path)
+    response.delete_cookie("korpus_review", path="/review")  # where the review page's cookie lived before #61

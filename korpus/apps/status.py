@@ -111,6 +111,7 @@ def collect_status(settings: Settings) -> dict[str, Any]:
                 reasons.update(json.loads(codes))
             last = index.last_refresh()
             history = index.quarantine_history()
+            older = index.served_older()
             if settings.backend == "opensearch":  # the cluster answers the searches: is it there?
                 from tasks.index.opensearch import opensearch_index
 
@@ -121,6 +122,9 @@ def collect_status(settings: Settings) -> dict[str, Any]:
                            "embed_model": stats["embed_model"], "embed_dims": stats["embed_dims"]}  # fmt: skip
         status["last_refresh"] = last or "none recorded"
         status["quarantine_open"] = {"total": stats["quarantine_open"], "by_reason": dict(reasons.most_common())}
+        if older:  # the previous version stays served until the new one is in; a person should know
+            status["served_older"] = [f"{o['source_id']}: its new version was refused ({', '.join(o['reasons'])}), "
+                                      "the previous one is served (korpus review list)" for o in older]  # fmt: skip
     else:
         status["index"] = f"none at {settings.index_path}: run `korpus refresh --root DIR`"
     status["models"] = {

@@ -7,6 +7,7 @@ through `Chunk`.
 from __future__ import annotations
 
 import hashlib
+import json
 from datetime import UTC, datetime
 from enum import StrEnum
 
@@ -60,6 +61,9 @@ class ReasonCode(StrEnum):
     """The file's reader died on it (a signal: SIGSEGV, SIGABRT, the OOM killer) or hit its memory or time limit, in
     the child process it reads in (tasks/runtime/reader_child.py). Not read again until its bytes change or a
     reviewer asks (`korpus review retry`)."""
+    reader_timed_out = "reader-timed-out"
+    """The file's reader ran past `KORPUS_READER_SECONDS` (tasks/runtime/reader_child.py): a legitimately long file, or
+    one that never ends. Refused as a whole like a crash; a changed file's previous version stays served."""
     processing_failed = "processing-failed"
     """A stage failed on this file in a way korpus did not foresee (the detail names the exception): the file is
     kept out, the rest of the refresh goes on."""
@@ -88,6 +92,8 @@ REASON_ADVICE: dict[ReasonCode, str] = {
     ReasonCode.no_speech: "no speech was found: reject a silent recording; a quiet one may need other audio filters",
     ReasonCode.page_quality: "`korpus review reocr` (the VLM tier when configured), release the text as it is, or "
     "replace the scan",
+    ReasonCode.reader_timed_out: "a long file may need more time: raise KORPUS_READER_SECONDS and `korpus review "
+    "retry ID`, or just `korpus review retry ID` when the machine was busy; one that never ends: replace it",
     ReasonCode.reader_crashed: "the reader crashed or hit a limit on this file (the detail says which): replace it "
     "with an undamaged copy, or raise KORPUS_READER_MEMORY_MB / KORPUS_READER_SECONDS and `korpus review retry`",
     ReasonCode.processing_failed: "the detail names what failed: replace the file with an undamaged copy, or report "
@@ -168,6 +174,11 @@ class Source(BaseModel):
     unreadable: str | None = Field(
         default=None, description="Why discovery could not read the file (a link loop, no permission): quarantined."
     )
+    hidden_members: list[str] = Field(
+        default_factory=list,
+        description="A container's members (names inside it) whose access or tenant a manifest rule made other than "
+        "the container's: its own page does not list them (tasks/receive.py).",
+    )
 
     @property
     def file_name(self) -> str:
@@ -181,6 +192,11 @@ class Source(BaseModel):
         """The container a child source came out of (a letter, a mailbox, an archive); None for a file on disk."""
         parent, sep, _ = self.source_id.rpartition(CHILD_SEPARATOR)
         return parent if sep else None
+
+
+def listing_key(source: Source) -> str:
+    """What a container's page leaves out, as the catalog keeps it (empty: nothing)."""
+    return json.dumps(sorted(source.hidden_members), ensure_ascii=False) if source.hidden_members else ""
 
 
 class UnitKind(StrEnum):

@@ -148,7 +148,12 @@ class Settings(BaseSettings):
     )
     reader_memory_mb: int = Field(default=4096, ge=256, description="The reading child's address-space limit, MB.")
     reader_seconds: float = Field(default=600.0, gt=0, description="The longest a reader may take on one file.")
-    reader_files_per_child: int = Field(default=200, ge=1, description="Files a reading child reads before a new one.")
+    reader_files_per_child: int = Field(
+        default=200,
+        ge=1,
+        description="Files a reading child reads with native code (text files and web pages do not count) before a new "
+        "child takes over.",
+    )
     retry_attempts: int = Field(
         default=4, ge=1, description="Calls made to an engine or service before a transient fault counts as failed."
     )

@@ -62,8 +62,9 @@ class SearchBackend(Protocol):
         """Chunks holding the identifiers exactly (ИНН, ОГРН, document numbers), most identifiers matched first."""
         ...
 
-    def typo_variants(self, terms: Sequence[str]) -> dict[str, list[str]]:
-        """Indexed terms a typo away from each analysed query term the index does not know (tasks/text/typos.py)."""
+    def typo_variants(self, terms: Sequence[str], scopes: Sequence[str] | None = None) -> dict[str, list[str]]:
+        """Indexed terms a typo away from each analysed query term the index does not know (tasks/text/typos.py),
+        judged over the chunks `scopes` may see: a caller is never offered a word only other scopes hold."""
         ...
 
     def coverage(self, query: str, key: Hashable, variants: dict[str, list[str]]) -> float:

@@ -273,9 +273,17 @@ class OpenSearchIndex:
         found = self.client.search(index=self.alias, body=body).get("suggest", {}).get("typo", [])
         return [(o["text"], int(o.get("freq", 0))) for entry in found for o in entry.get("options", [])]
 
-    def typo_variants(self, terms: Sequence[str]) -> dict[str, list[str]]:
-        """The embedded index's rule (tasks/text/typos.py) over the cluster's own vocabulary."""
-        return expand(terms, self.term_frequency, self.near)
+    def typo_variants(self, terms: Sequence[str], scopes: Sequence[str] | None = None) -> dict[str, list[str]]:
+        """The embedded index's rule (tasks/text/typos.py) over the cluster's own vocabulary; with `scopes`, judged
+        over the chunks they may see (the suggester knows no filters: its close candidates are checked each)."""
+        return expand(terms, self.term_frequency, self.near, None if scopes is None else
+                      lambda term: self.visible_holds(term, scopes))  # fmt: skip
+
+    def visible_holds(self, term: str, scopes: Sequence[str]) -> bool:
+        """Whether a chunk the scopes may see holds the analysed term."""
+        body = {"size": 0, "track_total_hits": 1, "query": {"bool": {"filter": [{"term": {"text": term}},
+                                                                                *visible(scopes)]}}}  # fmt: skip
+        return int(self.client.search(index=self.alias, body=body)["hits"]["total"]["value"]) > 0
 
     def coverage(self, query: str, key: str, variants: dict[str, list[str]] | None = None) -> float:
         """The embedded index's measure from the cluster's own statistics: `_termvectors` of the hit gives its

@@ -35,6 +35,18 @@ class QuarantineStore:
             refused.setdefault(source_id, {}).setdefault(version, set()).update(json.loads(reasons))
         return refused
 
+    def served_older(self) -> list[dict[str, Any]]:
+        """Files served at an older version because the version after it was refused as a whole (a crash, a time
+        limit, unreadable): the old version stays until the new one is in. Each with the refusal's reasons."""
+        rows = self.conn.execute(
+            "SELECT s.source_id, s.version, q.source_version, q.reasons FROM sources s JOIN (SELECT source_id, "
+            f"source_version, reasons, first_seen FROM quarantine WHERE {_OPEN_WHOLE_SOURCE}) q "
+            "ON q.source_id = s.source_id AND q.source_version != s.version WHERE s.lifecycle = 'current' "
+            "AND julianday(q.first_seen) >= julianday(s.switched_at) ORDER BY s.source_id"
+        )
+        return [{"source_id": sid, "served": served, "refused": version, "reasons": json.loads(reasons)}
+                for sid, served, version, reasons in rows]  # fmt: skip
+
     def relabel_refused(self, source: Source) -> int:
         """A version refused as a whole has no catalog row for the triggers to follow: its quarantine items take the
         manifest's access here (a file moved to `hr` takes its refused items out of a `public` reviewer's queue)."""

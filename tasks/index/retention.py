@@ -122,16 +122,31 @@ def quarantine_to_scrub(index: SqliteIndex, expired: list[tuple[str, str]]) -> i
         for pair in expired)  # fmt: skip
 
 
+_STALE_REFUSAL = (
+    "q.status = 'open' AND NOT EXISTS (SELECT 1 FROM sources s WHERE s.source_id = q.source_id AND s.version = "
+    f"q.source_version) AND NOT ({PRESENT})"
+)
+"""An open item about a version never indexed, of a file a later refresh saw at another version."""
+
+
+def stale_refusals(index: SqliteIndex, cutoff: str) -> list[str]:
+    """The items `expire_stale_refusals` resolves at `cutoff`."""
+    rows = index.conn.execute(f"SELECT q.item_id FROM quarantine q WHERE {_STALE_REFUSAL} AND q.last_seen < ?",
+                              (cutoff,))  # fmt: skip
+    return [item_id for (item_id,) in rows]
+
+
+def oldest_stale_refusal(index: SqliteIndex) -> str | None:
+    """When the oldest stale refusal was last seen (it expires `KORPUS_RETENTION_DAYS` later); None: there is none."""
+    return index.conn.execute(f"SELECT min(q.last_seen) FROM quarantine q WHERE {_STALE_REFUSAL}").fetchone()[0]
+
+
 def expire_stale_refusals(index: SqliteIndex, cutoff: str) -> int:
     """Open items about versions that were never indexed (a refused file), last seen before `cutoff`, of a file
-    whose refusal a later refresh recorded again for a newer version: resolved with an audit row. (The refusals of a
-    never-indexed file that is gone stay open: nothing in the catalog says it is gone.) Returns how many."""
-    rows = index.conn.execute(
-        "SELECT q.item_id FROM quarantine q WHERE q.status = 'open' AND q.last_seen < ? AND NOT EXISTS (SELECT 1 "
-        f"FROM sources s WHERE s.source_id = q.source_id AND s.version = q.source_version) AND NOT ({PRESENT})",
-        (cutoff,),
-    ).fetchall()
-    expired = [item_id for (item_id,) in rows]
+    whose refusal a later refresh recorded again for a newer version: resolved with an audit row, their text
+    scrubbed. (The refusals of a never-indexed file that is gone stay open: nothing in the catalog says it is gone.)
+    Runs with every refresh's garbage collection that is due, and `korpus gc`. Returns how many."""
+    expired = stale_refusals(index, cutoff)
     marks = ",".join("?" * len(expired))
     images: list[str] = []
     with index.write_transaction():
@@ -221,15 +236,16 @@ def collect_garbage(
 ) -> dict[str, Any]:
     """Remove what expired (see the module docstring); returns what was removed and the disk use before and after.
     `dry_run` reports what would go and removes nothing. `take_lock=False` is for the refresh, which holds the
-    lock already: it returns at once when no version has expired, without walking the data directory (files left by
-    an interrupted run are then collected by the next `korpus gc` or the next refresh that expires a version). The
+    lock already: it returns at once when no version and no stale refusal has expired, without walking the data
+    directory (files left by an interrupted run are then collected by the next `korpus gc` or the next refresh that
+    expires a version). The
     index file keeps the pages it freed for its next writes; `vacuum` rewrites it to its size (SQLite's VACUUM: it
     needs free disk space of about the file's size, and a while on a large index)."""
     days = settings.retention_days if retention_days is None else retention_days
     cutoff = (datetime.now(UTC) - timedelta(days=days)).isoformat(timespec="seconds")
     if not take_lock and settings.index_path.is_file():  # inside a refresh: nothing to walk the disk for?
         with SqliteIndex(settings.index_path) as index:
-            if not expired_versions(index, cutoff):
+            if not expired_versions(index, cutoff) and not stale_refusals(index, cutoff):
                 return {"retention_days": days, "cutoff": cutoff, "dry_run": dry_run, "versions": 0, "chunks": 0,
                         "files": 0, "file_bytes": 0}  # fmt: skip
     before = disk_use(settings.data)

@@ -33,7 +33,7 @@ CREATE TABLE IF NOT EXISTS file_readings (
 CREATE TABLE IF NOT EXISTS sources (
     source_id TEXT NOT NULL, version TEXT NOT NULL, kind TEXT, size INTEGER, path TEXT,
     owner TEXT, access TEXT, tenant TEXT, lifecycle TEXT NOT NULL, pages INTEGER, chunks INTEGER,
-    received_at TEXT NOT NULL, switched_at TEXT, superseded_at TEXT, PRIMARY KEY (source_id, version));
+    received_at TEXT NOT NULL, switched_at TEXT, superseded_at TEXT, listing TEXT, PRIMARY KEY (source_id, version));
 CREATE TABLE IF NOT EXISTS chunks (
     rowid INTEGER PRIMARY KEY, chunk_id TEXT NOT NULL UNIQUE, source_id TEXT NOT NULL,
     source_version TEXT NOT NULL, ordinal INTEGER NOT NULL, page INTEGER, t_start REAL, t_end REAL,
@@ -70,7 +70,8 @@ CREATE INDEX IF NOT EXISTS quarantine_by_status ON quarantine (status, first_see
 # Columns added after the first release: (table, column, type). An older index gets them on open.
 ADDED_COLUMNS = (("quarantine", "access", "TEXT"), ("quarantine", "kind", "TEXT"), ("quarantine", "readings", "TEXT"),
                  ("quarantine_decisions", "text", "TEXT"), ("sources", "superseded_at", "TEXT"),
-                 ("chunks", "regions", "TEXT"), ("quarantine", "tenant", "TEXT"))  # fmt: skip
+                 ("chunks", "regions", "TEXT"), ("quarantine", "tenant", "TEXT"),
+                 ("sources", "listing", "TEXT"))  # fmt: skip
 
 
 # What a filter needs, in a table of two narrow columns: `visible` is the scope of a current chunk (its access rule,

@@ -24,7 +24,7 @@ import apsw
 import numpy as np
 import sqlite_vec
 
-from korpus.core.datamodel import Chunk, Lifecycle, PageResult, Source
+from korpus.core.datamodel import Chunk, Lifecycle, PageResult, Source, listing_key
 from tasks.index.quarantine_store import QuarantineStore
 from tasks.index.records import RefreshRecords
 from tasks.index.schema import (
@@ -121,6 +121,17 @@ class SqliteIndex(VectorTables, QuarantineStore, RefreshRecords):
         )
         for source_id, version, owner, access, tenant in rows:
             known.setdefault(source_id, {})[version] = (owner, access, tenant)
+        return known
+
+    def listing_keys(self) -> dict[str, dict[str, str]]:
+        """Source id → {version: the members its page leaves out (`listing_key`)} for current containers whose page
+        leaves some out: a manifest rule that changes which is a new listing, and the page is read again."""
+        known: dict[str, dict[str, str]] = {}
+        rows = self.conn.execute(
+            "SELECT source_id, version, listing FROM sources WHERE lifecycle = 'current' AND listing IS NOT NULL"
+        )
+        for source_id, version, listing in rows:
+            known.setdefault(source_id, {})[version] = listing
         return known
 
     def served_chunk_keys(self) -> dict[str, str]:
@@ -233,10 +244,10 @@ class SqliteIndex(VectorTables, QuarantineStore, RefreshRecords):
             crash_point("publish-mid-transaction")
             self.conn.execute(
                 "INSERT INTO sources (source_id, version, kind, size, path, owner, access, tenant, lifecycle, "
-                "pages, chunks, received_at, switched_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'current', ?, ?, ?, ?) "
-                "ON CONFLICT(source_id, version) DO UPDATE SET lifecycle = 'current', owner = excluded.owner, "
+                "pages, chunks, received_at, switched_at, listing) VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'current', ?, ?, "
+                "?, ?, ?) ON CONFLICT(source_id, version) DO UPDATE SET lifecycle = 'current', owner = excluded.owner, "
                 "access = excluded.access, tenant = excluded.tenant, pages = excluded.pages, "
-                "chunks = excluded.chunks, switched_at = excluded.switched_at",
+                "chunks = excluded.chunks, switched_at = excluded.switched_at, listing = excluded.listing",
                 (
                     source.source_id,
                     source.version,
@@ -250,6 +261,7 @@ class SqliteIndex(VectorTables, QuarantineStore, RefreshRecords):
                     len(chunks),
                     utc_now(),
                     utc_now(),
+                    listing_key(source) or None,
                 ),
             )
 

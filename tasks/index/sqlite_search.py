@@ -98,7 +98,7 @@ class SqliteSearch:
         when the caller has none), or (stemmed=False) over the unstemmed `exact` field."""
         if stemmed:
             terms = analyse(query)
-            variants = self.typo_variants(terms) if variants is None else variants
+            variants = self.typo_variants(terms, scopes) if variants is None else variants
             searched = list(dict.fromkeys(t for t in [*terms, *(v for f in variants.values() for v in f)] if t))
             if sum(self.term_frequency(t) for t in searched) > MEMORY_BM25_MIN_MATCHES:
                 return self._memory_bm25(searched, scopes, depth)  # the same ranking, without bm25() per row
@@ -133,8 +133,9 @@ class SqliteSearch:
         found = rows.fetchall()
         return found[0][0] if found else 0
 
-    def typo_variants(self, terms: Sequence[str]) -> dict[str, list[str]]:
-        """Indexed terms a typo away from each query term the index does not know (tasks/text/typos.py)."""
+    def typo_variants(self, terms: Sequence[str], scopes: Sequence[str] | None = None) -> dict[str, list[str]]:
+        """Indexed terms a typo away from each query term the index does not know (tasks/text/typos.py); with
+        `scopes`, both judged over the chunks those scopes may see."""
 
         def starting_with_letter_of(term: str) -> list[tuple[str, int]]:
             return self.conn.execute(
@@ -142,7 +143,18 @@ class SqliteSearch:
                 (term[0], chr(ord(term[0]) + 1)),
             ).fetchall()
 
-        return expand(terms, self.term_frequency, starting_with_letter_of)
+        return expand(terms, self.term_frequency, starting_with_letter_of, None if scopes is None else
+                      lambda term: self.visible_holds(term, scopes))  # fmt: skip
+
+    def visible_holds(self, term: str, scopes: Sequence[str]) -> bool:
+        """Whether a chunk the scopes may see holds the analysed term."""
+        match = _fts_query([term])
+        if match is None:
+            return False
+        where, params = visible_sql(scopes)
+        return bool(self.conn.execute(
+            f"SELECT 1 FROM chunk_terms JOIN chunk_visibility v ON v.rowid = chunk_terms.rowid WHERE chunk_terms "
+            f"MATCH ? AND {where} LIMIT 1", [match, *params]).fetchall())  # fmt: skip
 
     def identifiers(self, identifiers: Sequence[str], scopes: Sequence[str], depth: int) -> list[int]:
         """Chunks holding the query's identifiers exactly, most identifiers matched first."""

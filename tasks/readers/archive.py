@@ -93,9 +93,14 @@ class ArchiveReader:
         outcome = ParseOutcome(page_count=1)
         names: list[str] = []
         count = 0
+        hidden = set(source.hidden_members)
+        from tasks.unpack import member_name  # the name the member's child source has
+
         try:
             for name, entry in archive_entries(Path(source.path)):
                 if entry.isdir or not name:  # libarchive gives a nameless entry where the header is damaged
+                    continue
+                if hidden and member_name(name) in hidden:  # a rule gave it other labels: not this page's to show
                     continue
                 count += 1
                 if len(names) < LISTED_NAMES:

@@ -27,6 +27,7 @@ from typing import Any, Protocol
 from korpus.core.datamodel import PageResult, QuarantineItem, ReasonCode, Source, SourceKind
 from korpus.core.settings import Settings
 from tasks.ocr.engine import PageImageSource
+from tasks.readers.transfer_encoding import Damage
 from tasks.text.quality import TextLayerQuality
 from tasks.text.structure import text_structure
 
@@ -95,6 +96,9 @@ class Member:
     """When the content says better than the name what reads it (`winmail.dat`, a `message/rfc822` part)."""
     refused: str | None = None
     """Why it was not taken out (a path out of the archive, a link, encrypted): the child is quarantined with it."""
+    damage: Damage | None = None
+    """What was wrong with its transfer encoding, known once its blocks are read (tasks/readers/transfer_encoding.py):
+    the bytes that could be decoded are kept, and this is recorded in the container's listing."""
 
 
 class Container(Protocol):

@@ -15,7 +15,6 @@ empty). Inline images under INLINE_IMAGE_BYTES (logos, signatures) are not taken
 
 from __future__ import annotations
 
-import binascii
 import email
 import email.policy
 import itertools
@@ -37,6 +36,7 @@ from tasks.readers.base import Member, ParseOutcome, UnreadableSourceError, fail
 from tasks.readers.mail_headers import decode_bytes, decode_header, header_date, people, short_who, who
 from tasks.readers.markup import html_to_text
 from tasks.readers.registry import kind_of
+from tasks.readers.transfer_encoding import Damage, decode_base64
 
 TNEF_SIGNATURE = b"\x78\x9f\x3e\x22"
 OLE2 = b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1"
@@ -159,7 +159,8 @@ def _attachments(message: Message) -> Iterator[Member]:
             continue
         if part is message or _is_body(part):
             continue
-        blocks = _decoded_blocks(part)
+        damage = Damage()
+        blocks = _decoded_blocks(part, damage)
         first = next(blocks, b"")
         inline = part.get_content_disposition() != "attachment" and part.get_content_maintype() == "image"
         if inline and len(first) < INLINE_IMAGE_BYTES:  # a first block that short is the whole part
@@ -170,31 +171,19 @@ def _attachments(message: Message) -> Iterator[Member]:
         kind = SourceKind.mail if tnef else None
         if not tnef and kind_of(name) is None:  # a name cut short or without its extension: the MIME type says
             kind = kind_of("x" + (mimetypes.guess_extension(part.get_content_type()) or ""))
-        yield Member(name=name, blocks=itertools.chain([first], blocks), kind=kind)
+        yield Member(name=name, blocks=itertools.chain([first], blocks), kind=kind, damage=damage)
 
 
-def _decoded_blocks(part: Message) -> Iterator[bytes]:
+def _decoded_blocks(part: Message, damage: Damage) -> Iterator[bytes]:
     """A part's bytes as they are decoded, DECODE_BLOCK at a time, so the unpacker counts them against its budget
-    (tasks/unpack.py) as they come and stops decoding when it is spent. Base64 is decoded in slices (what
-    `get_payload(decode=True)` gives, up to the first padding, as it does); other encodings are decoded whole, as
-    they are never larger than the letter's own text."""
+    (tasks/unpack.py) as they come and stops decoding when it is spent. Base64 is decoded line by line, every group
+    that arrived intact kept (tasks/readers/transfer_encoding.py); other encodings are decoded whole, as they are
+    never larger than the letter's own text."""
     raw = part.get_payload()
     if str(part.get("content-transfer-encoding", "")).strip().lower() != "base64" or not isinstance(raw, str):
         yield part.get_payload(decode=True) or b""
         return
-    pending, step = "", DECODE_BLOCK // 3 * 4
-    for start in range(0, len(raw), step):
-        pending += re.sub(r"[^A-Za-z0-9+/=]", "", raw[start : start + step])
-        end = pending.find("=")
-        if end >= 0:  # padding ends the data; what follows it is not read
-            yield binascii.a2b_base64(pending[:end] + "=" * (-end % 4)) if end % 4 != 1 else b""
-            return
-        cut = len(pending) - len(pending) % 4
-        if cut:
-            yield binascii.a2b_base64(pending[:cut])
-            pending = pending[cut:]
-    if len(pending) > 1:
-        yield binascii.a2b_base64(pending + "=" * (-len(pending) % 4))
+    yield from decode_base64(raw, damage, DECODE_BLOCK)
 
 
 def _as_bytes(message: Message) -> bytes:
@@ -343,6 +332,10 @@ class MailReader:
         except UnreadableSourceError as exc:
             outcome.problems.append(problem(source, ReasonCode.unreadable_file, str(exc)))
             return outcome
+        from tasks.unpack import member_name  # the name the member's child source has
+
+        hidden = set(source.hidden_members)  # attachments a rule gave other labels: not named on this page
+        letter.attachments = [m for m in letter.attachments if member_name(m.name) not in hidden]
         page = whole_file_page(source, letter.page_text(), "mail", form)
         outcome.pages.append(page.model_copy(update={"label": letter.label()}))
         return outcome

@@ -12,6 +12,13 @@ sitting inside an element a browser would replace. The encoding is the one the f
 `http-equiv`, the XML prolog), else the same detection as a text file (tasks/readers/text.py). One page per file,
 like a text file: an EPUB's chapters follow one another in its reading order (the spine), a feed's items each under
 its own heading with its date.
+
+Every form has a total output budget (`MARKUP_MAX_TEXT_CHARS`): a small file that expands past it — a spine naming
+one chapter thousands of times, fallback content nested thousands deep — is refused with that reason, never read
+until it exhausts the refresh's memory. An EPUB's spine reads each chapter once, and the chapters' unpacked bytes
+share one budget (`EPUB_MAX_TOTAL_BYTES`). Fallback content is parsed again only while the characters parsed again
+stay within the page's own length (`_ReparseBudget`): beyond that, nested fallback is kept as its text with the tags
+taken out, so the work grows with the page, not with the square of its nesting.
 """
 
 from __future__ import annotations
@@ -35,6 +42,22 @@ _BLOCKS = {"p", "div", "section", "article", "main", "header", "footer", "aside"
 _DECLARED = re.compile(rb"""<meta[^>]+charset\s*=\s*["']?\s*([A-Za-z0-9_\-]+)""", re.I)
 
 
+MARKUP_MAX_TEXT_CHARS = 32 * 2**20
+"""The most text one web page, feed or e-book gives (32 Mi characters: ten thousand pages of a book)."""
+_TAGS = re.compile(r"<[^>]*>")
+
+
+class MarkupTooLargeError(UnreadableSourceError):
+    """The file's text passes its output budget."""
+
+
+def _too_large(what: str) -> MarkupTooLargeError:
+    return MarkupTooLargeError(
+        f"{what} gives more than {MARKUP_MAX_TEXT_CHARS:,} characters of text (the output budget of a web page or "
+        "e-book): a file that expands this far is refused rather than read to the end"
+    )
+
+
 def _collapse(text: str) -> str:
     return " ".join(text.split())
 
@@ -50,6 +73,7 @@ class _HtmlText:
         self.in_title = False
         self.prefix = ""
         self.cells: list[str] | None = None
+        self.chars = 0
 
     def _flush(self, blank: bool = True) -> None:
         text = _collapse("".join(self.current))
@@ -106,6 +130,9 @@ class _HtmlText:
             self.cells = None
 
     def handle_data(self, data: str) -> None:
+        self.chars += len(data)
+        if self.chars > MARKUP_MAX_TEXT_CHARS:
+            raise _too_large("the page")
         if self.in_title:
             self.title.append(data)
         if not self.skipping:
@@ -136,19 +163,56 @@ def html_text(raw: bytes) -> tuple[str, str]:
     return html_to_text(text), encoding
 
 
-def html_to_text(markup: str) -> str:
+class _ReparseBudget:
+    """Characters of fallback content that may still be parsed again: the page's own length. Nested unclosed
+    `<iframe>`s hold the rest of the page each, so parsing every level again costs the square of the page."""
+
+    def __init__(self, chars: int) -> None:
+        self.left = chars
+        self.reparsed = 0
+
+    def take(self, chars: int) -> bool:
+        if chars > self.left:
+            return False
+        self.left -= chars
+        self.reparsed += chars
+        return True
+
+
+def html_to_text(markup: str, budget: _ReparseBudget | None = None) -> str:
     """The visible text of decoded HTML (a web page, a letter's text/html part), headings as `#`."""
     from selectolax.lexbor import LexborHTMLParser
 
+    if len(markup) > 4 * MARKUP_MAX_TEXT_CHARS:
+        raise _too_large("the page")
     sink = _HtmlText()
-    _walk(LexborHTMLParser(markup).root, sink)
+    _walk(LexborHTMLParser(markup).root, sink, budget or _ReparseBudget(len(markup)))
     return sink.text()
 
 
-def _walk(root: Any, sink: _HtmlText) -> None:
-    """The parsed tree's start tags, text and end tags, in document order (a stack: no recursion limit on nesting)."""
+def _fallback_children(node: Any, budget: _ReparseBudget) -> list[Any]:
+    """An `<iframe>`'s (`<noembed>`'s, `<noframes>`') raw fallback content as parsed markup while the budget lasts;
+    past it, one text node of the content with its tags taken out (linear in its length)."""
     from selectolax.lexbor import LexborHTMLParser
 
+    raw = node.text(deep=True)
+    if budget.take(len(raw)):
+        inner = LexborHTMLParser(raw).body
+        return list(inner.iter(include_text=True)) if inner is not None else []
+    return [_Text(_TAGS.sub(" ", raw))]
+
+
+class _Text:
+    """A text node made here (fallback content past the reparse budget), shaped as selectolax's."""
+
+    tag = "-text"
+
+    def __init__(self, text: str) -> None:
+        self.text_content = text
+
+
+def _walk(root: Any, sink: _HtmlText, budget: _ReparseBudget) -> None:
+    """The parsed tree's start tags, text and end tags, in document order (a stack: no recursion limit on nesting)."""
     if root is None:
         return
     stack: list[tuple[Any, bool]] = [(root, True)]
@@ -166,8 +230,7 @@ def _walk(root: Any, sink: _HtmlText) -> None:
         sink.handle_starttag(tag, [])
         stack.append((node, False))
         if tag in _REPARSED:  # its fallback content, as markup
-            inner = LexborHTMLParser(node.text(deep=True)).body
-            children = list(inner.iter(include_text=True)) if inner is not None else []
+            children = _fallback_children(node, budget)
         else:
             children = list(node.iter(include_text=True))
         stack.extend((child, True) for child in reversed(children))
@@ -284,10 +347,13 @@ def mht_text(raw: bytes) -> tuple[str, str]:
 
 
 EPUB_MAX_MEMBER_BYTES = 64 * 1024 * 1024
+EPUB_MAX_TOTAL_BYTES = 256 * 1024 * 1024
+"""The chapters of one EPUB unpack to at most this many bytes together (each chapter read once)."""
 
 
 def epub_text(path: Path) -> tuple[str, str]:
-    """An EPUB: its chapters' text in reading order (the OPF spine)."""
+    """An EPUB: its chapters' text in reading order (the OPF spine), each chapter once however often the spine
+    names it, within the unpacked-bytes and text budgets."""
     import posixpath
     import zipfile
 
@@ -301,19 +367,30 @@ def epub_text(path: Path) -> tuple[str, str]:
     with book:
         base = posixpath.dirname(opf_path)
         manifest = {e.get("id"): e.get("href") for e in opf.iter() if _local(e.tag) == "item"}
-        chapters = []
+        chapters: list[str] = []
+        seen: set[str] = set()
+        unpacked = chars = 0
         for ref in (e for e in opf.iter() if _local(e.tag) == "itemref"):
             href = manifest.get(ref.get("idref"))
             if not href:
                 continue
             name = posixpath.normpath(posixpath.join(base, href.split("#")[0]))
+            if name in seen:  # a spine that names a chapter again: it was read once, in its first place
+                continue
+            seen.add(name)
             try:
                 info = book.getinfo(name)
             except KeyError:
                 continue
             if info.file_size > EPUB_MAX_MEMBER_BYTES:
                 raise UnreadableSourceError(f"an EPUB chapter unpacks to over {EPUB_MAX_MEMBER_BYTES >> 20} MiB")
+            unpacked += info.file_size
+            if unpacked > EPUB_MAX_TOTAL_BYTES:
+                raise UnreadableSourceError(f"the EPUB's chapters unpack to over {EPUB_MAX_TOTAL_BYTES >> 20} MiB")
             chapters.append(html_text(book.read(info))[0])
+            chars += len(chapters[-1])
+            if chars > MARKUP_MAX_TEXT_CHARS:
+                raise _too_large("the e-book")
     return "\n\n".join(c for c in chapters if c.strip()), "utf-8"
 
 
@@ -336,6 +413,9 @@ class MarkupReader:
             text, encoding = read_form()
         except UnreadableSourceError as exc:
             outcome.problems.append(problem(source, ReasonCode.unreadable_file, str(exc)))
+            return outcome
+        if len(text) > MARKUP_MAX_TEXT_CHARS:  # a feed of many items, each within its own budget
+            outcome.problems.append(problem(source, ReasonCode.unreadable_file, str(_too_large(f"the {form} file"))))
             return outcome
         if not text.strip():
             outcome.problems.append(problem(source, ReasonCode.empty_text, "the page holds no visible text", 1))

@@ -124,7 +124,7 @@ class Retriever:
         lexical_scored: list[tuple[Hashable, float]] = []
         if reads_bm25:
             terms = analyse(query)
-            variants = self.backend.typo_variants(terms)  # one vocabulary lookup for ranking, coverage and explain
+            variants = self.backend.typo_variants(terms, scopes)  # one lookup for ranking, coverage and explain
             lexical_scored = self.backend.lexical(query, scopes, depth, True, variants)
             lexical = [key for key, _ in lexical_scored]
         dense_scored = self.backend.vector(vector, scopes, depth) if mode in HYBRID_MODES or mode == "dense" else []

@@ -167,7 +167,7 @@ def apply_batch(
 
 
 def _retry(item: dict[str, Any]) -> tuple[str, str, Write]:
-    retryable = {ReasonCode.reader_crashed.value, ReasonCode.unreadable_file.value}
+    retryable = {ReasonCode.reader_crashed.value, ReasonCode.reader_timed_out.value, ReasonCode.unreadable_file.value}
     if item["page"] is not None or item["chunk"] is not None or not retryable & set(item["reasons"]):
         raise ReviewError("retry is for a file refused as a whole because it could not be read (reader-crashed, "
                           "unreadable-file); this item is about a page or a chunk")  # fmt: skip

@@ -12,6 +12,10 @@ side searches them too. Bounded so it does not flood precision:
 - at most `MAX_VARIANTS` variants per term, the most frequent first.
 
 A mistype of the first letter is not corrected (candidates are read by first letter, an index range scan).
+
+Per caller: both "the index does not know it" and "a variant" are judged over the chunks the caller's scopes may
+see (`expand(..., holds=…)`), so a surname only `hr` documents hold is never offered to `public` as a "did you
+mean", and a word only `hr` holds does not hide `public`'s variants of it.
 """
 
 from __future__ import annotations
@@ -32,9 +36,12 @@ def correctable(term: str) -> bool:
     return len(term) >= MIN_LENGTH and term.isalpha()
 
 
-def near_terms(term: str, candidates: Iterable[tuple[str, int]]) -> list[str]:
+def near_terms(
+    term: str, candidates: Iterable[tuple[str, int]], holds: Callable[[str], bool] | None = None
+) -> list[str]:
     """Indexed terms a typo away from `term`, most frequent first. `candidates` are (term, document frequency)
-    pairs sharing the term's first letter."""
+    pairs sharing the term's first letter; `holds(name)` keeps only those a chunk the caller may see holds (asked
+    of the close candidates alone, nearest first)."""
     limit = allowed_distance(term)
     close = [
         (name, df)
@@ -44,6 +51,8 @@ def near_terms(term: str, candidates: Iterable[tuple[str, int]]) -> list[str]:
         and OSA.distance(term, name, score_cutoff=limit) <= limit
     ]
     scored = sorted((OSA.distance(term, name), -df, name) for name, df in close)
+    if holds is not None:
+        scored = [entry for entry in scored if holds(entry[2])]
     nearest = scored[0][0] if scored else 0
     return [name for distance, _, name in scored if distance == nearest][:MAX_VARIANTS]
 
@@ -52,14 +61,17 @@ def expand(
     terms: Iterable[str],
     frequency: Callable[[str], int],
     candidates: Callable[[str], Iterable[tuple[str, int]]],
+    holds: Callable[[str], bool] | None = None,
 ) -> dict[str, list[str]]:
     """term → variants for each unknown, correctable term of the query (terms the index knows are left out).
     `frequency(term)` is the term's document frequency; `candidates(term)` lists indexed (term, df) pairs sharing
-    its first letter (a superset of the near ones: `near_terms` measures the distance)."""
+    its first letter (a superset of the near ones: `near_terms` measures the distance). With `holds` (whether a
+    chunk the caller may see holds a term) a term is unknown when no such chunk holds it, and variants are only such
+    terms."""
     variants: dict[str, list[str]] = {}
     for term in dict.fromkeys(terms):
-        if correctable(term) and frequency(term) == 0:
-            found = near_terms(term, candidates(term))
+        if correctable(term) and (not holds(term) if holds is not None else frequency(term) == 0):
+            found = near_terms(term, candidates(term), holds)
             if found:
                 variants[term] = found
     return variants

@@ -14,9 +14,10 @@ decision running while a refresh does. After every step:
 
 A second run turns the meta-documents and `quarantine_whole_document` on, with a scan one of whose pages OCR reads
 nothing (its document refused whole at every version; its items must follow relabels like any). The model found
-two faults the catalog-judged machine could not: a changed file refused as a whole kept serving its old version
-(docs/lifecycle.md), and a refresh's `reconcile` failed with `database is locked` when a decision committed
-during it (every write now takes the lock first: `SqliteIndex.write_transaction`).
+two faults the catalog-judged machine could not: a changed file refused as a whole kept serving its old version under
+labels the manifest no longer gave it (now, #61 item 3, the old version stays served until a new one is in — under
+the manifest's labels: the model says which version and scope), and a refresh's `reconcile` failed with `database
+is locked` when a decision committed during it (every write now takes the lock first: `SqliteIndex.write_transaction`).
 
 It runs over both backends with the same assertions: the embedded SQLite index, and (KORPUS_BACKEND=opensearch) the
 session's real OpenSearch node mirroring the catalog, with cluster outages among the steps (a proxy in front of the
@@ -147,8 +148,8 @@ def mirror(settings: Settings) -> None:
 
 def refresh_inline(root: Path, settings: Settings, vectors: Vectors) -> None:
     """One refresh through the flow's task functions, in the flow's order (flows/corpus_refresh.py)."""
-    indexed, refused = refresh_tasks.read_catalog.fn(settings)
-    plan = plan_refresh(refresh_tasks.discover.fn(str(root), settings), indexed, refused)
+    indexed, refused, listings = refresh_tasks.read_catalog.fn(settings)
+    plan = plan_refresh(refresh_tasks.discover.fn(str(root), settings), indexed, refused, listings)
     refresh_tasks.apply_access_changes.fn(plan, settings)
     if plan.relabel or plan.removed or plan.rejected:
         mirror(settings)
@@ -216,6 +217,7 @@ class Archive(RuleBasedStateMachine):
         self.files: dict[str, str] = {}  # what is on disk
         self.read: dict[str, tuple[str, str]] = {}  # at the last refresh: source id → (sha256, scope)
         self.on_disk: dict[str, str] = {}  # at the last refresh: file → what the model wrote in it
+        self.served_text: dict[str, str] = {}  # file (or the attachment) → its last readable content a refresh read
         self.withdrawn: set[str] = set()  # chunk ids a reviewer rejected while they were served
         self.refreshed = False
         self._manifest()
@@ -305,14 +307,19 @@ class Archive(RuleBasedStateMachine):
         """The model's own record of what a refresh read: each file's bytes and the scope the manifest gave it."""
         self.refreshed = True
         self.read, self.on_disk = {}, dict(self.files)
+        # a version refused as a whole (no encoding reads it) leaves the file's previous one served (#61 item 3)
+        present = {ATTACHMENT if name == LETTER else name: text for name, text in self.files.items()}
+        self.served_text = {name: text if text != UNREADABLE else self.served_text[name] for name, text in
+                            present.items() if text != UNREADABLE or name in self.served_text}  # fmt: skip
         for name, text in self.files.items():
             access, tenant = self.labels.get(name, ("public", "default"))
             if name == LETTER:  # the attachment: the letter's labels, its access from a rule naming it if any
                 self.read[name] = (hashlib.sha256(letter(text)).hexdigest(), scope_of(access, tenant))
                 attachment = scope_of(self.child_access or access, tenant)
-                self.read[ATTACHMENT] = (hashlib.sha256(raw(text)).hexdigest(), attachment)
+                self.read[ATTACHMENT] = (hashlib.sha256(raw(self.served_text.get(ATTACHMENT, text))).hexdigest(),
+                                         attachment)  # fmt: skip
             else:
-                written = scan(text) if name == SCAN else raw(text)
+                written = scan(text) if name == SCAN else raw(self.served_text.get(name, text))
                 self.read[name] = (hashlib.sha256(written).hexdigest(), scope_of(access, tenant))
 
     def _scope(self, source_id: str, version: str | None) -> str | None:
@@ -429,9 +436,9 @@ class Archive(RuleBasedStateMachine):
         for name, text in self.on_disk.items():  # what was on disk when the last refresh ran
             if name == LETTER:
                 assert name in current, name
-                assert (ATTACHMENT in current) == (text != UNREADABLE), (ATTACHMENT, text[:20])
-            else:
-                assert (name in current) == (text != UNREADABLE), (name, text[:20])
+                assert (ATTACHMENT in current) == (ATTACHMENT in self.served_text), (ATTACHMENT, text[:20])
+            else:  # an unreadable version keeps the one read before it served (the old stays until the new is in)
+                assert (name in current) == (name in self.served_text), (name, text[:20])
 
     @invariant()
     def only_current_versions_are_served(self) -> None:

@@ -214,6 +214,41 @@ def zip_bomb() -> bytes:
     return out.getvalue()
 
 
+def spine_naming_one_chapter(times: int = 2000) -> bytes:
+    """#61: an 11 KB EPUB whose spine names one chapter 2,000 times took a refresh past 24 GB (OOM-killed)."""
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as book:
+        book.writestr("META-INF/container.xml", '<container><rootfiles><rootfile full-path="c.opf"/></rootfiles>'
+                      "</container>")  # fmt: skip
+        spine = '<itemref idref="c"/>' * times
+        book.writestr("c.opf", f'<package><manifest><item id="c" href="c.html"/></manifest><spine>{spine}</spine>'
+                      "</package>")  # fmt: skip
+        book.writestr("c.html", "<p>Глава о поставке насосов для котельной.</p>" * 3000)
+    return out.getvalue()
+
+
+def nested_frames(levels: int = 4000) -> bytes:
+    """#61: a page of nested unclosed iframes — each level parsed again cost the square of the page (2.4 GB)."""
+    return ("<html><body>" + "".join(f"<iframe>фрейм {n} о ремонте кровли " for n in range(levels))).encode()
+
+
+def damaged_base64_letter() -> bytes:
+    """#61: a letter whose attachment lost a character in its base64 (and gained a stray one before the padding):
+    every line but the damaged ones decodes; before, the whole block came out empty."""
+    import base64
+
+    text = "Акт сверки взаимных расчётов с поставщиком угля за третий квартал. ".encode() * 30
+    lines = base64.encodebytes(text).decode().splitlines()
+    lines[2] = lines[2][:20] + lines[2][21:]
+    lines[-1] = lines[-1].rstrip("=") + "Q" + "=" * (len(lines[-1]) - len(lines[-1].rstrip("=")))
+    return (
+        "From: a@b.ru\nTo: c@d.ru\nSubject: Акт\nMIME-Version: 1.0\n"
+        'Content-Type: multipart/mixed; boundary="b"\n\n--b\nContent-Type: text/plain; charset=utf-8\n\nАкт во '
+        'вложении.\n--b\nContent-Type: text/plain; charset=utf-8\nContent-Disposition: attachment; filename="akt.txt"'
+        "\nContent-Transfer-Encoding: base64\n\n" + "\n".join(lines) + "\n--b--\n"
+    ).encode()
+
+
 def docx_without_document() -> bytes:
     out = io.BytesIO()
     with zipfile.ZipFile(out, "w") as archive:
@@ -335,6 +370,11 @@ def build(root: Path, outside: Path) -> tuple[dict[str, set[ReasonCode]], set[st
             "пятницу"
         ).encode(),
         "старое/letter_cp1252.txt": "Café résumé: the delivery to Zürich is delayed by a week.".encode("cp1252"),
+        # #61: small files that expand without bound, read within their budgets; a damaged attachment recovered
+        "веб/повтор_главы.epub": spine_naming_one_chapter(),
+        "веб/вложенные_фреймы.html": nested_frames(),
+        "почта/битое_вложение.eml": damaged_base64_letter(),
+        "почта/битое_вложение.eml › akt.txt": None,
     }
     # containers: a zip bomb (its list and its first members read, the rest refused by the ratio limit), a
     # member named out of the archive
@@ -442,6 +482,9 @@ def test_a_malformed_archive_is_contained(tmp_path: Path, monkeypatch: pytest.Mo
         assert retrieve(index.searcher, "длинным именем файла", None, ["public"], k=1, mode="bm25")
         assert retrieve(index.searcher, "после фрейма", None, ["public"], k=1, mode="bm25")[0]["source_id"] == (
             "веб/iframe_открыт.html")  # fmt: skip
+        assert retrieve(index.searcher, "фрейм 3999", None, ["public"], k=1, mode="bm25")[0]["source_id"] == (
+            "веб/вложенные_фреймы.html")  # the deepest level's text is there  # fmt: skip
+        assert retrieve(index.searcher, "акт сверки угля", None, ["public"], k=3, mode="bm25")
 
     again = flows.corpus_refresh.run_refresh(root, settings)  # the changed file is read now; nothing else
     assert again["changed_during_run"] == [] and again["changes"].get("new") == 1

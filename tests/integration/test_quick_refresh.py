@@ -126,3 +126,77 @@ def test_the_retention_clock_ends_the_replay(models: dict, tmp_path: Path, monke
     time.sleep(8)
     collected = _refresh(runner, root, data)
     assert "quick" not in collected and collected["garbage_collected"]["versions"] == 1
+
+
+GARBAGE = "M]heh\\guc dh^_dk Cl>opMa no KHA M]heh\\guc dh^_dk Cl>opMa no KHA M]heh\\guc dh^_dk Cl>opMa no KHA."
+
+
+class _Later:
+    """The clock `days` ahead, for the modules that read it to decide retention (tasks/unchanged.py, retention.py)."""
+
+    def __init__(self, days: float) -> None:
+        import datetime as real
+
+        self.offset = days * 86400
+        offset = real.timedelta(days=days)
+
+        class Ahead(real.datetime):
+            @classmethod
+            def now(cls, tz: real.tzinfo | None = None) -> real.datetime:  # type: ignore[override]
+                return real.datetime.now(tz) + offset
+
+        self.datetime = Ahead
+
+    def time(self) -> float:
+        return time.time() + self.offset
+
+    def perf_counter(self) -> float:
+        return time.perf_counter()
+
+
+def test_a_stale_refusal_is_scrubbed_by_the_refresh_that_is_due_quick_path_or_not(
+    models: dict[str, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """#61 item 6: a refusal of a version never indexed, of a file since seen at another version, is resolved and its
+    text scrubbed by the first refresh after `KORPUS_RETENTION_DAYS` — also when the tree is unchanged (the quick
+    path must not answer past that time) — without `korpus gc`. Before, a refresh's gc returned early when no
+    version had expired, and the quick path's clock knew only versions. (The refused bytes here are not text, so the
+    item's evidence is written into it, as a page refusal's reading would be.)"""
+    import tasks.index.retention
+    import tasks.unchanged
+
+    monkeypatch.setenv("KORPUS_RETENTION_DAYS", "1")
+    monkeypatch.setenv("KORPUS_META_DOCUMENTS", "false")  # no superseded meta-documents: no version ever expires
+    root, data, runner = tmp_path / "archive", tmp_path / "data", CliRunner()
+    root.mkdir()
+    (root / "korpus.yaml").write_text("defaults:\n  owner: Архив\n  access: public\n", encoding="utf-8")
+    (root / "письмо.txt").write_text("Письмо о поставке угля на склад.", encoding="utf-8")
+    (root / "двоичный.txt").write_bytes(b"\x00\xff\xfe\x01" * 300)  # refused as a whole: never indexed
+    _refresh(runner, root, data)
+    with SqliteIndex(Settings(data=data).index_path) as index:
+        stale = {i["item_id"] for i in index.quarantine_items("open") if i["source_id"] == "двоичный.txt"}
+        assert stale
+        index.conn.execute(f"UPDATE quarantine SET evidence = 'Характеристика Кривошеина' WHERE item_id IN "
+                           f"({','.join('?' * len(stale))})", sorted(stale))  # fmt: skip
+    time.sleep(1.1)  # a later second: the next version's refusal is seen after this one
+    (root / "двоичный.txt").write_bytes(b"\x00\xff\xfe\x01" * 301)
+    time.sleep(SETTLED_NS / 1e9)
+    _refresh(runner, root, data)
+    _refresh(runner, root, data)  # nothing changed: recorded for the quick path
+    assert _refresh(runner, root, data).get("quick"), "the quick path should answer an unchanged tree"
+    with SqliteIndex(Settings(data=data).index_path) as index:
+        assert all(index.quarantine_item(i)["status"] == "open" for i in stale)
+
+    later = _Later(days=2)
+    monkeypatch.setattr(tasks.unchanged, "time", later)
+    monkeypatch.setattr(tasks.index.retention, "datetime", later.datetime)
+    summary = _refresh(runner, root, data)
+    assert not summary.get("quick"), "past the retention time the quick path must let the flow collect"
+    assert summary["garbage_collected"]["versions"] == 0  # the refusal alone was due
+    with SqliteIndex(Settings(data=data).index_path) as index:
+        for item_id in stale:
+            item = index.quarantine_item(item_id)
+            assert item is not None and item["status"] == "resolved", item
+            assert item["decisions"][-1]["action"] == "expired" and not item["evidence"], item
+        newer = [i for i in index.quarantine_items("open") if i["source_id"] == "двоичный.txt"]
+    assert newer and not {i["item_id"] for i in newer} & stale  # the present version's refusal stays open

@@ -192,3 +192,54 @@ def test_in_a_browser_log_in_search_filter_page_and_open_a_hit(
         WebDriverWait(browser, 60).until(lambda d: "/view/" in d.current_url)
         assert "404" not in browser.title
         browser.save_screenshot(str(shots / "search-opened.png"))
+
+
+def test_logout_ends_every_session_of_the_browser(refreshed: Refreshed) -> None:
+    """#61 item 5: /logout ends the viewer's and search page's session and the review page's, wherever it is
+    pressed; before, only /review/logout existed and the viewer's session lived on. Checked both ways."""
+    keys = {**KEYS, "reviewer": ["public", "hr"]}
+    settings = Settings(
+        data=refreshed.settings.data,
+        api_keys=keys,
+        review_keys={"reviewer": {"name": "Иванова", "scopes": ["public", "hr"]}},
+    )
+    for logout in ("/logout", "/review/logout"):
+        with TestClient(create_app(settings)) as http:
+            assert (
+                http.post("/view/login", data={"key": "reviewer", "next": "/"}, follow_redirects=False).status_code
+                == 303
+            )
+            assert http.post("/review/login", data={"key": "reviewer"}, follow_redirects=False).status_code == 303
+            viewer, review = http.cookies.get("korpus_key"), http.cookies.get("korpus_review")
+            assert viewer and review and http.get("/?q=приказ", follow_redirects=False).status_code == 200
+            assert 'action="/logout"' in http.get("/?q=приказ").text  # the page offers it
+            out = http.post(logout, follow_redirects=False)
+            assert out.status_code == 303
+            http.cookies.clear()  # a browser that kept the old cookies anyway: the server no longer knows them
+            http.cookies.set("korpus_key", viewer)
+            assert http.get("/?q=приказ", follow_redirects=False).status_code == 303, logout
+            http.cookies.clear()
+            http.cookies.set("korpus_review", review)
+            assert http.get("/review", follow_redirects=False).status_code in (303, 307), logout
+
+
+def test_a_form_posted_from_another_sites_page_is_refused(refreshed: Refreshed) -> None:
+    """#61 item 5: every POST is checked by its Origin (or Referer): a page of another site — a sibling subdomain,
+    which SameSite counts as the same site — gets 403 before any handler runs, with the session cookie or without;
+    this server's own pages and clients without either header (scripts, API keys) go on."""
+    settings = Settings(
+        data=refreshed.settings.data,
+        api_keys=KEYS,
+        review_keys={"reader-all": {"name": "Петров", "scopes": ["public", "hr"]}},
+    )
+    with TestClient(create_app(settings)) as http:
+        assert _login(http, "reader-all").status_code == 303
+        for origin in ("https://evil.example", "http://files.testserver", "null"):
+            for path in ("/logout", "/review/batch", "/view/login", "/review/api/decisions"):
+                refused = http.post(path, headers={"Origin": origin}, data={"key": "reader-all"})
+                assert refused.status_code == 403, (path, origin)
+        refused = http.post("/logout", headers={"Referer": "https://sub.testserver.example/page"})
+        assert refused.status_code == 403
+        assert http.get("/?q=приказ", follow_redirects=False).status_code == 200  # the session lived through them
+        own = http.post("/logout", headers={"Origin": "http://testserver"}, follow_redirects=False)
+        assert own.status_code == 303 and own.headers["location"] == "/view/login"

@@ -6,6 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from korpus.core.datamodel import ReasonCode, Source, SourceKind
 from korpus.core.settings import Settings
@@ -128,3 +130,69 @@ def test_an_epub_in_reading_order(tmp_path: Path) -> None:
     [page] = _read(tmp_path, "книга.epub", path.read_bytes()).pages
     assert page.text == "# Глава первая\n\nНачало.\n\n# Глава вторая\n\nКонец."
     assert kind_of("works.wps") is SourceKind.office
+
+
+def _nested_frames(levels: int, word: str = "уровень") -> str:
+    return "<html><body>" + "".join(f"<iframe>{word} {n} текст " for n in range(levels))
+
+
+def _spine_book(times: int, chapters: int = 1) -> bytes:
+    import io
+    import zipfile
+
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as book:
+        book.writestr(
+            "META-INF/container.xml", '<container><rootfiles><rootfile full-path="c.opf"/></rootfiles></container>'
+        )
+        items = "".join(f'<item id="c{n}" href="c{n}.html"/>' for n in range(chapters))
+        spine = "".join(f'<itemref idref="c{n % chapters}"/>' for n in range(times))
+        book.writestr("c.opf", f"<package><manifest>{items}</manifest><spine>{spine}</spine></package>")
+        for n in range(chapters):
+            book.writestr(f"c{n}.html", f"<p>Глава {n}: о поставке насосов.</p>" * 200)
+    return out.getvalue()
+
+
+@settings(max_examples=30, deadline=None)
+@given(levels=st.integers(1, 3000))
+def test_nested_fallback_content_is_parsed_again_within_the_pages_own_length(levels: int) -> None:
+    """#61 item 1: nested unclosed `<iframe>`s hold the rest of the page each; parsing each level again cost the
+    square of the page (4,000 levels: 2.4 GB). Now the characters parsed again never pass the page's length, and
+    every level's text is still there."""
+    from tasks.readers.markup import _ReparseBudget, html_to_text
+
+    page = _nested_frames(levels)
+    budget = _ReparseBudget(len(page))
+    text = html_to_text(page, budget)
+    assert budget.reparsed <= len(page)
+    assert all(f"уровень {n} текст" in text for n in (0, levels // 2, levels - 1))
+
+
+@settings(max_examples=20, deadline=None)
+@given(times=st.integers(1, 400), chapters=st.integers(1, 4))
+def test_a_spine_reads_each_chapter_once(tmp_path_factory: pytest.TempPathFactory, times: int, chapters: int) -> None:
+    """#61 item 1: a spine naming a chapter again and again (an 11 KB EPUB once took a refresh past 24 GB) gives each
+    chapter's text once, in the order of its first mention."""
+    from tasks.readers.markup import epub_text
+
+    path = tmp_path_factory.mktemp("epub") / "book.epub"
+    path.write_bytes(_spine_book(times, chapters))
+    text, _ = epub_text(path)
+    for n in range(min(times, chapters)):
+        assert text.count(f"Глава {n}:") == 200
+    assert len(text) <= chapters * 200 * 40
+
+
+def test_a_book_or_page_past_its_output_budget_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """#61 item 1: the output budget holds for every form (here lowered so the test is small): refused with the
+    reason, never read to the end."""
+    import tasks.readers.markup as markup
+
+    monkeypatch.setattr(markup, "MARKUP_MAX_TEXT_CHARS", 5_000)
+    (tmp_path / "book.epub").write_bytes(_spine_book(4, chapters=4))
+    (tmp_path / "page.html").write_text("<p>" + "Текст страницы. " * 2_000 + "</p>", encoding="utf-8")
+    for name in ("book.epub", "page.html"):
+        source = Source(source_id=name, version="v", path=str(tmp_path / name), kind=SourceKind.markup, owner="o",
+                        access="public")  # fmt: skip
+        outcome = MarkupReader().read(source, Settings())
+        assert not outcome.pages and "output budget" in outcome.problems[0].detail, name

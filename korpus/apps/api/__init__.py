@@ -10,15 +10,16 @@ is korpus/apps/review_web.py, the hit viewer korpus/apps/viewer.py, the search p
 """
 
 from fastapi import FastAPI, Request
-from fastapi.responses import JSONResponse
+from fastapi.responses import JSONResponse, RedirectResponse, Response
 
 from korpus.apps.api.access import served
 from korpus.apps.api.health import health_router
 from korpus.apps.api.search import search_router
 from korpus.apps.api.sources import sources_router
 from korpus.apps.api.tools import TOOLS, tools_router
-from korpus.apps.review_web import install_review
+from korpus.apps.review_web import SESSION_COOKIES, install_review
 from korpus.apps.search_page import search_page_router
+from korpus.apps.sessions import end_everywhere, same_origin
 from korpus.apps.viewer import viewer_router
 from korpus.core.model_store import set_offline_switches
 from korpus.core.settings import Settings
@@ -37,7 +38,23 @@ def create_app(settings: Settings) -> FastAPI:
         # The server's configured embedding model is not the one the index was built with: say so, plainly.
         return JSONResponse(status_code=409, content={"detail": str(exc)})
 
+    @app.middleware("http")
+    async def refuse_other_origins(request: Request, call_next):  # type: ignore[no-untyped-def]
+        # every form and JSON write is checked by its Origin: a page of another site (a sibling subdomain too) is
+        # refused before any handler runs (korpus/apps/sessions.py says why Origin and not a token)
+        if not same_origin(request.method, request.headers):
+            return JSONResponse(status_code=403, content={"detail": "a request from another site's page is refused"})
+        return await call_next(request)
+
     deps = served(settings)
+
+    @app.post("/logout", include_in_schema=False)
+    def logout(request: Request) -> Response:
+        """End the browser's sessions on this server (the viewer's and search page's, the review page's)."""
+        response = RedirectResponse("/view/login", status_code=303)
+        end_everywhere(deps.sessions, request.cookies, response, SESSION_COOKIES)
+        return response
+
     app.include_router(search_router(deps))
     app.include_router(sources_router(deps))
     app.include_router(health_router(deps))
