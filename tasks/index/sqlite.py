@@ -8,7 +8,8 @@ transaction: readers see the old version or the new one, never both or neither.
 `SqliteIndex` is the catalog — sources, versions, the lifecycle switch, page texts — and owns the connection; its
 other parts live beside it, one concern a file: the tables (`schema.py`), vectors and reindex (`vector_tables.py`),
 quarantine and decisions (`quarantine_store.py`), what it remembers of its refreshes (`records.py`) and the search
-side, a `SearchBackend` (`sqlite_search.py`, `index.searcher`).
+side, a `SearchBackend` (`sqlite_search.py`, `index.searcher`). It runs over 400 lines because the version switch
+and the catalog reads a refresh plans from (versions, listings, readings) are one concern: the catalog.
 """
 
 from __future__ import annotations

@@ -13,6 +13,8 @@ sitting inside an element a browser would replace. The encoding is the one the f
 like a text file: an EPUB's chapters follow one another in its reading order (the spine), a feed's items each under
 its own heading with its date.
 
+The module runs over 400 lines because the five forms share one output budget and one HTML walker, which a split
+would pull apart.
 Every form has a total output budget (`MARKUP_MAX_TEXT_CHARS`): a small file that expands past it — a spine naming
 one chapter thousands of times, fallback content nested thousands deep — is refused with that reason, never read
 until it exhausts the refresh's memory. An EPUB's spine reads each chapter once, and the chapters' unpacked bytes

@@ -140,3 +140,35 @@ def test_relabelling_or_removing_a_letter_takes_its_children_along(refreshed: tu
     with SqliteIndex(settings.index_path) as index:
         current = {r["source_id"] for r in index.sources() if r["lifecycle"] == "current"}
     assert not [s for s in current if s.startswith("кадры/премии.eml")]
+
+
+def test_a_members_name_stays_in_its_scope_when_a_rule_narrows_it_later(
+    models: dict[str, Path], tmp_path: Path
+) -> None:
+    """#61 item 4, as the issue reproduced it: a zip of an inventory and a personnel reference, public; then a rule
+    `пакет.zip › *Кривошеин*` → `hr`. The member moves to `hr`, and so does its name: the next refresh reads the
+    archive's page again, and `public` no longer finds «Кривошеин» in its listing (before: the archive's page kept
+    naming the member). The same holds for a letter's attachments."""
+    root = tmp_path / "archive"
+    root.mkdir()
+    (root / "korpus.yaml").write_text("defaults: {owner: канцелярия, access: public}\n", encoding="utf-8")
+    members = {"Опись_1.txt": "Опись дел архива отдела.", "Характеристика_Кривошеин_Аркадий.txt": "Характеристика."}
+    (root / "пакет.zip").write_bytes(zipped({name: text.encode() for name, text in members.items()}))
+    settings = Settings(data=tmp_path / "data", meta_documents=False)
+    run_refresh(root, settings)
+    assert any(h["source_id"] == "пакет.zip" for h in search(settings, "Кривошеин", ["public"], k=5))
+
+    rule = "  - {match: 'пакет.zip › *Кривошеин*', access: hr}\n"
+    (root / "korpus.yaml").write_text(
+        f"defaults: {{owner: канцелярия, access: public}}\nrules:\n{rule}", encoding="utf-8"
+    )
+    summary = run_refresh(root, settings)
+    assert summary["changes"].get("changed", 0) >= 1, summary  # the archive's page was read again
+    public = search(settings, "Кривошеин", ["public"], k=5)
+    assert public == [], [h["source_id"] for h in public]
+    assert any("Кривошеин" in h["source_id"] for h in search(settings, "Кривошеин", ["hr"], k=5))
+    assert any(h["source_id"] == "пакет.zip" for h in search(settings, "Опись", ["public"], k=5))
+
+    (root / "korpus.yaml").write_text("defaults: {owner: канцелярия, access: public}\n", encoding="utf-8")
+    run_refresh(root, settings)  # the rule goes: the name is the archive's to list again
+    assert any(h["source_id"] == "пакет.zip" for h in search(settings, "Кривошеин", ["public"], k=5))

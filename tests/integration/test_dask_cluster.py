@@ -169,8 +169,9 @@ def test_a_worker_killed_mid_refresh_loses_nothing(
 def test_a_file_that_kills_its_worker_is_its_own_item_not_its_batchs(
     prefect_server: str, models: dict[str, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """#46 item 1: on process workers a letter whose reading segfaults the worker (read in-process: a text file is
-    not isolated) fails the read task of its whole batch each time Dask tries it. The batch is read again file by
+    """#46 item 1: on process workers a letter whose reading segfaults the worker (read in-process: isolation off, as
+    `KORPUS_READER_ISOLATION=false` allows; with it on, the reading child dies instead — test_reader_crash.py) fails
+    the read task of its whole batch each time Dask tries it. The batch is read again file by
     file: the five good letters are indexed, the culprit alone is `reader-crashed`, and the next refresh leaves it."""
     from prefect.settings import PREFECT_API_URL, temporary_settings
 
@@ -183,7 +184,7 @@ def test_a_file_that_kills_its_worker_is_its_own_item_not_its_batchs(
     monkeypatch.setenv("KORPUS_FAULT_READ", "убийца:segv")  # the workers inherit it; the test process reads nothing
     monkeypatch.setenv("DASK_DISTRIBUTED__SCHEDULER__ALLOWED_FAILURES", "1")  # two deaths make a KilledWorker
     with _cluster(prefect_server, tmp_path) as (address, _procs):
-        settings = Settings(data=tmp_path / "data", meta_documents=False, dask_address=address)
+        settings = Settings(data=tmp_path / "data", meta_documents=False, dask_address=address, reader_isolation=False)
         with temporary_settings(updates={PREFECT_API_URL: prefect_server}):
             first = run_refresh(root, settings)
             second = run_refresh(root, settings)

@@ -10,12 +10,15 @@ from collections.abc import Iterator
 
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from korpus.core.datamodel import PageResult, Source, SourceKind
 from tasks.contract.chunking import page_chunks
 from tasks.index.backend import IndexMismatchError
 from tasks.index.opensearch import OpenSearchIndex
 from tasks.retrieval.retriever import Retriever, retrieve
+from tasks.text.analysis import analyse
 
 pytestmark = [pytest.mark.integration, pytest.mark.opensearch]
 DIMS = 4
@@ -180,3 +183,38 @@ def test_hybrid_routes_a_paraphrase_to_dense(index: OpenSearchIndex) -> None:
     _publish(index, "stray.txt", "v1", ["Инвентаризация товаров на складе номер три."], vector=_axis(0, 1, 0.3))
     query, vector = "Когда починят крышу на складе?", _axis(0)
     assert retrieve(index, query, vector, ["public"], mode="hybrid")[0]["source_id"] == "roof.txt"
+
+
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    documents=st.lists(
+        st.tuples(st.sampled_from(("public", "hr")), st.sampled_from(("Кривошеин", "Остроумов"))),
+        min_size=1,
+        max_size=4,
+    ),
+    caller=st.sampled_from((["public"], ["hr"], ["public", "hr"])),
+)
+def test_typo_variants_come_only_from_what_the_callers_scopes_hold(
+    opensearch_url: str, documents: list[tuple[str, str]], caller: list[str]
+) -> None:
+    """#61 item 4 on the cluster: a surname only `hr` holds is never offered to `public` as a "did you mean" (the
+    term suggester knows no filters; each close candidate is checked under the caller's scopes)."""
+    import uuid
+
+    from opensearchpy import OpenSearch
+
+    index = OpenSearchIndex(OpenSearch(hosts=[opensearch_url], timeout=60), prefix=f"t{uuid.uuid4().hex[:10]}")
+    index.ensure("e5-small", DIMS)
+    try:
+        for n, (access, surname) in enumerate(documents):
+            _publish(index, f"d{n}.txt", "v1", [f"Характеристика на сотрудника {surname} утверждена."], access=access)
+        visible = {t for access, surname in documents if access in caller for t in analyse(surname)}
+        for mistyped in ("Кривошейн", "Остроумав"):
+            variants = index.typo_variants(analyse(mistyped), caller)
+            offered = {v for found in variants.values() for v in found}
+            assert offered <= visible, (offered, caller, documents)
+            wanted = analyse(mistyped.replace("й", "и").replace("ав", "ов"))[0]
+            assert (wanted in offered) == (wanted in visible), (wanted, offered, visible)
+    finally:
+        index.client.indices.delete(index=f"{index.prefix}-chunks-*", ignore=[404])
+        index.client.indices.delete_index_template(name=f"{index.prefix}-chunks", ignore=[404])

@@ -140,14 +140,16 @@ def test_refused_for_content_is_not_reprocessed() -> None:
     assert [s.version for s in changed.to_process] == ["v2"]
 
 
-def test_a_file_back_to_a_refused_version_retires_the_version_it_replaced() -> None:
-    """Found by the lifecycle machine in CI (session 26): a file refused as unreadable (v1), then rewritten readable
-    (v2, indexed), then rewritten with v1's bytes again. The refusal of v1 stands — it is not read again — but v2 is
-    no longer the file and must not stay served."""
-    indexed = {"a.txt": {"v2": ("o", "public", "default")}}
+def test_a_file_back_to_a_refused_version_keeps_the_version_it_replaced() -> None:
+    """A file refused as unreadable (v1), then rewritten readable (v2, indexed), then rewritten with v1's bytes again.
+    The refusal of v1 stands — it is not read again — and v2 stays served until a version after it is in (#61 item 3:
+    the old version stays until the new one is in; before, v2 was retired), taking the manifest's labels."""
+    indexed = {"a.txt": {"v2": ("o", "public", None)}}
     plan = plan_refresh([_source("a.txt", version="v1")], indexed, {"a.txt": {"v1": {"unreadable-file"}}})
-    assert plan.to_process == [] and plan.removed == ["a.txt"]
-    assert plan.change == {"a.txt": ChangeKind.changed}
+    assert plan.to_process == [] and plan.removed == [] and plan.relabel == []
+    assert plan.change == {"a.txt": ChangeKind.unchanged}
+    moved = plan_refresh([_source("a.txt", version="v1", access="hr")], indexed, {"a.txt": {"v1": {"unreadable-file"}}})
+    assert [(s.version, s.access) for s in moved.relabel] == [("v2", "hr")]  # an access change never waits
     still = plan_refresh([_source("a.txt", version="v1")], {}, {"a.txt": {"v1": {"unreadable-file"}}})
     assert still.removed == [] and still.change == {"a.txt": ChangeKind.unchanged}  # once retired: nothing to do
 
