@@ -76,7 +76,16 @@ def _line(text: str, number: int, final: bool, damage: Damage) -> bytes:
     if number not in damage.lines:
         damage.lines.append(number)
     left = _last(data, damage) if final else _groups(data[: len(data) - cut])
-    return left + _groups(data[cut:])
+    whole = data + "=" * padded  # from the end: the part's last group keeps its padding
+    return left + _right(whole[len(whole) % 4 :])
+
+
+def _right(text: str) -> bytes:
+    """Groups aligned to the end of a line (its padding, if any, closing the last one)."""
+    try:
+        return binascii.a2b_base64(text) if text else b""
+    except binascii.Error:  # padding where a group does not allow it: the groups before it
+        return _groups(text.rstrip("="))
 
 
 def decode_base64(raw: str, damage: Damage, block: int = 1 << 20) -> Iterator[bytes]:

@@ -104,7 +104,7 @@ class _OneAnswerBackend:
     def lexical(self, *_args: object) -> list[tuple[str, float]]:
         return [("a", 1.0)]
 
-    def typo_variants(self, _terms: object) -> dict:
+    def typo_variants(self, _terms: object, _scopes: object = None) -> dict:
         return {}
 
     def identifiers(self, *_args: object) -> list[str]:
