@@ -32,7 +32,8 @@ import zipfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-LETTERS = ROOT / "tests" / "fixtures" / "real-archive-2" / "email"
+sys.path.insert(0, str(ROOT))
+from tests.unit.test_transfer_encoding import missing_in_order, real_attachments  # noqa: E402
 
 
 def nested_frames(levels: int) -> bytes:
@@ -44,18 +45,22 @@ def repeated_spine(times: int, chapter_bytes: int = 200_000) -> bytes:
     out = io.BytesIO()
     with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as book:
         book.writestr("mimetype", "application/epub+zip")
-        book.writestr("META-INF/container.xml", '<container><rootfiles><rootfile full-path="c.opf"/></rootfiles>'
-                      "</container>")  # fmt: skip
+        book.writestr(
+            "META-INF/container.xml", '<container><rootfiles><rootfile full-path="c.opf"/></rootfiles></container>'
+        )
         spine = "".join('<itemref idref="c"/>' for _ in range(times))
-        book.writestr("c.opf", f'<package><manifest><item id="c" href="c.html"/></manifest><spine>{spine}</spine>'
-                      "</package>")  # fmt: skip
+        book.writestr(
+            "c.opf", f'<package><manifest><item id="c" href="c.html"/></manifest><spine>{spine}</spine></package>'
+        )
         book.writestr("c.html", chapter)
     return out.getvalue()
 
 
 def many_items(items: int) -> bytes:
-    body = "".join(f"<item><title>Новость {n}</title><description>&lt;p&gt;Текст {n}&lt;/p&gt;</description></item>"
-                   for n in range(items))  # fmt: skip
+    body = "".join(
+        f"<item><title>Новость {n}</title><description>&lt;p&gt;Текст {n}&lt;/p&gt;</description></item>"
+        for n in range(items)
+    )
     return f'<?xml version="1.0"?><rss><channel><title>Лента</title>{body}</channel></rss>'.encode()
 
 
@@ -111,14 +116,17 @@ print(json.dumps({"seconds": time.perf_counter() - started, "chars": chars, "ref
 
 
 def measure(path: Path, who: str) -> dict:
-    done = subprocess.run([sys.executable, "-c", RUN, str(path), who], capture_output=True, text=True, cwd=ROOT,
-                          timeout=900, check=True)  # fmt: skip
+    done = subprocess.run(
+        [sys.executable, "-c", RUN, str(path), who], capture_output=True, text=True, cwd=ROOT, timeout=900, check=True
+    )
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
 def readers(folder: Path) -> list[str]:
-    rows = ["| input | size | korpus s | korpus peak MB | plain s | plain peak MB | korpus chars | plain chars |",
-            "|---|---|---|---|---|---|---|---|"]  # fmt: skip
+    rows = [
+        "| input | size | korpus s | korpus peak MB | plain s | plain peak MB | korpus chars | plain chars |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
     for kind, (suffix, make, small, large) in CASES.items():
         per_byte = []
         for size in (small, large):
@@ -126,9 +134,16 @@ def readers(folder: Path) -> list[str]:
             path.write_bytes(make(size))
             ours, plain = measure(path, "korpus"), measure(path, "plain")
             per_byte.append(ours["seconds"] / path.stat().st_size)
-            cells = [f"{kind} ({size})", f"{path.stat().st_size:,} B", f"{ours['seconds']:.2f}",
-                     f"{ours['peak_mb']:.0f}", f"{plain['seconds']:.2f}", f"{plain['peak_mb']:.0f}",
-                     f"{ours['chars']:,}", f"{plain['chars']:,}"]  # fmt: skip
+            cells = [
+                f"{kind} ({size})",
+                f"{path.stat().st_size:,} B",
+                f"{ours['seconds']:.2f}",
+                f"{ours['peak_mb']:.0f}",
+                f"{plain['seconds']:.2f}",
+                f"{plain['peak_mb']:.0f}",
+                f"{ours['chars']:,}",
+                f"{plain['chars']:,}",
+            ]
             rows.append("| " + " | ".join(cells) + " |")
             if ours["refused"]:
                 rows[-1] += f" refused: {ours['refused'][0]}"
@@ -139,18 +154,6 @@ def readers(folder: Path) -> list[str]:
 
 
 # --- base64 ----------------------------------------------------------------------------------------------------
-
-
-def attachments() -> list[str]:
-    found = []
-    for path in sorted(LETTERS.glob("*.eml")):
-        message = email.message_from_bytes(path.read_bytes(), policy=email.policy.compat32)
-        for part in message.walk():
-            payload = part.get_payload()
-            if isinstance(payload, str) and part.get("content-transfer-encoding", "").lower() == "base64":
-                if len(payload) > 200:
-                    found.append(payload)
-    return found
 
 
 def before_61(raw: str) -> bytes:
@@ -191,24 +194,24 @@ def corrupt(payload: str, rnd: random.Random) -> tuple[str, list[bytes]]:
         at = rnd.randrange(len(line))
         stray = rnd.choice("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/=!")
         how = rnd.choice(["lose", "add", "replace"])
-        out.append({"lose": line[:at] + line[at + 1 :], "add": line[:at] + stray + line[at:],
-                    "replace": line[:at] + stray + line[at + 1 :]}[how])  # fmt: skip
+        out.append(
+            {
+                "lose": line[:at] + line[at + 1 :],
+                "add": line[:at] + stray + line[at:],
+                "replace": line[:at] + stray + line[at + 1 :],
+            }[how]
+        )
         groups += [base64.b64decode(g) for k, g in enumerate(chunks) if k != at // 4]
     return "\n".join(out) + "\n", groups
 
 
 def kept(groups: list[bytes], out: bytes) -> int:
-    at = count = 0
-    for piece in groups:
-        found = out.find(piece, at)
-        if found >= 0:
-            count, at = count + 1, found + len(piece)
-    return count
+    return len(groups) - len(missing_in_order(groups, out))
 
 
 def base64_rows(corruptions: int) -> list[str]:
     rnd = random.Random(61)
-    payloads = attachments()
+    payloads = real_attachments()
     totals = {"email package": 0, "korpus before #61": 0, "korpus now": 0}
     groups_total = 0
     for _ in range(corruptions):
@@ -216,8 +219,11 @@ def base64_rows(corruptions: int) -> list[str]:
         groups_total += len(groups)
         for name, decode in (("email package", by_email), ("korpus before #61", before_61), ("korpus now", now)):
             totals[name] += kept(groups, decode(text))
-    rows = [f"{corruptions} corruptions of {len(payloads)} real attachments, {groups_total:,} intact groups:",
-            "| decoder | intact groups given back |", "|---|---|"]  # fmt: skip
+    rows = [
+        f"{corruptions} corruptions of {len(payloads)} real attachments, {groups_total:,} intact groups:",
+        "| decoder | intact groups given back |",
+        "|---|---|",
+    ]
     rows += [f"| {name} | {count / groups_total:.4f} |" for name, count in totals.items()]
     return rows
 
@@ -226,7 +232,6 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--corruptions", type=int, default=300)
     args = parser.parse_args()
-    sys.path.insert(0, str(ROOT))
     print("\n".join(base64_rows(args.corruptions)))
     print()
     with tempfile.TemporaryDirectory() as folder:

@@ -393,5 +393,8 @@ def plan_refresh(
 def _older(source: Source, versions: dict[str, tuple]) -> list[Source]:
     """The file's served versions other than the one on disk whose labels are not the manifest's now: relabelled at
     once (an access reduction never waits for the new version to be read, or for a refused one to be fixed)."""
-    return [source.model_copy(update={"version": version}) for version, labels in versions.items()
-            if version != source.version and tuple(labels) != metadata_key(source)]  # fmt: skip
+    return [
+        source.model_copy(update={"version": version})
+        for version, labels in versions.items()
+        if version != source.version and tuple(labels) != metadata_key(source)
+    ]

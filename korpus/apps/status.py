@@ -123,8 +123,11 @@ def collect_status(settings: Settings) -> dict[str, Any]:
         status["last_refresh"] = last or "none recorded"
         status["quarantine_open"] = {"total": stats["quarantine_open"], "by_reason": dict(reasons.most_common())}
         if older:  # the previous version stays served until the new one is in; a person should know
-            status["served_older"] = [f"{o['source_id']}: its new version was refused ({', '.join(o['reasons'])}), "
-                                      "the previous one is served (korpus review list)" for o in older]  # fmt: skip
+            status["served_older"] = [
+                f"{o['source_id']}: its new version was refused ({', '.join(o['reasons'])}), "
+                "the previous one is served (korpus review list)"
+                for o in older
+            ]
     else:
         status["index"] = f"none at {settings.index_path}: run `korpus refresh --root DIR`"
     status["models"] = {

@@ -276,13 +276,13 @@ class OpenSearchIndex:
     def typo_variants(self, terms: Sequence[str], scopes: Sequence[str] | None = None) -> dict[str, list[str]]:
         """The embedded index's rule (tasks/text/typos.py) over the cluster's own vocabulary; with `scopes`, judged
         over the chunks they may see (the suggester knows no filters: its close candidates are checked each)."""
-        return expand(terms, self.term_frequency, self.near, None if scopes is None else
-                      lambda term: self.visible_holds(term, scopes))  # fmt: skip
+        holds = None if scopes is None else (lambda term: self.visible_holds(term, scopes))
+        return expand(terms, self.term_frequency, self.near, holds)
 
     def visible_holds(self, term: str, scopes: Sequence[str]) -> bool:
         """Whether a chunk the scopes may see holds the analysed term."""
-        body = {"size": 0, "track_total_hits": 1, "query": {"bool": {"filter": [{"term": {"text": term}},
-                                                                                *visible(scopes)]}}}  # fmt: skip
+        query = {"bool": {"filter": [{"term": {"text": term}}, *visible(scopes)]}}
+        body = {"size": 0, "track_total_hits": 1, "query": query}
         return int(self.client.search(index=self.alias, body=body)["hits"]["total"]["value"]) > 0
 
     def coverage(self, query: str, key: str, variants: dict[str, list[str]] | None = None) -> float:

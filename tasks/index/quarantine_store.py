@@ -44,8 +44,10 @@ class QuarantineStore:
             "ON q.source_id = s.source_id AND q.source_version != s.version WHERE s.lifecycle = 'current' "
             "AND julianday(q.first_seen) >= julianday(s.switched_at) ORDER BY s.source_id"
         )
-        return [{"source_id": sid, "served": served, "refused": version, "reasons": json.loads(reasons)}
-                for sid, served, version, reasons in rows]  # fmt: skip
+        return [
+            {"source_id": sid, "served": served, "refused": version, "reasons": json.loads(reasons)}
+            for sid, served, version, reasons in rows
+        ]
 
     def relabel_refused(self, source: Source) -> int:
         """A version refused as a whole has no catalog row for the triggers to follow: its quarantine items take the

@@ -131,8 +131,9 @@ _STALE_REFUSAL = (
 
 def stale_refusals(index: SqliteIndex, cutoff: str) -> list[str]:
     """The items `expire_stale_refusals` resolves at `cutoff`."""
-    rows = index.conn.execute(f"SELECT q.item_id FROM quarantine q WHERE {_STALE_REFUSAL} AND q.last_seen < ?",
-                              (cutoff,))  # fmt: skip
+    rows = index.conn.execute(
+        f"SELECT q.item_id FROM quarantine q WHERE {_STALE_REFUSAL} AND q.last_seen < ?", (cutoff,)
+    )
     return [item_id for (item_id,) in rows]
 
 
@@ -238,9 +239,8 @@ def collect_garbage(
     `dry_run` reports what would go and removes nothing. `take_lock=False` is for the refresh, which holds the
     lock already: it returns at once when no version and no stale refusal has expired, without walking the data
     directory (files left by an interrupted run are then collected by the next `korpus gc` or the next refresh that
-    expires a version). The
-    index file keeps the pages it freed for its next writes; `vacuum` rewrites it to its size (SQLite's VACUUM: it
-    needs free disk space of about the file's size, and a while on a large index)."""
+    expires a version). The index file keeps the pages it freed for its next writes; `vacuum` rewrites it to its size
+    (SQLite's VACUUM: it needs free disk space of about the file's size, and a while on a large index)."""
     days = settings.retention_days if retention_days is None else retention_days
     cutoff = (datetime.now(UTC) - timedelta(days=days)).isoformat(timespec="seconds")
     if not take_lock and settings.index_path.is_file():  # inside a refresh: nothing to walk the disk for?

@@ -143,8 +143,8 @@ class SqliteSearch:
                 (term[0], chr(ord(term[0]) + 1)),
             ).fetchall()
 
-        return expand(terms, self.term_frequency, starting_with_letter_of, None if scopes is None else
-                      lambda term: self.visible_holds(term, scopes))  # fmt: skip
+        holds = None if scopes is None else (lambda term: self.visible_holds(term, scopes))
+        return expand(terms, self.term_frequency, starting_with_letter_of, holds)
 
     def visible_holds(self, term: str, scopes: Sequence[str]) -> bool:
         """Whether a chunk the scopes may see holds the analysed term."""
@@ -152,9 +152,13 @@ class SqliteSearch:
         if match is None:
             return False
         where, params = visible_sql(scopes)
-        return bool(self.conn.execute(
-            f"SELECT 1 FROM chunk_terms JOIN chunk_visibility v ON v.rowid = chunk_terms.rowid WHERE chunk_terms "
-            f"MATCH ? AND {where} LIMIT 1", [match, *params]).fetchall())  # fmt: skip
+        return bool(
+            self.conn.execute(
+                f"SELECT 1 FROM chunk_terms JOIN chunk_visibility v ON v.rowid = chunk_terms.rowid WHERE chunk_terms "
+                f"MATCH ? AND {where} LIMIT 1",
+                [match, *params],
+            ).fetchall()
+        )
 
     def identifiers(self, identifiers: Sequence[str], scopes: Sequence[str], depth: int) -> list[int]:
         """Chunks holding the query's identifiers exactly, most identifiers matched first."""

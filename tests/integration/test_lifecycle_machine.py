@@ -309,15 +309,20 @@ class Archive(RuleBasedStateMachine):
         self.read, self.on_disk = {}, dict(self.files)
         # a version refused as a whole (no encoding reads it) leaves the file's previous one served (#61 item 3)
         present = {ATTACHMENT if name == LETTER else name: text for name, text in self.files.items()}
-        self.served_text = {name: text if text != UNREADABLE else self.served_text[name] for name, text in
-                            present.items() if text != UNREADABLE or name in self.served_text}  # fmt: skip
+        self.served_text = {
+            name: text if text != UNREADABLE else self.served_text[name]
+            for name, text in present.items()
+            if text != UNREADABLE or name in self.served_text
+        }
         for name, text in self.files.items():
             access, tenant = self.labels.get(name, ("public", "default"))
             if name == LETTER:  # the attachment: the letter's labels, its access from a rule naming it if any
                 self.read[name] = (hashlib.sha256(letter(text)).hexdigest(), scope_of(access, tenant))
                 attachment = scope_of(self.child_access or access, tenant)
-                self.read[ATTACHMENT] = (hashlib.sha256(raw(self.served_text.get(ATTACHMENT, text))).hexdigest(),
-                                         attachment)  # fmt: skip
+                self.read[ATTACHMENT] = (
+                    hashlib.sha256(raw(self.served_text.get(ATTACHMENT, text))).hexdigest(),
+                    attachment,
+                )
             else:
                 written = scan(text) if name == SCAN else raw(self.served_text.get(name, text))
                 self.read[name] = (hashlib.sha256(written).hexdigest(), scope_of(access, tenant))

@@ -218,11 +218,13 @@ def spine_naming_one_chapter(times: int = 2000) -> bytes:
     """#61: an 11 KB EPUB whose spine names one chapter 2,000 times took a refresh past 24 GB (OOM-killed)."""
     out = io.BytesIO()
     with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as book:
-        book.writestr("META-INF/container.xml", '<container><rootfiles><rootfile full-path="c.opf"/></rootfiles>'
-                      "</container>")  # fmt: skip
+        book.writestr(
+            "META-INF/container.xml", '<container><rootfiles><rootfile full-path="c.opf"/></rootfiles></container>'
+        )
         spine = '<itemref idref="c"/>' * times
-        book.writestr("c.opf", f'<package><manifest><item id="c" href="c.html"/></manifest><spine>{spine}</spine>'
-                      "</package>")  # fmt: skip
+        book.writestr(
+            "c.opf", f'<package><manifest><item id="c" href="c.html"/></manifest><spine>{spine}</spine></package>'
+        )
         book.writestr("c.html", "<p>Глава о поставке насосов для котельной.</p>" * 3000)
     return out.getvalue()
 
@@ -484,7 +486,8 @@ def test_a_malformed_archive_is_contained(tmp_path: Path, monkeypatch: pytest.Mo
         assert retrieve(index.searcher, "после фрейма", None, ["public"], k=1, mode="bm25")[0]["source_id"] == (
             "веб/iframe_открыт.html")  # fmt: skip
         assert retrieve(index.searcher, "уровень 3999", None, ["public"], k=1, mode="bm25")[0]["source_id"] == (
-            "веб/вложенные_фреймы.html")  # the deepest level's text is there  # fmt: skip
+            "веб/вложенные_фреймы.html"
+        )  # the deepest level's text is there
         assert retrieve(index.searcher, "акт сверки угля", None, ["public"], k=3, mode="bm25")
 
     again = flows.corpus_refresh.run_refresh(root, settings)  # the changed file is read now; nothing else

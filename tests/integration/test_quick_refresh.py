@@ -176,8 +176,11 @@ def test_a_stale_refusal_is_scrubbed_by_the_refresh_that_is_due_quick_path_or_no
     with SqliteIndex(Settings(data=data).index_path) as index:
         stale = {i["item_id"] for i in index.quarantine_items("open") if i["source_id"] == "двоичный.txt"}
         assert stale
-        index.conn.execute(f"UPDATE quarantine SET evidence = 'Характеристика Кривошеина' WHERE item_id IN "
-                           f"({','.join('?' * len(stale))})", sorted(stale))  # fmt: skip
+        index.conn.execute(
+            f"UPDATE quarantine SET evidence = 'Характеристика Кривошеина' WHERE item_id IN "
+            f"({','.join('?' * len(stale))})",
+            sorted(stale),
+        )
     time.sleep(1.1)  # a later second: the next version's refusal is seen after this one
     (root / "двоичный.txt").write_bytes(b"\x00\xff\xfe\x01" * 301)
     time.sleep(SETTLED_NS / 1e9)

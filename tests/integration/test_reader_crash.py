@@ -63,7 +63,9 @@ def test_a_segfault_an_allocation_and_a_hang_are_each_one_files_item(
     assert served == {"письмо_0.txt", "письмо_1.txt", "письмо_2.txt", "хороший.pdf"}, (served, first)
     crashes, hangs = ("segv.pdf", "alloc.pdf", "alloc.txt"), ("hang.pdf", "hang.html")
     assert {s: items[s]["reasons"] for s in (*crashes, *hangs)} == {
-        **{s: ["reader-crashed"] for s in crashes}, **{s: ["reader-timed-out"] for s in hangs}}  # fmt: skip
+        **{s: ["reader-crashed"] for s in crashes},
+        **{s: ["reader-timed-out"] for s in hangs},
+    }
     assert "SIGSEGV" in items["segv.pdf"]["detail"]
     assert "memory limit (768 MB)" in items["alloc.pdf"]["detail"]
     assert "memory limit (768 MB)" in items["alloc.txt"]["detail"]
@@ -119,11 +121,13 @@ def test_a_changed_file_that_times_out_keeps_its_old_version_and_its_childs_chil
     assert item["reasons"] == ["reader-timed-out"] and "KORPUS_READER_SECONDS" in item["detail"]
     shown = CliRunner().invoke(app, ["status", "--data", str(settings.data)])
     assert "served_older" in shown.output and "том_1.txt: its new version was refused (reader-timed-out)" in (
-        shown.output)  # fmt: skip
+        shown.output
+    )
 
     monkeypatch.delenv("KORPUS_FAULT_READ")  # a calmer machine: the reviewer retries, the new version goes in
-    retried = CliRunner().invoke(app, ["review", "retry", item["item_id"], "--reviewer", "р", "--data",
-                                       str(settings.data)])  # fmt: skip
+    retried = CliRunner().invoke(
+        app, ["review", "retry", item["item_id"], "--reviewer", "р", "--data", str(settings.data)]
+    )
     assert retried.exit_code == 0, retried.output
     run_refresh(root, settings)
     with SqliteIndex(settings.index_path) as index:

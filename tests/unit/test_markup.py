@@ -192,7 +192,8 @@ def test_a_book_or_page_past_its_output_budget_is_refused(tmp_path: Path, monkey
     (tmp_path / "book.epub").write_bytes(_spine_book(4, chapters=4))
     (tmp_path / "page.html").write_text("<p>" + "Текст страницы. " * 2_000 + "</p>", encoding="utf-8")
     for name in ("book.epub", "page.html"):
-        source = Source(source_id=name, version="v", path=str(tmp_path / name), kind=SourceKind.markup, owner="o",
-                        access="public")  # fmt: skip
+        source = Source(
+            source_id=name, version="v", path=str(tmp_path / name), kind=SourceKind.markup, owner="o", access="public"
+        )
         outcome = MarkupReader().read(source, Settings())
         assert not outcome.pages and "output budget" in outcome.problems[0].detail, name

@@ -74,11 +74,20 @@ def test_a_containers_page_names_only_the_members_that_share_its_scope(
 def _index(path: Path, documents: list[tuple[str, str]]) -> SqliteIndex:
     index = SqliteIndex(path)
     for n, (access, body) in enumerate(documents):
-        source = Source(source_id=f"d{n}.txt", version="v1", path="/dev/null", kind=SourceKind.text, owner="o",
-                        access=access)  # fmt: skip
-        chunk = Chunk(chunk_id=f"c{n}", source_id=source.source_id, source_version="v1",
-                      locator=Locator(page=1, end=len(body)), text=body, body=body, owner="o", access_rule=access,
-                      policy_version="structure-v2")  # fmt: skip
+        source = Source(
+            source_id=f"d{n}.txt", version="v1", path="/dev/null", kind=SourceKind.text, owner="o", access=access
+        )
+        chunk = Chunk(
+            chunk_id=f"c{n}",
+            source_id=source.source_id,
+            source_version="v1",
+            locator=Locator(page=1, end=len(body)),
+            text=body,
+            body=body,
+            owner="o",
+            access_rule=access,
+            policy_version="structure-v2",
+        )
         index.publish_version(source, [chunk], np.ones((1, 4), dtype=np.float32), [], embed_model="m")
     return index
 
