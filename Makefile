@@ -94,7 +94,7 @@ test-opensearch: python
 	@test -n "$$KORPUS_OPENSEARCH_URL" || { echo "set KORPUS_OPENSEARCH_URL=http://host:9200 (a real OpenSearch 2.19+ cluster)"; exit 2; }
 	$(BIN)/python -m pytest -m opensearch -q
 
-lint:
+lint: python
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 

@@ -28,8 +28,10 @@ from pathlib import Path
 import httpx
 
 ROOT = Path(__file__).resolve().parents[1]
-WORDS = ("приказ премировании сотрудников договор поставки насосов протокол заседания комиссии записка отпусках "
-         "ремонт кровли склада акт сверки расчётов квартал поставщик оборудование смета").split()  # fmt: skip
+WORDS = (
+    "приказ премировании сотрудников договор поставки насосов протокол заседания комиссии записка отпусках "
+    "ремонт кровли склада акт сверки расчётов квартал поставщик оборудование смета"
+).split()
 
 
 def page_chunks(source, bodies: list[str]) -> list:
@@ -66,8 +68,14 @@ def build_index(data: Path, documents: int = 200, seed: int = 1) -> list[str]:
     embedder = shared_embedder(str(embed_model_path(settings)))
     with SqliteIndex(settings.index_path) as index:
         for n in range(documents):
-            source = Source(source_id=f"doc_{n:04d}.txt", version=f"{n:064x}", path="/x", kind=SourceKind.text,
-                            owner="Архив", access="public" if n % 4 else "hr")  # fmt: skip
+            source = Source(
+                source_id=f"doc_{n:04d}.txt",
+                version=f"{n:064x}",
+                path="/x",
+                kind=SourceKind.text,
+                owner="Архив",
+                access="public" if n % 4 else "hr",
+            )
             chunks = page_chunks(source, [" ".join(rnd.choices(WORDS, k=40)) + f". Номер {n}-{i}." for i in range(3)])
             vectors = embedder.embed_passages([c.text for c in chunks])
             index.publish_version(source, chunks, vectors, 3, embed_model=embedder.name)
@@ -99,10 +107,19 @@ def wait_healthy(health: str, proc: subprocess.Popen, why: Callable[[], str], se
 def serving(data: Path, **env: str) -> Iterator[str]:
     """`korpus serve` in a subprocess on a free loopback port until the block ends; yields the base URL."""
     port = free_port()
-    command = [sys.executable, "-c", "from korpus.apps.cli import app; app()", "serve", "--port", str(port), "--data",
-               str(data)]  # fmt: skip
-    proc = subprocess.Popen(command, cwd=ROOT, env={**os.environ, **env}, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.PIPE)  # fmt: skip
+    command = [
+        sys.executable,
+        "-c",
+        "from korpus.apps.cli import app; app()",
+        "serve",
+        "--port",
+        str(port),
+        "--data",
+        str(data),
+    ]
+    proc = subprocess.Popen(
+        command, cwd=ROOT, env={**os.environ, **env}, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+    )
     url = f"http://127.0.0.1:{port}"
     try:
         wait_healthy(
@@ -148,9 +165,15 @@ def load(url: str, queries: list[str], clients: int, mode: str, seconds: float =
         t.join()
     ordered = sorted(latencies)
     p95 = ordered[int(0.95 * (len(ordered) - 1))] if ordered else float("nan")
-    return {"clients": clients, "mode": mode, "requests": len(latencies), "errors": len(errors),
-            "error_kinds": sorted(set(errors))[:3], "p50_ms": round(1000 * statistics.median(ordered), 1) if ordered
-            else None, "p95_ms": round(1000 * p95, 1)}  # fmt: skip
+    return {
+        "clients": clients,
+        "mode": mode,
+        "requests": len(latencies),
+        "errors": len(errors),
+        "error_kinds": sorted(set(errors))[:3],
+        "p50_ms": round(1000 * statistics.median(ordered), 1) if ordered else None,
+        "p95_ms": round(1000 * p95, 1),
+    }
 
 
 def main() -> None:
@@ -163,13 +186,16 @@ def main() -> None:
         queries = build_index(data)
         report: dict[str, list[dict]] = {}
         with serving(data) as url:
-            report["default"] = [load(url, queries, n, mode, seconds=args.seconds) for mode in ("bm25", "hybrid")
-                                 for n in args.clients]  # fmt: skip
+            report["default"] = [
+                load(url, queries, n, mode, seconds=args.seconds) for mode in ("bm25", "hybrid") for n in args.clients
+            ]
         for label, rows in report.items():
             print(f"== {label}")
             for row in rows:
-                print(f"  {row['mode']:>6} × {row['clients']:>2} clients: {row['requests']:>5} requests, "
-                      f"{row['errors']} errors, p50 {row['p50_ms']} ms, p95 {row['p95_ms']} ms")  # fmt: skip
+                print(
+                    f"  {row['mode']:>6} × {row['clients']:>2} clients: {row['requests']:>5} requests, "
+                    f"{row['errors']} errors, p50 {row['p50_ms']} ms, p95 {row['p95_ms']} ms"
+                )
             hybrid = {r["clients"]: r["p95_ms"] for r in rows if r["mode"] == "hybrid"}
             if 1 in hybrid and 20 in hybrid:
                 print(f"  hybrid p95 at 20 clients ÷ 1 client: {hybrid[20] / hybrid[1]:.2f}")

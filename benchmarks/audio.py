@@ -64,9 +64,13 @@ def korpus_speech(path: Path, settings: Settings) -> dict:
     from distributed import Client, LocalCluster
 
     source = Source(
-        source_id=path.name, version=file_sha256(path), path=str(path), kind=SourceKind.audio, owner="b",
+        source_id=path.name,
+        version=file_sha256(path),
+        path=str(path),
+        kind=SourceKind.audio,
+        owner="b",
         access="public",
-    )  # fmt: skip
+    )
     plan = prepare_recording(source, settings)
     batches = [[i] for i in range(len(plan.windows))]
     with (
@@ -78,8 +82,12 @@ def korpus_speech(path: Path, settings: Settings) -> dict:
         futures = client.map(lambda batch: transcribe_windows(plan, batch, settings), batches, pure=False)
         results = [r for batch in client.gather(futures) for r, _ in batch]
     outcome = assemble_recording(source, plan, results, settings)
-    return {"duration": plan.duration, "windows": len(plan.windows), "speech_s": outcome.speech_seconds,
-            "words": sum(len(r.words) for r in results)}  # fmt: skip
+    return {
+        "duration": plan.duration,
+        "windows": len(plan.windows),
+        "speech_s": outcome.speech_seconds,
+        "words": sum(len(r.words) for r in results),
+    }
 
 
 def whole_file(path: Path, settings: Settings) -> int:
@@ -88,9 +96,13 @@ def whole_file(path: Path, settings: Settings) -> int:
         str(whisper_model_path(settings)), settings.whisper_device, settings.whisper_compute_type, 2, 1
     )
     segments, _ = model.transcribe(
-        str(path), language=settings.language, beam_size=5, word_timestamps=True, condition_on_previous_text=False,
+        str(path),
+        language=settings.language,
+        beam_size=5,
+        word_timestamps=True,
+        condition_on_previous_text=False,
         vad_filter=False,
-    )  # fmt: skip
+    )
     return sum(len(s.words or []) for s in segments)
 
 
@@ -117,8 +129,11 @@ def spoken_recording(out: Path, repeats: int = 4) -> Path:
     ffmpeg makes it 16 kHz mono (a synthetic voice: Whisper hears it worse than a person, docs/audio.md)."""
     raw = out.with_suffix(".espeak.wav")
     subprocess.run(["espeak-ng", "-v", "ru", "-w", str(raw), SPOKEN * repeats], check=True, capture_output=True)
-    subprocess.run(["ffmpeg", "-y", "-loglevel", "error", "-i", str(raw), "-ac", "1", "-ar", str(RATE), str(out)],
-                   check=True, capture_output=True)  # fmt: skip
+    subprocess.run(
+        ["ffmpeg", "-y", "-loglevel", "error", "-i", str(raw), "-ac", "1", "-ar", str(RATE), str(out)],
+        check=True,
+        capture_output=True,
+    )
     return out
 
 

@@ -53,11 +53,30 @@ def xquad_pages(path: Path) -> list[tuple[Source, list[PageResult]]]:
     out = []
     for line in path.read_text(encoding="utf-8").splitlines():
         doc = json.loads(line)
-        source = Source(source_id=f"{doc['_id']}.txt", version=doc["_id"], path="-", kind=SourceKind.text,
-                        owner="xquad", access="public")  # fmt: skip
+        source = Source(
+            source_id=f"{doc['_id']}.txt",
+            version=doc["_id"],
+            path="-",
+            kind=SourceKind.text,
+            owner="xquad",
+            access="public",
+        )
         text = doc["text"]
-        out.append((source, [PageResult(source_id=source.source_id, source_version=source.version, page=1,
-                                        text=text, method="plain-text", units=text_structure(text))]))  # fmt: skip
+        out.append(
+            (
+                source,
+                [
+                    PageResult(
+                        source_id=source.source_id,
+                        source_version=source.version,
+                        page=1,
+                        text=text,
+                        method="plain-text",
+                        units=text_structure(text),
+                    )
+                ],
+            )
+        )
     return out
 
 

@@ -55,9 +55,13 @@ def texts_of_every_length(letters: int = 1000) -> dict[str, tuple[str, list[str]
     queries = [json.loads(line)["text"] for line in (folder / "queries-dev.jsonl").read_text().splitlines()]
     sentences = [" ".join(re.split(r"(?<=[.!?])\s+", p)[:2]) for p in corpus]
     long = [" ".join(corpus[i : i + 3]) for i in range(0, len(corpus) - 2)]
-    return {"queries": ("query", queries), "letters": ("passage", scale_letters(letters)),
-            "sentences": ("passage", sentences), "paragraphs": ("passage", corpus),
-            "512-token": ("passage", long)}  # fmt: skip
+    return {
+        "queries": ("query", queries),
+        "letters": ("passage", scale_letters(letters)),
+        "sentences": ("passage", sentences),
+        "paragraphs": ("passage", corpus),
+        "512-token": ("passage", long),
+    }
 
 
 def scale_letters(files: int) -> list[str]:
@@ -72,8 +76,9 @@ def scale_letters(files: int) -> list[str]:
     with tempfile.TemporaryDirectory() as tmp:
         write_archive(Path(tmp) / "letters", files)
         for path in sorted(Path(tmp).rglob("*.txt")):
-            source = Source(source_id=path.name, version="v", path=str(path), kind=SourceKind.text, owner="o",
-                            access="public")  # fmt: skip
+            source = Source(
+                source_id=path.name, version="v", path=str(path), kind=SourceKind.text, owner="o", access="public"
+            )
             page = PageResult(source_id=path.name, source_version="v", page=1, text=path.read_text(), method="plain")
             chunks, _ = build_chunks(source, [page], Settings().chunk_policy, count=count, language="ru")
             texts += [c.text for c in chunks]
@@ -135,9 +140,12 @@ def main() -> None:
     if args.budgets:
         rows = {f"korpus, budget {b}": korpus_rows(embedder, b) for b in args.budgets}
     else:
-        rows = {"korpus": korpus_rows(embedder), "plain, batches of 32": PlainLoop(folder, threads).embed,
-                "plain, sorted batches of 32": PlainLoop(folder, threads, sort=True).embed,
-                "korpus before #47": korpus_rows(embedder, before=True)}  # fmt: skip
+        rows = {
+            "korpus": korpus_rows(embedder),
+            "plain, batches of 32": PlainLoop(folder, threads).embed,
+            "plain, sorted batches of 32": PlainLoop(folder, threads, sort=True).embed,
+            "korpus before #47": korpus_rows(embedder, before=True),
+        }
     report: dict[str, dict] = {}
     for name, (prompt, texts) in sets.items():
         alone = np.stack([korpus_rows(embedder, before=True)([t], prompt)[0] for t in texts[:200]])
@@ -152,9 +160,14 @@ def main() -> None:
                 best[row] = min(best.get(row, float("inf")), time.perf_counter() - start)
                 cosine[row] = float((vectors[:200] * alone).sum(axis=1).min())
         tokens = [len(e.ids) for e in embedder._model._tokenizer.encode_batch(texts)]
-        entry = {"texts": len(texts), "median tokens": int(np.median(tokens)),
-                 **{row: {"texts/s": round(len(texts) / best[row], 1), "least cosine to alone": round(cosine[row], 6)}
-                    for row in rows}}  # fmt: skip
+        entry = {
+            "texts": len(texts),
+            "median tokens": int(np.median(tokens)),
+            **{
+                row: {"texts/s": round(len(texts) / best[row], 1), "least cosine to alone": round(cosine[row], 6)}
+                for row in rows
+            },
+        }
         if not args.budgets:
             plain = min(best["plain, batches of 32"], best["plain, sorted batches of 32"])
             entry["korpus ÷ best plain (speed)"] = round(plain / best["korpus"], 3)

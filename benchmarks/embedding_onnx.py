@@ -57,15 +57,24 @@ def variants(torch_model: Path, default: Path, folder: Path) -> dict[str, Path]:
     from onnxruntime.quantization import QuantType, quantize_dynamic
 
     fp32 = folder / "fp32"
-    made = {"onnx fp32": fp32, "onnx int8, every MatMul, per tensor": folder / "per-tensor",
-            "onnx int8, every MatMul, per channel": folder / "per-channel"}  # fmt: skip
+    made = {
+        "onnx fp32": fp32,
+        "onnx int8, every MatMul, per tensor": folder / "per-tensor",
+        "onnx int8, every MatMul, per channel": folder / "per-channel",
+    }
     for target in made.values():
         shutil.copytree(default, target, ignore=shutil.ignore_patterns("model.onnx"))
     export_onnx(torch_model, fp32 / "model.onnx")
-    for per_channel, name in ((False, "onnx int8, every MatMul, per tensor"),
-                              (True, "onnx int8, every MatMul, per channel")):  # fmt: skip
-        quantize_dynamic(str(fp32 / "model.onnx"), str(made[name] / "model.onnx"), weight_type=QuantType.QInt8,
-                         per_channel=per_channel)  # fmt: skip
+    for per_channel, name in (
+        (False, "onnx int8, every MatMul, per tensor"),
+        (True, "onnx int8, every MatMul, per channel"),
+    ):
+        quantize_dynamic(
+            str(fp32 / "model.onnx"),
+            str(made[name] / "model.onnx"),
+            weight_type=QuantType.QInt8,
+            per_channel=per_channel,
+        )
     return made
 
 
@@ -87,30 +96,44 @@ def main() -> None:
     docs, questions, answers = load_xquad(args.xquad)
     report: dict = {}
     with tempfile.TemporaryDirectory() as tmp:
-        paths = {"torch (sentence-transformers)": torch_model, **variants(torch_model, default, Path(tmp)),
-                 "korpus option e5-small-int8: int8 per channel, feed-forward outputs fp32": default}  # fmt: skip
+        paths = {
+            "torch (sentence-transformers)": torch_model,
+            **variants(torch_model, default, Path(tmp)),
+            "korpus option e5-small-int8: int8 per channel, feed-forward outputs fp32": default,
+        }
         reference = None
         for name, folder in paths.items():
             embedder = Embedder(folder, batch_size=16)
             embedder.embed_passages(docs[:16])  # warm up
             p_vectors, p_rate = timed(embedder.embed_passages, docs)
             q_vectors, q_rate = timed(embedder.embed_queries, questions)
-            row = {"passages_per_s": round(p_rate, 1), "queries_per_s": round(q_rate, 1),
-                   **quality(p_vectors, q_vectors, answers),
-                   "file_mb": round(sum(f.stat().st_size for f in folder.rglob("*")
-                                        if f.suffix in (".onnx", ".safetensors")) / 2**20, 1)}  # fmt: skip
+            row = {
+                "passages_per_s": round(p_rate, 1),
+                "queries_per_s": round(q_rate, 1),
+                **quality(p_vectors, q_vectors, answers),
+                "file_mb": round(
+                    sum(f.stat().st_size for f in folder.rglob("*") if f.suffix in (".onnx", ".safetensors")) / 2**20, 1
+                ),
+            }
             if reference is None:
                 reference = row | {"vectors": (p_vectors, q_vectors)}
             else:
-                gap = min((p_vectors * reference["vectors"][0]).sum(1).min(),
-                          (q_vectors * reference["vectors"][1]).sum(1).min())  # fmt: skip
-                row |= {"max_cosine_gap": round(float(1 - gap), 4),
-                        "passages_speedup": round(p_rate / reference["passages_per_s"], 2),
-                        "queries_speedup": round(q_rate / reference["queries_per_s"], 2),
-                        "ndcg_change": round(row["ndcg@10"] - reference["ndcg@10"], 4)}  # fmt: skip
+                gap = min(
+                    (p_vectors * reference["vectors"][0]).sum(1).min(),
+                    (q_vectors * reference["vectors"][1]).sum(1).min(),
+                )
+                row |= {
+                    "max_cosine_gap": round(float(1 - gap), 4),
+                    "passages_speedup": round(p_rate / reference["passages_per_s"], 2),
+                    "queries_speedup": round(q_rate / reference["queries_per_s"], 2),
+                    "ndcg_change": round(row["ndcg@10"] - reference["ndcg@10"], 4),
+                }
             report[name] = row
-    print(json.dumps(report, indent=2, ensure_ascii=False) if args.json else
-          "\n".join(f"{k}: {v}" for k, v in report.items()))  # fmt: skip
+    print(
+        json.dumps(report, indent=2, ensure_ascii=False)
+        if args.json
+        else "\n".join(f"{k}: {v}" for k, v in report.items())
+    )
 
 
 if __name__ == "__main__":

@@ -48,8 +48,11 @@ CENTRAL = {
     "je zpoždění výroby u našeho dodavatele. Případné náklady spojené se zpožděním uhradíme. S pozdravem, "
     "Jiří Dvořák, obchodní oddělení.",
 }
-CODE_PAGES = {"ru": ("cp1251", "koi8_r", "cp866", "mac_cyrillic", "iso8859_5"),
-              "western": ("cp1252", "latin_1", "cp850"), "central": ("cp1250", "iso8859_2")}  # fmt: skip
+CODE_PAGES = {
+    "ru": ("cp1251", "koi8_r", "cp866", "mac_cyrillic", "iso8859_5"),
+    "western": ("cp1252", "latin_1", "cp850"),
+    "central": ("cp1250", "iso8859_2"),
+}
 
 
 def _cut(text: str, length: int) -> str:
@@ -63,8 +66,11 @@ def labelled() -> list[tuple[str, str, str, str]]:
     """(language, length, code page, text) for every case."""
     russian = [decode_text(path.read_bytes())[0] for path in RUSSIAN_FILES]
     cases = []
-    for group, texts in (("ru", {f"ru{n}": t for n, t in enumerate(russian)}), ("western", WESTERN),
-                         ("central", CENTRAL)):  # fmt: skip
+    for group, texts in (
+        ("ru", {f"ru{n}": t for n, t in enumerate(russian)}),
+        ("western", WESTERN),
+        ("central", CENTRAL),
+    ):
         for language, text in texts.items():
             for length, size in (("short", 40), ("long", 600)):
                 piece = _cut(text[len(text) // 3 :] if group == "ru" else text, size)

@@ -60,7 +60,7 @@ os.environ.setdefault("PREFECT_LOGGING_LEVEL", "WARNING")
 os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks.retrieval import REAL_QUESTIONS, write_real_colloquial
+from benchmarks.question_sets import REAL_QUESTIONS, REAL_TYPED, ROOT, write_real_colloquial, write_real_typed
 from corpora import archive_eval
 from corpora.sample_archive import write_sample_archive
 from flows.corpus_refresh import run_refresh
@@ -75,10 +75,8 @@ from tasks.retrieval.retriever import Retriever
 from tasks.runtime.prefect_server import stop_server
 from tasks.text.analysis import analyse
 
-ROOT = Path(__file__).resolve().parents[1]
 SKIP = ("no-answer", "denied-access", "collection")
 KINDS = ("as written", "lower case", "typos", "keywords", "colloquial", "two in one")
-REAL_TYPED = ROOT / "eval" / "real-typed"
 REPORTED_ONLY = ("real-typed",)
 ALPHAS = tuple(round(0.1 * n, 1) for n in range(11))
 DEPTHS = (5, 10, 20, 30, 50)
@@ -112,14 +110,28 @@ FITTED = {
 }
 FIXED = ("bm25", "dense", "rrf", "routed", "routed, no BM25-alone", "routed, message unsplit")
 DENSE_WAYS = ("dense", "dense, body", "dense, as typed")
-STOP = set(("что как где когда кто какой какая какие каких каком какое чем чей почему зачем сколько ли же бы "
-            "в во на по с со к ко о об от до из за у для при про под над без между через и а но или не ни это "
-            "то там тут был была были будет есть нужно можно надо мне нам вы мы я он она они его её их этот эта "
-            "эти который которая которые").split())  # fmt: skip
+STOP = set(
+    (
+        "что как где когда кто какой какая какие каких каком какое чем чей почему зачем сколько ли же бы "
+        "в во на по с со к ко о об от до из за у для при про под над без между через и а но или не ни это "
+        "то там тут был была были будет есть нужно можно надо мне нам вы мы я он она они его её их этот эта "
+        "эти который которая которые"
+    ).split()
+)
 ROWS = ("йцукенгшщзхъ", "фывапролджэ", "ячсмитьбю")
 NEIGHBOURS = {row[i]: row[i + 1] if i + 1 < len(row) else row[i - 1] for row in ROWS for i in range(len(row))}
-PHONETIC = (("о", "а"), ("а", "о"), ("е", "и"), ("и", "е"), ("нн", "н"), ("сс", "с"), ("тся", "ться"),
-            ("ться", "тся"), ("щ", "ш"), ("ё", "е"))  # fmt: skip
+PHONETIC = (
+    ("о", "а"),
+    ("а", "о"),
+    ("е", "и"),
+    ("и", "е"),
+    ("нн", "н"),
+    ("сс", "с"),
+    ("тся", "ться"),
+    ("ться", "тся"),
+    ("щ", "ш"),
+    ("ё", "е"),
+)
 FRAMES = ("подскажите плиз {}", "а где {} ?", "{} — кто знает?", "нужно {} срочно", "слушайте, {}", "{} ??")
 
 
@@ -149,16 +161,6 @@ def build(keep: Path, only: list[str] | None) -> dict[str, tuple[Path, Path]]:
             run_refresh(root, Settings(data=data))
         sets[name] = (data, questions)
     return sets
-
-
-def write_real_typed(root: Path) -> None:
-    """The real-typed set's corpus: both folders of the repository's real files, one owner, public."""
-    import shutil
-
-    for folder in ("real-archive", "real-archive-2"):
-        shutil.copytree(ROOT / "tests" / "fixtures" / folder, root / folder,
-                        ignore=shutil.ignore_patterns("LICENSE", "README.md"))  # fmt: skip
-    (root / "korpus.yaml").write_text("defaults:\n  owner: Архив\n  access: public\n", encoding="utf-8")
 
 
 # --- kinds of questions -----------------------------------------------------------------------------------------
@@ -243,8 +245,10 @@ class Candidates:
         ):
             read_parts, keys = [], set()
             # the message unsplit (cleaned, searched as one question) after its parts, when it has several
-            for part, vector in [*zip(parts, vectors[at : at + len(parts)], strict=True),
-                                 *([(whole, whole_vector)] if len(parts) > 1 else [])]:  # fmt: skip
+            for part, vector in [
+                *zip(parts, vectors[at : at + len(parts)], strict=True),
+                *([(whole, whole_vector)] if len(parts) > 1 else []),
+            ]:
                 variants = self.backend.typo_variants(analyse(part))
                 lexical = self.backend.lexical(part, scopes, 50, True, variants)
                 dense = self.backend.vector(vector, scopes, 50)
@@ -372,8 +376,11 @@ def study(cases: list[dict]) -> dict:
         row = {rule: mean(own, rule) for rule in FIXED}
         row |= {f"{rule} ({params[rule]})": mean(own, rule, params[rule]) for rule in FITTED}
         by_kind[f"{kind} (n={len(own)})"] = row
-    return {"by set and kind (leave-one-set-out)": table, "by kind (leave-one-kind-out)": by_kind,
-            "verdict": verdict(table)}  # fmt: skip
+    return {
+        "by set and kind (leave-one-set-out)": table,
+        "by kind (leave-one-kind-out)": by_kind,
+        "verdict": verdict(table),
+    }
 
 
 def questions_against(cases: list[dict], rule: str, p: object, side: str) -> dict[str, int]:
@@ -434,8 +441,9 @@ def cases_of(name: str, data: Path, questions: Path) -> list[dict]:
             scopes = [q.scopes or candidates.settings.default_scopes for q in asked]
             read = candidates.read(list(zip(texts, scopes, strict=True)))
             for n, q in enumerate(asked):
-                expected = list(q.expected) + (list(asked[(n + 1) % len(asked)].expected) if kind == "two in one"
-                                               else [])  # fmt: skip
+                expected = list(q.expected) + (
+                    list(asked[(n + 1) % len(asked)].expected) if kind == "two in one" else []
+                )
                 cases.append({"set": name, "kind": kind, "type": q.type, "expected": expected, "read": read[n]})
     finally:
         candidates.close()
@@ -453,19 +461,32 @@ def as_served(sets: dict[str, tuple[Path, Path]]) -> dict:
         with SqliteIndex(Settings(data=data).index_path) as index:
             embedder = Embedder(embed_model_path(Settings(data=data)))
             row = {}
-            for label, retriever, fusion, low in (("bm25", "bm25", "routed", None), ("dense", "dense", "routed", None),
-                                                  ("hybrid routed", "hybrid", "routed", None),
-                                                  ("hybrid convex", "hybrid", "convex", None),
-                                                  ("hybrid default: convex, α 0.3 below coverage 0.35", "hybrid",
-                                                   "convex", 0.3)):  # fmt: skip
+            for label, retriever, fusion, low in (
+                ("bm25", "bm25", "routed", None),
+                ("dense", "dense", "routed", None),
+                ("hybrid routed", "hybrid", "routed", None),
+                ("hybrid convex", "hybrid", "convex", None),
+                ("hybrid default: convex, α 0.3 below coverage 0.35", "hybrid", "convex", 0.3),
+            ):
                 settings = Settings(data=data, hybrid_fusion=fusion, hybrid_alpha_low=low)
                 ranker = Retriever.from_settings(index.searcher, settings)
-                report = evaluate(asked, index.searcher, embedder, retriever, settings.default_scopes,
-                                  settings.no_answer_threshold, ranker)  # fmt: skip
-                row[label] = {"ndcg@10": report["ndcg@10"], "r@1": report["recall@1"], "n": report["n"],
-                              "by_type": {t: v["ndcg@10"] for t, v in report["by_type"].items()},
-                              "checks": {t: v["passed"] for t, v in report["checks"].items()},
-                              "leaks": report["leaks"]}  # fmt: skip
+                report = evaluate(
+                    asked,
+                    index.searcher,
+                    embedder,
+                    retriever,
+                    settings.default_scopes,
+                    settings.no_answer_threshold,
+                    ranker,
+                )
+                row[label] = {
+                    "ndcg@10": report["ndcg@10"],
+                    "r@1": report["recall@1"],
+                    "n": report["n"],
+                    "by_type": {t: v["ndcg@10"] for t, v in report["by_type"].items()},
+                    "checks": {t: v["passed"] for t, v in report["checks"].items()},
+                    "leaks": report["leaks"],
+                }
             out[name] = row
     return out
 

@@ -70,12 +70,20 @@ def counts(settings: Settings) -> dict[str, int]:
 
 def sizes(settings: Settings) -> dict[str, float]:
     data = settings.data
-    parts = {"index": data / "korpus.db", "page_cache": data / "cache" / "pages", "converted": data / "converted",
-             "searchable": data / "searchable", "evidence": data / "evidence"}  # fmt: skip
+    parts = {
+        "index": data / "korpus.db",
+        "page_cache": data / "cache" / "pages",
+        "converted": data / "converted",
+        "searchable": data / "searchable",
+        "evidence": data / "evidence",
+    }
     out = {"total_mb": round(disk_use(data) / 1e6, 2)}
     for name, path in parts.items():
-        size = (path.stat().st_size + sum(p.stat().st_size for p in data.glob("korpus.db-*"))) if name == "index" \
-            else disk_use(path)  # fmt: skip
+        size = (
+            (path.stat().st_size + sum(p.stat().st_size for p in data.glob("korpus.db-*")))
+            if name == "index"
+            else disk_use(path)
+        )
         out[f"{name}_mb"] = round(size / 1e6, 2) if path.exists() else 0.0
     return out
 
@@ -98,20 +106,31 @@ def main() -> None:
                 change(path, round_)
         started = time.perf_counter()
         summary = run_refresh(root, settings)
-        report["refreshes"].append({"round": round_, "seconds": round(time.perf_counter() - started, 1),
-                                    "changes": summary["changes"], "quarantined": summary["quarantined"]})  # fmt: skip
+        report["refreshes"].append(
+            {
+                "round": round_,
+                "seconds": round(time.perf_counter() - started, 1),
+                "changes": summary["changes"],
+                "quarantined": summary["quarantined"],
+            }
+        )
     report["before_gc"] = {**counts(settings), **sizes(settings)}
     started = time.perf_counter()
     collected = collect_garbage(settings, retention_days=0)
-    report["gc"] = {**{k: collected[k] for k in ("versions", "chunks", "files", "file_bytes")},
-                    "seconds": round(time.perf_counter() - started, 2)}  # fmt: skip
+    report["gc"] = {
+        **{k: collected[k] for k in ("versions", "chunks", "files", "file_bytes")},
+        "seconds": round(time.perf_counter() - started, 2),
+    }
     report["after_gc"] = {**counts(settings), **sizes(settings)}
     started = time.perf_counter()
     collect_garbage(settings, retention_days=0, vacuum=True)  # the index file rewritten to its size
     report["after_gc_vacuum"] = {**sizes(settings), "seconds": round(time.perf_counter() - started, 2)}
     again = run_refresh(root, settings)
-    report["refresh_after_gc"] = {"changes": again["changes"], "chunks_embedded": again["chunks_embedded"],
-                                  **counts(settings)}  # fmt: skip
+    report["refresh_after_gc"] = {
+        "changes": again["changes"],
+        "chunks_embedded": again["chunks_embedded"],
+        **counts(settings),
+    }
     shutil.rmtree(work, ignore_errors=True)
     if args.json:
         print(json.dumps(report, ensure_ascii=False, indent=2))

@@ -126,8 +126,11 @@ def documents() -> Iterator[tuple[str, str]]:
         yield "real", path.read_text(encoding="utf-8", errors="replace")
 
 
-PARSERS: dict[str, Callable[[str], list[str]]] = {"selectolax (Lexbor)": lexbor_texts, "html5lib": html5lib_texts,
-                                                  "lxml.html": lxml_texts}  # fmt: skip
+PARSERS: dict[str, Callable[[str], list[str]]] = {
+    "selectolax (Lexbor)": lexbor_texts,
+    "html5lib": html5lib_texts,
+    "lxml.html": lxml_texts,
+}
 
 
 def main() -> None:

@@ -67,8 +67,15 @@ def generate(n: int, seed: int = 1) -> list[tuple[Source, list[Chunk], np.ndarra
     sources = []
     for s in range((n + PER_SOURCE - 1) // PER_SOURCE):
         access = rng.choices(["public", "hr", "finance"], weights=[80, 15, 5])[0]
-        source = Source(source_id=f"gen/{s:05d}.txt", version=f"v{s}", path="/gen", kind=SourceKind.text,
-                        owner="bench", access=access, tenant="default")  # fmt: skip
+        source = Source(
+            source_id=f"gen/{s:05d}.txt",
+            version=f"v{s}",
+            path="/gen",
+            kind=SourceKind.text,
+            owner="bench",
+            access=access,
+            tenant="default",
+        )
         count = min(PER_SOURCE, n - s * PER_SOURCE)
         bodies = []
         for _ in range(count):
@@ -111,14 +118,22 @@ def build(path: Path, sources: list) -> dict:
         # every tenth source gets a second version: its first version's chunks become superseded
         for source, chunks, vectors in sources[::10]:
             v2 = source.model_copy(update={"version": source.version + "b"})
-            moved = [c.model_copy(update={"source_version": v2.version,
-                                          "chunk_id": chunk_id_for(v2.version, c.source_id, i)})
-                     for i, c in enumerate(chunks)]  # fmt: skip
+            moved = [
+                c.model_copy(
+                    update={"source_version": v2.version, "chunk_id": chunk_id_for(v2.version, c.source_id, i)}
+                )
+                for i, c in enumerate(chunks)
+            ]
             index.publish_version(v2, moved, vectors, 1)
         stats = {"current": index.chunk_count(), "all": index.chunk_count(None)}
-    return {"chunks": total, "index_chunks_per_s": round(total / index_s, 1),
-            "plain_insert_chunks_per_s": round(total / plain_s, 1), "ratio_vs_plain": round(index_s / plain_s, 2),
-            "chunks_in_index": stats, "db_mb": round(path.stat().st_size / 2**20, 1)}  # fmt: skip
+    return {
+        "chunks": total,
+        "index_chunks_per_s": round(total / index_s, 1),
+        "plain_insert_chunks_per_s": round(total / plain_s, 1),
+        "ratio_vs_plain": round(index_s / plain_s, 2),
+        "chunks_in_index": stats,
+        "db_mb": round(path.stat().st_size / 2**20, 1),
+    }
 
 
 def embedding_rate(sources: list, n: int = 1000) -> float:
@@ -219,8 +234,10 @@ def api(path: Path, qs: list, clients: int = 20, per_client: int = 15) -> dict:
     env.pop("KORPUS_EMBED_MODEL")
     server = subprocess.Popen(
         [str(Path(sys.executable).parent / "korpus"), "serve", "--port", str(port), "--data", str(path.parent)],
-        env=env, stdout=subprocess.DEVNULL, stderr=open(path.parent / "serve.log", "wb"),
-    )  # fmt: skip
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=open(path.parent / "serve.log", "wb"),
+    )
     base = f"http://127.0.0.1:{port}"
     try:
         for _ in range(300):
@@ -253,8 +270,11 @@ def api(path: Path, qs: list, clients: int = 20, per_client: int = 15) -> dict:
             for t in threads:
                 t.join()
             wall = time.perf_counter() - start
-            report[mode] = {"p50_ms": pct(times, 50), "p95_ms": pct(times, 95),
-                            "requests_per_s": round(len(times) / wall, 1)}  # fmt: skip
+            report[mode] = {
+                "p50_ms": pct(times, 50),
+                "p95_ms": pct(times, 95),
+                "requests_per_s": round(len(times) / wall, 1),
+            }
         status = Path(f"/proc/{server.pid}/status").read_text()
         mem = {k: int(re.search(rf"{k}:\s+(\d+)", status).group(1)) // 1024 for k in ("VmRSS", "VmHWM")}
         report["server_rss_mb"], report["server_peak_rss_mb"] = mem["VmRSS"], mem["VmHWM"]
@@ -273,16 +293,21 @@ def cluster(path: Path, sets: dict[str, list], url: str, pid: int | None) -> dic
 
     from tasks.index.opensearch import OpenSearchIndex
 
-    backend = OpenSearchIndex(OpenSearch(hosts=[url], timeout=300, max_retries=0),
-                              prefix=f"scale{uuid.uuid4().hex[:8]}", catalog=path)  # fmt: skip
+    backend = OpenSearchIndex(
+        OpenSearch(hosts=[url], timeout=300, max_retries=0), prefix=f"scale{uuid.uuid4().hex[:8]}", catalog=path
+    )
     out: dict = {}
     with SqliteIndex(path) as index:
         start = time.perf_counter()
         report = backend.sync_from(index)
         seconds = time.perf_counter() - start
         total = index.chunk_count(None)
-    out["mirror"] = {**report, "seconds": round(seconds, 1), "chunks_per_s": round(report["indexed"] / seconds, 1),
-                     "chunks_in_catalog": total}  # fmt: skip
+    out["mirror"] = {
+        **report,
+        "seconds": round(seconds, 1),
+        "chunks_per_s": round(report["indexed"] / seconds, 1),
+        "chunks_in_catalog": total,
+    }
     backend.client.indices.forcemerge(index=backend.alias, max_num_segments=1, request_timeout=3600)
     scopes = ["public"]
     runs = {
@@ -309,8 +334,12 @@ def main() -> None:
     parser.add_argument("--keep", type=Path, help="build (or reuse) the index in this folder")
     parser.add_argument("--skip-api", action="store_true")
     parser.add_argument("--json", action="store_true")
-    parser.add_argument("--backend", choices=["sqlite", "opensearch"], default="sqlite",
-                        help="opensearch: the same index and queries on a real node too, beside SQLite")  # fmt: skip
+    parser.add_argument(
+        "--backend",
+        choices=["sqlite", "opensearch"],
+        default="sqlite",
+        help="opensearch: the same index and queries on a real node too, beside SQLite",
+    )
     parser.add_argument("--opensearch-url", help="the node for --backend opensearch (default: start one)")
     parser.add_argument("--heap-mb", type=int, default=2048, help="the started node's Java heap")
     args = parser.parse_args()
@@ -337,8 +366,9 @@ def main() -> None:
             url, pid = args.opensearch_url, None
             try:
                 if url is None:
-                    (node,) = start(folder / "opensearch", port=None, heap_mb=args.heap_mb, detach=False,
-                                    log=sys.stderr)  # fmt: skip
+                    (node,) = start(
+                        folder / "opensearch", port=None, heap_mb=args.heap_mb, detach=False, log=sys.stderr
+                    )
                     url, pid = node.url, node.pid
                 sets = {"latency": qs, "latency_frequent_words": queries(args.queries // 2, ranks=(20, 200))}
                 report["opensearch"] = cluster(path, sets, url, pid)

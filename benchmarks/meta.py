@@ -73,29 +73,51 @@ def quality() -> dict:
             texts = {}
             for kind in ("persons", "organisations"):
                 texts[kind] = "\n".join(read_meta(index, kind, ["public"])[0]["parts"])
-    entries = {k: [line[2:].split(" — ", 1)[0].split(" (также", 1)[0].split(", ИНН", 1)[0]
-                   for line in t.splitlines() if line.startswith("- ")] for k, t in texts.items()}  # fmt: skip
+    entries = {
+        k: [
+            line[2:].split(" — ", 1)[0].split(" (также", 1)[0].split(", ИНН", 1)[0]
+            for line in t.splitlines()
+            if line.startswith("- ")
+        ]
+        for k, t in texts.items()
+    }
     forms = {form: p.full for p in truth.persons for form in p.register_forms}
     public = {p.full for p in truth.persons if not p.restricted}
     found = [forms.get(e) for e in entries["persons"]]
     orgs = {o.short for o in truth.organisations} | {o.long for o in truth.organisations}
     generated = {
-        "persons": {"entries": len(found), "labelled": len(public),
-                    "precision": round(sum(f in public for f in found) / max(1, len(found)), 3),
-                    "recall": round(len(public & set(found)) / len(public), 3)},
-        "organisations": {"entries": len(entries["organisations"]), "labelled": len(truth.organisations),
-                          "precision": round(sum(e in orgs for e in entries["organisations"])
-                                             / max(1, len(entries["organisations"])), 3),
-                          "recall": round(len({o.short for o in truth.organisations
-                                               if o.short in entries["organisations"] or o.long in entries[
-                                                   "organisations"]}) / len(truth.organisations), 3)},
-    }  # fmt: skip
+        "persons": {
+            "entries": len(found),
+            "labelled": len(public),
+            "precision": round(sum(f in public for f in found) / max(1, len(found)), 3),
+            "recall": round(len(public & set(found)) / len(public), 3),
+        },
+        "organisations": {
+            "entries": len(entries["organisations"]),
+            "labelled": len(truth.organisations),
+            "precision": round(
+                sum(e in orgs for e in entries["organisations"]) / max(1, len(entries["organisations"])), 3
+            ),
+            "recall": round(
+                len(
+                    {
+                        o.short
+                        for o in truth.organisations
+                        if o.short in entries["organisations"] or o.long in entries["organisations"]
+                    }
+                )
+                / len(truth.organisations),
+                3,
+            ),
+        },
+    }
     real = score(registers_of(load_texts()), load_labels())
     first = score(registers_of(load_texts(HELD_OUT_TEXTS)), load_labels(HELD_OUT_LABELS))
-    return {"generated corpus": generated, "real documents (35, hand labels)": real,
-            "real, first held-out set (9; development data since session 15)": first,
-            } | {name: score(registers_of(load_texts(held_out(n)[0])), load_labels(held_out(n)[1]))
-                 for n, name in LATER_SETS}  # fmt: skip
+    return {
+        "generated corpus": generated,
+        "real documents (35, hand labels)": real,
+        "real, first held-out set (9; development data since session 15)": first,
+    } | {name: score(registers_of(load_texts(held_out(n)[0])), load_labels(held_out(n)[1])) for n, name in LATER_SETS}
 
 
 # The later held-out sets, each labelled before the rules written from the one before it (docs/meta.md)
@@ -129,8 +151,10 @@ def main() -> None:
             return
         for corpus, kinds in report.items():
             for kind, r in kinds.items():
-                print(f"{corpus:>34} {kind:>13}: entries {r['entries']:>3}  labelled {r['labelled']:>3}  "
-                      f"precision {r['precision']:.3f}  recall {r['recall']:.3f}")  # fmt: skip
+                print(
+                    f"{corpus:>34} {kind:>13}: entries {r['entries']:>3}  labelled {r['labelled']:>3}  "
+                    f"precision {r['precision']:.3f}  recall {r['recall']:.3f}"
+                )
                 for key in ("wrong", "missed"):
                     if r.get(key):
                         print(f"{'':>49}{key}: {'; '.join(r[key])}")
@@ -148,9 +172,12 @@ def main() -> None:
         def build() -> tuple[float, dict]:
             with SqliteIndex(settings.index_path) as index:
                 started = time.perf_counter()
-                done = refresh_meta(index, FactCache(settings.meta_cache_dir),
-                                    lambda chunks: embedder.embed_passages([c.text for c in chunks]),
-                                    embed_model_path(settings).name)  # fmt: skip
+                done = refresh_meta(
+                    index,
+                    FactCache(settings.meta_cache_dir),
+                    lambda chunks: embedder.embed_passages([c.text for c in chunks]),
+                    embed_model_path(settings).name,
+                )
                 return time.perf_counter() - started, done
 
         full, full_done = build()

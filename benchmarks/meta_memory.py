@@ -93,8 +93,13 @@ def main() -> None:
         indexed = plain_loop(archive, data)
         sources = repeat_letters(data, args.repeat)
         runs = [build(data, Path(tmp) / "work") for _ in range(args.builds)]
-    print(json.dumps({"letters": args.letters, "sources": sources, "plain_loop_s": round(indexed["seconds"], 1),
-                      "builds": runs}, ensure_ascii=False, indent=2))  # fmt: skip
+    print(
+        json.dumps(
+            {"letters": args.letters, "sources": sources, "plain_loop_s": round(indexed["seconds"], 1), "builds": runs},
+            ensure_ascii=False,
+            indent=2,
+        )
+    )
 
 
 if __name__ == "__main__":

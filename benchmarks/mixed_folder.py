@@ -41,17 +41,25 @@ def docx(path: Path, paragraphs_: list[str]) -> None:
     body = "".join(f"<w:p><w:r><w:t>{escape(p)}</w:t></w:r></w:p>" for p in paragraphs_)
     ns = "http://schemas.openxmlformats.org/wordprocessingml/2006/main"
     with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as z:
-        z.writestr("[Content_Types].xml", '<?xml version="1.0" encoding="UTF-8"?><Types xmlns="http://schemas.'
-                   'openxmlformats.org/package/2006/content-types"><Default Extension="rels" ContentType="application/'
-                   'vnd.openxmlformats-package.relationships+xml"/><Default Extension="xml" ContentType="application/'
-                   'xml"/><Override PartName="/word/document.xml" ContentType="application/vnd.openxmlformats-'
-                   'officedocument.wordprocessingml.document.main+xml"/></Types>')  # fmt: skip
-        z.writestr("_rels/.rels", '<?xml version="1.0" encoding="UTF-8"?><Relationships xmlns="http://schemas.'
-                   'openxmlformats.org/package/2006/relationships"><Relationship Id="rId1" Type="http://schemas.'
-                   'openxmlformats.org/officeDocument/2006/relationships/officeDocument" Target="word/document.xml"/>'
-                   '</Relationships>')  # fmt: skip
-        z.writestr("word/document.xml", f'<?xml version="1.0" encoding="UTF-8"?><w:document xmlns:w="{ns}"><w:body>'
-                   f"{body}</w:body></w:document>")  # fmt: skip
+        z.writestr(
+            "[Content_Types].xml",
+            '<?xml version="1.0" encoding="UTF-8"?><Types xmlns="http://schemas.'
+            'openxmlformats.org/package/2006/content-types"><Default Extension="rels" ContentType="application/'
+            'vnd.openxmlformats-package.relationships+xml"/><Default Extension="xml" ContentType="application/'
+            'xml"/><Override PartName="/word/document.xml" ContentType="application/vnd.openxmlformats-'
+            'officedocument.wordprocessingml.document.main+xml"/></Types>',
+        )
+        z.writestr(
+            "_rels/.rels",
+            '<?xml version="1.0" encoding="UTF-8"?><Relationships xmlns="http://schemas.'
+            'openxmlformats.org/package/2006/relationships"><Relationship Id="rId1" Type="http://schemas.'
+            'openxmlformats.org/officeDocument/2006/relationships/officeDocument" Target="word/document.xml"/>'
+            "</Relationships>",
+        )
+        z.writestr(
+            "word/document.xml",
+            f'<?xml version="1.0" encoding="UTF-8"?><w:document xmlns:w="{ns}"><w:body>{body}</w:body></w:document>',
+        )
 
 
 def write_folder(root: Path, digital: int, scans: int, words: int) -> dict[str, int]:
@@ -147,15 +155,23 @@ def main() -> None:
             runs: dict[str, list[dict]] = {"korpus refresh (default)": [], "ocrmypdf --skip-text -j 2 + plain loop": []}
             for n in range(args.rounds):
                 runs["korpus refresh (default)"].append(refresh(folder, Path(tmp) / f"data-{n}", home))
-                script = PLAIN.format(root=str(ROOT), folder=str(folder), work=str(Path(tmp) / f"plain-{n}"),
-                                      language=Settings().ocr_language)  # fmt: skip
+                script = PLAIN.format(
+                    root=str(ROOT),
+                    folder=str(folder),
+                    work=str(Path(tmp) / f"plain-{n}"),
+                    language=Settings().ocr_language,
+                )
                 runs["ocrmypdf --skip-text -j 2 + plain loop"].append(in_fresh_process(script, env))
         finally:
             stop_server(home)
         for name, results in runs.items():
             best = min(results, key=lambda r: r["seconds"])
-            report[name] = {"seconds": round(best["seconds"], 2), "runs_s": [round(r["seconds"], 2) for r in results],
-                            "chunks": best["chunks"], "peak_rss_mb": round(best["peak_rss_mb"])}  # fmt: skip
+            report[name] = {
+                "seconds": round(best["seconds"], 2),
+                "runs_s": [round(r["seconds"], 2) for r in results],
+                "chunks": best["chunks"],
+                "peak_rss_mb": round(best["peak_rss_mb"]),
+            }
         korpus = report["korpus refresh (default)"]["seconds"]
         plain = report["ocrmypdf --skip-text -j 2 + plain loop"]["seconds"]
         report["korpus speed ÷ ocrmypdf + plain loop"] = round(plain / korpus, 3)

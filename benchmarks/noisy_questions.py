@@ -97,12 +97,17 @@ def compare(questions: list[Question], data: Path) -> dict:
                 row[label] = {"R@1": result["recall@1"], "nDCG@10": result["ndcg@10"]}
                 if label == "noisy":  # each kind of noise apart (its questions' type is `<type>/<kind>`)
                     row["by kind"] = {
-                        kind: round(sum(t["ndcg@10"] * t["n"] for name, t in result["by_type"].items()
-                                        if name.endswith("/" + kind))
-                                    / max(1, sum(t["n"] for name, t in result["by_type"].items()
-                                                 if name.endswith("/" + kind))), 4)
+                        kind: round(
+                            sum(
+                                t["ndcg@10"] * t["n"]
+                                for name, t in result["by_type"].items()
+                                if name.endswith("/" + kind)
+                            )
+                            / max(1, sum(t["n"] for name, t in result["by_type"].items() if name.endswith("/" + kind))),
+                            4,
+                        )
                         for kind in KINDS
-                    }  # fmt: skip
+                    }
             as_it_came = lambda text: text  # noqa: E731 - the question as it came, in every place that cleans it
             with (
                 mock.patch.object(evaluation, "clean_query", as_it_came),

@@ -106,8 +106,9 @@ def born_digital_pdf(texts: list[str], path: Path) -> Path:
 
 
 def _source(path: Path) -> Source:
-    return Source(source_id=path.name, version=file_sha256(path), path=str(path), kind=SourceKind.pdf, owner="b",
-                  access="public")  # fmt: skip
+    return Source(
+        source_id=path.name, version=file_sha256(path), path=str(path), kind=SourceKind.pdf, owner="b", access="public"
+    )
 
 
 def _ocrmypdf(args: list[str], src: Path, out: Path) -> float | None:
@@ -129,8 +130,13 @@ def part_throughput(tmp: Path, pages: int = 12) -> dict:
         started = time.perf_counter()
         for page in range(1, pages + 1):
             image, dpi = render_page(str(pdf), page, 300, fmt="pnm")
-            subprocess.run(["tesseract", "stdin", "stdout", "-l", LANGUAGE, "--dpi", str(dpi)], input=image,
-                           capture_output=True, check=True, env=env)  # fmt: skip
+            subprocess.run(
+                ["tesseract", "stdin", "stdout", "-l", LANGUAGE, "--dpi", str(dpi)],
+                input=image,
+                capture_output=True,
+                check=True,
+                env=env,
+            )
         loops[name] = time.perf_counter() - started
     t_loop = min(loops.values())
     t_ocrmypdf = _ocrmypdf(["--redo-ocr"], pdf, tmp / "ocrmypdf.pdf")
@@ -281,8 +287,12 @@ def part_cer(tmp: Path) -> dict:
                 refused += 1
                 korpus.append(1.0)
             image, dpi = render_page(str(pdf), page, 300, fmt="pnm")
-            text = subprocess.run(["tesseract", "stdin", "stdout", "-l", LANGUAGE, "--dpi", str(dpi)], input=image,
-                                  capture_output=True, check=True).stdout.decode()  # fmt: skip
+            text = subprocess.run(
+                ["tesseract", "stdin", "stdout", "-l", LANGUAGE, "--dpi", str(dpi)],
+                input=image,
+                capture_output=True,
+                check=True,
+            ).stdout.decode()
             plain.append(_cer(truth, text))
         report[name] = {
             "korpus_cer": round(float(np.mean(korpus)), 4),
@@ -311,8 +321,10 @@ def labelled_layers() -> list[tuple[str, str, bool]]:
     half = [t[: len(t) // 2] + t[len(t) // 2 :].translate(LOOKALIKE) for t in good[180:200]]
     out += [("half-lookalike", t, True) for t in half]
     out += [("good-title-page", t[:60].rsplit(" ", 1)[0], False) for t in good[:20]]
-    out += [("good-dates-numbers", f"{t[:300]} 12.03.2023 № 45-17/2023 ИНН 7708123450 1 250 000,00 руб.", False)
-            for t in good[20:40]]  # fmt: skip
+    out += [
+        ("good-dates-numbers", f"{t[:300]} 12.03.2023 № 45-17/2023 ИНН 7708123450 1 250 000,00 руб.", False)
+        for t in good[20:40]
+    ]
     out += [("mojibake", t.encode("utf-8").decode("cp1252", errors="replace"), True) for t in good[50:90]]
     out += [("mojibake-1251", t.encode("cp1251", errors="replace").decode("latin-1"), True) for t in good[90:120]]
     cjk = "".join(chr(rng.randint(0x4E00, 0x9FFF)) for _ in range(400))
@@ -355,16 +367,24 @@ def _ocrmypdf_layer(words: list[PageWord], out: Path) -> None:
         lines.setdefault(word.line, []).append(word)
 
     def box(ws: list[PageWord]) -> BoundingBox:
-        return BoundingBox(left=min(w.x0 for w in ws), top=min(w.y0 for w in ws), right=max(w.x1 for w in ws),
-                           bottom=max(w.y1 for w in ws))  # fmt: skip
+        return BoundingBox(
+            left=min(w.x0 for w in ws),
+            top=min(w.y0 for w in ws),
+            right=max(w.x1 for w in ws),
+            bottom=max(w.y1 for w in ws),
+        )
 
     children = [
-        OcrElement(ocr_class=OcrClass.LINE, bbox=box(ws), children=[
-            OcrElement(ocr_class=OcrClass.WORD, bbox=box([w]), text=w.text) for w in ws])
+        OcrElement(
+            ocr_class=OcrClass.LINE,
+            bbox=box(ws),
+            children=[OcrElement(ocr_class=OcrClass.WORD, bbox=box([w]), text=w.text) for w in ws],
+        )
         for ws in lines.values()
-    ]  # fmt: skip
-    page = OcrElement(ocr_class=OcrClass.PAGE, bbox=BoundingBox(left=0, top=0, right=595, bottom=842), dpi=72,
-                      children=children)  # fmt: skip
+    ]
+    page = OcrElement(
+        ocr_class=OcrClass.PAGE, bbox=BoundingBox(left=0, top=0, right=595, bottom=842), dpi=72, children=children
+    )
     fonts = MultiFontManager(Path(ocrmypdf.__file__).parent / "data")
     Fpdf2PdfRenderer(page=page, dpi=72, multi_font_manager=fonts, invisible_text=True).render(out)
 
@@ -388,8 +408,10 @@ def part_renderer(tmp: Path, pages: int = 20) -> dict:
         doc.save(tmp / "render-ocrmypdf.pdf", garbage=3, deflate=True)
     t_ocrmypdf = time.perf_counter() - started
     out = {}
-    for name, path, seconds in (("pymupdf", tmp / "render-korpus.pdf", t_korpus),
-                                ("ocrmypdf_fpdf2", tmp / "render-ocrmypdf.pdf", t_ocrmypdf)):  # fmt: skip
+    for name, path, seconds in (
+        ("pymupdf", tmp / "render-korpus.pdf", t_korpus),
+        ("ocrmypdf_fpdf2", tmp / "render-ocrmypdf.pdf", t_ocrmypdf),
+    ):
         text = subprocess.run(["pdftotext", str(path), "-"], capture_output=True, text=True, check=True).stdout
         flat = " ".join(text.split())
         hits = sum(" ".join(t.split()[3:5]) in flat for t in texts)

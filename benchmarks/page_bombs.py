@@ -44,11 +44,19 @@ def tree_rss(process: psutil.Process) -> int:
 def refresh_peak(archive: Path, work: Path) -> dict:
     data, home = work / "data", work / "prefect"
     shutil.rmtree(data, ignore_errors=True)
-    env = dict(os.environ, PREFECT_LOGGING_LEVEL="WARNING", PREFECT_HOME=str(home),
-               PREFECT_SERVER_ANALYTICS_ENABLED="false")  # fmt: skip
+    env = dict(
+        os.environ, PREFECT_LOGGING_LEVEL="WARNING", PREFECT_HOME=str(home), PREFECT_SERVER_ANALYTICS_ENABLED="false"
+    )
     env.pop("PREFECT_API_URL", None)
-    command = [str(Path(sys.executable).parent / "korpus"), "refresh", "--root", str(archive), "--data", str(data),
-               "--json"]  # fmt: skip
+    command = [
+        str(Path(sys.executable).parent / "korpus"),
+        "refresh",
+        "--root",
+        str(archive),
+        "--data",
+        str(data),
+        "--json",
+    ]
     start, peak = time.perf_counter(), 0
     with subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True) as run:
         watched = psutil.Process(run.pid)
@@ -59,8 +67,12 @@ def refresh_peak(archive: Path, work: Path) -> dict:
     if run.returncode != 0:
         raise SystemExit(f"korpus refresh exited {run.returncode}")
     summary = json.loads(out[out.index("{") :])
-    return {"peak_rss_mb": round(peak / 2**20), "seconds": round(time.perf_counter() - start, 1),
-            "sources": summary["sources"], "quarantined": summary["quarantined"]}  # fmt: skip
+    return {
+        "peak_rss_mb": round(peak / 2**20),
+        "seconds": round(time.perf_counter() - start, 1),
+        "sources": summary["sources"],
+        "quarantined": summary["quarantined"],
+    }
 
 
 def main() -> None:
@@ -76,9 +88,15 @@ def main() -> None:
         for _ in range(args.rounds):
             rows["without bombs"].append(refresh_peak(plain, Path(tmp) / "w1"))
             rows["with bombs"].append(refresh_peak(bombs, Path(tmp) / "w2"))
-        report = {name: {"peak_rss_mb": max(r["peak_rss_mb"] for r in runs), "seconds": min(r["seconds"] for r in runs),
-                         "sources": runs[0]["sources"], "quarantined": runs[0]["quarantined"]}
-                  for name, runs in rows.items()}  # fmt: skip
+        report = {
+            name: {
+                "peak_rss_mb": max(r["peak_rss_mb"] for r in runs),
+                "seconds": min(r["seconds"] for r in runs),
+                "sources": runs[0]["sources"],
+                "quarantined": runs[0]["quarantined"],
+            }
+            for name, runs in rows.items()
+        }
         report["peak ratio"] = round(report["with bombs"]["peak_rss_mb"] / report["without bombs"]["peak_rss_mb"], 2)
         print(json.dumps(report, ensure_ascii=False, indent=1))
 

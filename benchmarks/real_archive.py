@@ -133,10 +133,15 @@ def run(root: Path) -> dict:
     rows, replaced, sims, broken = [], [], [], Counter()
     for source_id in files:
         read = Counter(how_read(p) for p in pages.get(source_id, []))
-        rows.append({
-            "file": source_id, "pages": len(pages.get(source_id, [])), "read": dict(read),
-            "chunks": chunks.get(source_id, 0), "quarantine": dict(Counter(reasons.get(source_id, []))),
-        })  # fmt: skip
+        rows.append(
+            {
+                "file": source_id,
+                "pages": len(pages.get(source_id, [])),
+                "read": dict(read),
+                "chunks": chunks.get(source_id, 0),
+                "quarantine": dict(Counter(reasons.get(source_id, []))),
+            }
+        )
         for page in pages.get(source_id, []):
             if source_id.startswith(BORN_DIGITAL) and (page.tier or 0) >= 1:
                 replaced.append(f"{source_id} p{page.page}")
@@ -170,8 +175,12 @@ _WORDS = re.compile(r"[^\W\d_][\w.,%№-]*", re.UNICODE)
 
 def probe_phrase(pages: list[PageResult]) -> str | None:
     """Eight words from the source's longest line of six words or more (header lines of a letter skipped)."""
-    lines = [line for p in pages for line in p.text.splitlines()
-             if not line.startswith(("От:", "Кому:", "Копия:", "Дата:", "Тема:", "Вложения:"))]  # fmt: skip
+    lines = [
+        line
+        for p in pages
+        for line in p.text.splitlines()
+        if not line.startswith(("От:", "Кому:", "Копия:", "Дата:", "Тема:", "Вложения:"))
+    ]
     lines = [line for line in lines if len(_WORDS.findall(line)) >= 6]
     if not lines:
         return None
@@ -200,16 +209,24 @@ def office(root: Path) -> dict:
         refused_only = sorted(set(reasons) - {r["source_id"] for r in catalog})
         for row in catalog:
             source_id = row["source_id"]
-            rows.append({"source": source_id, "kind": row["kind"], "pages": row["pages"],
-                         "chunks": chunks.get(source_id, 0),
-                         "quarantine": dict(Counter(reasons.get(source_id, [])))})  # fmt: skip
+            rows.append(
+                {
+                    "source": source_id,
+                    "kind": row["kind"],
+                    "pages": row["pages"],
+                    "chunks": chunks.get(source_id, 0),
+                    "quarantine": dict(Counter(reasons.get(source_id, []))),
+                }
+            )
             phrase = probe_phrase(pages.get(source_id, []))
             if phrase is None or not chunks.get(source_id):
                 continue
             name = Source(source_id=source_id, version="-", path="-").file_name
             hits = retriever.search(phrase, embedder.embed_queries([phrase])[0], settings.default_scopes, k=3)
-            rank = next((n for n, h in enumerate(hits, 1) if h["source_id"] == source_id
-                         and h["text"].startswith(f"[{name}")), None)  # fmt: skip
+            rank = next(
+                (n for n, h in enumerate(hits, 1) if h["source_id"] == source_id and h["text"].startswith(f"[{name}")),
+                None,
+            )
             probes.append({"source": source_id, "phrase": phrase, "rank": rank})
     files = [p for p in archive.rglob("*") if p.is_file() and p.name != "korpus.yaml"]
     return {
@@ -242,11 +259,15 @@ def broken_layers(root: Path) -> list[dict]:
         old = subprocess.run(["pdftotext", str(pdf), "-"], capture_output=True, text=True).stdout
         new = subprocess.run(["pdftotext", str(target), "-"], capture_output=True, text=True).stdout
         old_words = {w for w in old.split() if len(w) >= 3 and any(ch.isalpha() for ch in w)}
-        out.append({
-            "file": pdf.name, "old_words_left": len(old_words & set(new.split())), "old_words": len(old_words),
-            "cyrillic_share": round(measure(new, PageFacts())["cyrillic_share"], 3),
-            "size_growth": summary["size_growth"],
-        })  # fmt: skip
+        out.append(
+            {
+                "file": pdf.name,
+                "old_words_left": len(old_words & set(new.split())),
+                "old_words": len(old_words),
+                "cyrillic_share": round(measure(new, PageFacts())["cyrillic_share"], 3),
+                "size_growth": summary["size_growth"],
+            }
+        )
     return out
 
 
@@ -277,10 +298,14 @@ def rotations(root: Path) -> list[dict]:
         for degrees in (90, 180, 270):
             turned = upright.rotate(-degrees, expand=True)
             read = engine.read(lambda dpi, fmt, im=turned: page(im), None)
-            out.append({
-                "file": name, "turned": degrees, "found": read.rotation == (360 - degrees) % 360,
-                "f1_to_upright": round(word_f1(read.text, reference), 3),
-            })  # fmt: skip
+            out.append(
+                {
+                    "file": name,
+                    "turned": degrees,
+                    "found": read.rotation == (360 - degrees) % 360,
+                    "f1_to_upright": round(word_f1(read.text, reference), 3),
+                }
+            )
     return out
 
 

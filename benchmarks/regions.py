@@ -57,8 +57,12 @@ def storage(work: Path) -> tuple[dict, list[str]]:
         stop_server(home)
     with SqliteIndex(settings.index_path) as index:
         pages = [json.loads(row[0]) for row in index.conn.execute("SELECT page FROM pages")]
-        stored = [row[0] for row in index.conn.execute(
-            "SELECT regions FROM chunks WHERE lifecycle = 'current' AND source_id NOT LIKE 'korpus://%'")]  # fmt: skip
+        stored = [
+            row[0]
+            for row in index.conn.execute(
+                "SELECT regions FROM chunks WHERE lifecycle = 'current' AND source_id NOT LIKE 'korpus://%'"
+            )
+        ]
         page_bytes = sum(len(row[0]) for row in index.conn.execute("SELECT page FROM pages"))
     with_boxes = [p for p in pages if p.get("boxes")]
     boxes = [len(p["boxes"]) for p in with_boxes]
@@ -66,13 +70,16 @@ def storage(work: Path) -> tuple[dict, list[str]]:
     per_chunk = sum(len(s) for s in kept) / max(1, len(stored))
     return {
         "files": str(real.relative_to(ROOT.parent) if real.is_relative_to(ROOT.parent) else real),
-        "pages": len(pages), "pages_with_boxes": len(with_boxes),
-        "boxes_bytes_per_page_mean": round(sum(boxes) / max(1, len(boxes))), "boxes_bytes_per_page_max": max(boxes),
+        "pages": len(pages),
+        "pages_with_boxes": len(with_boxes),
+        "boxes_bytes_per_page_mean": round(sum(boxes) / max(1, len(boxes))),
+        "boxes_bytes_per_page_max": max(boxes),
         "boxes_share_of_page_rows": round(sum(boxes) / max(1, page_bytes), 3),
-        "chunks": len(stored), "chunks_with_regions": len(kept),
+        "chunks": len(stored),
+        "chunks_with_regions": len(kept),
         "regions_bytes_per_chunk_mean": round(per_chunk, 1),
         "regions_mb_per_100k_chunks": round(per_chunk * 100_000 / 2**20, 1),
-    }, kept  # fmt: skip
+    }, kept
 
 
 def latency(work: Path, kept: list[str], n: int, n_queries: int) -> dict:
@@ -85,8 +92,10 @@ def latency(work: Path, kept: list[str], n: int, n_queries: int) -> dict:
             index.bind_embedding("e5-small", DIMS)
             for source, chunks, vectors in sources:
                 if name == "with_regions":
-                    chunks = [c.model_copy(update={"regions": [Region(**r) for r in unpack(rng.choice(kept))]})
-                              for c in chunks]  # fmt: skip
+                    chunks = [
+                        c.model_copy(update={"regions": [Region(**r) for r in unpack(rng.choice(kept))]})
+                        for c in chunks
+                    ]
                 index.publish_version(source, chunks, vectors, 1)
     qs = queries(n_queries)
     times: dict[str, list[float]] = {name: [] for name in paths}
@@ -124,13 +133,17 @@ def main() -> None:
         print(json.dumps(result, ensure_ascii=False, indent=2))
         return
     s, q = result["storage"], result["search"]
-    print(f"{s['files']}: {s['pages_with_boxes']}/{s['pages']} pages with boxes, {s['boxes_bytes_per_page_mean']} "
-          f"bytes a page (max {s['boxes_bytes_per_page_max']}); {s['chunks_with_regions']}/{s['chunks']} chunks "
-          f"with regions, {s['regions_bytes_per_chunk_mean']} bytes a chunk = {s['regions_mb_per_100k_chunks']} MB "
-          "per 100k chunks")  # fmt: skip
-    print(f"hybrid at {q['chunks']} chunks: with regions p50 {q['with_regions']['p50_ms']} / p95 "
-          f"{q['with_regions']['p95_ms']} ms, without p50 {q['without']['p50_ms']} / p95 {q['without']['p95_ms']} ms "
-          f"→ p95 ratio {q['p95_ratio']}; index {q['db_mb']}")  # fmt: skip
+    print(
+        f"{s['files']}: {s['pages_with_boxes']}/{s['pages']} pages with boxes, {s['boxes_bytes_per_page_mean']} "
+        f"bytes a page (max {s['boxes_bytes_per_page_max']}); {s['chunks_with_regions']}/{s['chunks']} chunks "
+        f"with regions, {s['regions_bytes_per_chunk_mean']} bytes a chunk = {s['regions_mb_per_100k_chunks']} MB "
+        "per 100k chunks"
+    )
+    print(
+        f"hybrid at {q['chunks']} chunks: with regions p50 {q['with_regions']['p50_ms']} / p95 "
+        f"{q['with_regions']['p95_ms']} ms, without p50 {q['without']['p50_ms']} / p95 {q['without']['p95_ms']} ms "
+        f"→ p95 ratio {q['p95_ratio']}; index {q['db_mb']}"
+    )
 
 
 if __name__ == "__main__":

@@ -90,8 +90,9 @@ def _body(entity) -> str:
 def _row(register: dict[str, list[str]], labels: dict, seconds: float, chars: int) -> dict:
     result = score(register, labels)
     return {kind: {k: result[kind][k] for k in ("precision", "recall", "entries")} for kind in result} | {
-        "seconds": round(seconds, 2), "chars_per_second": round(chars / seconds) if seconds else None,
-    }  # fmt: skip
+        "seconds": round(seconds, 2),
+        "chars_per_second": round(chars / seconds) if seconds else None,
+    }
 
 
 def main() -> None:
@@ -115,8 +116,10 @@ def main() -> None:
             line = [f"{name:12s} {chars:7d} chars"]
             for label, row in (("korpus", korpus_row), ("PullEnti", pullenti_row)):
                 p, o = row["persons"], row["organisations"]
-                line.append(f"{label} P {p['precision']:.3f}/{p['recall']:.3f} O {o['precision']:.3f}/{o['recall']:.3f}"
-                            f" {row['chars_per_second']} ch/s")  # fmt: skip
+                line.append(
+                    f"{label} P {p['precision']:.3f}/{p['recall']:.3f} O {o['precision']:.3f}/{o['recall']:.3f}"
+                    f" {row['chars_per_second']} ch/s"
+                )
             print(" | ".join(line) + f" | PullEnti failed pages {failed}", flush=True)
     if args.json:
         print(json.dumps(rows, ensure_ascii=False, indent=1))

@@ -31,7 +31,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import shutil
 import sys
 import tempfile
 import time
@@ -41,6 +40,7 @@ os.environ.setdefault("PREFECT_LOGGING_LEVEL", "WARNING")
 os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from benchmarks.question_sets import DEFAULT_XQUAD, REAL_QUESTIONS, ROOT, write_real_colloquial
 from corpora import archive_eval
 from corpora.sample_archive import write_sample_archive
 from flows.corpus_refresh import run_refresh
@@ -49,18 +49,6 @@ from korpus.core.settings import Settings
 from tasks.index.sqlite import SqliteIndex
 from tasks.retrieval.embedding import Embedder
 from tasks.retrieval.evaluation import RETRIEVERS, calibrate_no_answer, evaluate, import_beir, load_questions
-
-ROOT = Path(__file__).resolve().parents[1]
-DEFAULT_XQUAD = ROOT / "eval" / "xquad-ru"
-REAL_FILES = ROOT / "tests" / "fixtures" / "real-archive"
-REAL_QUESTIONS = ROOT / "eval" / "real-colloquial" / "questions.jsonl"
-
-
-def write_real_colloquial(root: Path) -> None:
-    """The real-colloquial set's corpus: the repository's real files, one owner, public."""
-    shutil.copytree(REAL_FILES, root, ignore=shutil.ignore_patterns("LICENSE", "README.md"))
-    (root / "korpus.yaml").write_text("defaults:\n  owner: Архив\n  access: public\n", encoding="utf-8")
-
 
 EMBED_MODEL: list[Path] = []  # --embed-model, when given
 CLUSTER: list[str] = []  # --backend opensearch: the node's URL
@@ -74,8 +62,11 @@ def cluster_backend(settings: Settings, index: SqliteIndex):
 
     from tasks.index.opensearch import OpenSearchIndex
 
-    cluster = OpenSearchIndex(OpenSearch(hosts=CLUSTER, timeout=120, max_retries=0),
-                              prefix=f"bench{uuid.uuid4().hex[:8]}", catalog=settings.index_path)  # fmt: skip
+    cluster = OpenSearchIndex(
+        OpenSearch(hosts=CLUSTER, timeout=120, max_retries=0),
+        prefix=f"bench{uuid.uuid4().hex[:8]}",
+        catalog=settings.index_path,
+    )
     start = time.perf_counter()
     report = cluster.sync_from(index)
     print(f"mirrored to OpenSearch: {report} in {time.perf_counter() - start:.1f} s", file=sys.stderr)
@@ -115,12 +106,23 @@ def run(root: Path, questions: Path, data: Path, changes=None, policy: str | Non
                 if r == "hybrid+rerank":  # no offline cross-encoder weights exist here
                     continue
                 spent[0], start = 0.0, time.perf_counter()
-                report[r + suffix] = evaluate(qs, backend, embedder, r, settings.default_scopes,
-                                              settings.no_answer_threshold, settings.rrf_k, settings.rrf_depth,
-                                              settings.hybrid_min_coverage)  # fmt: skip
+                report[r + suffix] = evaluate(
+                    qs,
+                    backend,
+                    embedder,
+                    r,
+                    settings.default_scopes,
+                    settings.no_answer_threshold,
+                    settings.rrf_k,
+                    settings.rrf_depth,
+                    settings.hybrid_min_coverage,
+                )
                 total = time.perf_counter() - start
-                seconds[r + suffix] = {"questions": len(qs), "embedding_s": round(spent[0], 2),
-                                       "rest_s": round(total - spent[0], 2)}  # fmt: skip
+                seconds[r + suffix] = {
+                    "questions": len(qs),
+                    "embedding_s": round(spent[0], 2),
+                    "rest_s": round(total - spent[0], 2),
+                }
             if suffix:
                 backend.client.indices.delete(index=f"{backend.prefix}-chunks-*", ignore=[404])
                 backend.client.indices.delete_index_template(name=f"{backend.prefix}-chunks", ignore=[404])
@@ -155,9 +157,11 @@ def meta_check(root_writer, questions: Path, tmp: Path, name: str) -> dict:
                     collection.append(any(h["source_id"] == e.source_id for h in hits[:3] for e in q.expected))
                 else:
                     ordinary.append(_scores(hits, q.expected)["recall@1"])
-        out["on" if meta else "off"] = {"ordinary_n": len(ordinary),
-                                        "ordinary_r@1": round(sum(ordinary) / max(1, len(ordinary)), 4),
-                                        "collection_top3": f"{sum(collection)}/{len(collection)}"}  # fmt: skip
+        out["on" if meta else "off"] = {
+            "ordinary_n": len(ordinary),
+            "ordinary_r@1": round(sum(ordinary) / max(1, len(ordinary)), 4),
+            "collection_top3": f"{sum(collection)}/{len(collection)}",
+        }
     return out
 
 
@@ -168,8 +172,12 @@ def main() -> None:
     parser.add_argument("--meta-check", action="store_true", help="hybrid with meta-documents on vs off, per set")
     parser.add_argument("--only", nargs="+", help="run only these sets (names as printed)")
     parser.add_argument("--embed-model", type=Path, help="refresh every set with this embedding model folder")
-    parser.add_argument("--backend", choices=["sqlite", "opensearch"], default="sqlite",
-                        help="opensearch: evaluate every set on a real node too, beside SQLite")  # fmt: skip
+    parser.add_argument(
+        "--backend",
+        choices=["sqlite", "opensearch"],
+        default="sqlite",
+        help="opensearch: evaluate every set on a real node too, beside SQLite",
+    )
     parser.add_argument("--opensearch-url", help="the node or cluster for --backend opensearch (default: start one)")
     args = parser.parse_args()
     EMBED_MODEL[:] = [args.embed_model] if args.embed_model else []
@@ -179,8 +187,11 @@ def main() -> None:
         else:
             from tasks.runtime.opensearch_node import start
 
-            CLUSTER[:] = [start(Path(tempfile.mkdtemp(prefix="korpus-bench-node-")), port=None, detach=False,
-                                log=sys.stderr)[0].url]  # fmt: skip
+            CLUSTER[:] = [
+                start(Path(tempfile.mkdtemp(prefix="korpus-bench-node-")), port=None, detach=False, log=sys.stderr)[
+                    0
+                ].url
+            ]
     try:
         _main(args)
     finally:
@@ -212,8 +223,11 @@ def _main(args: argparse.Namespace) -> None:
                 "xquad-ru": (xquad, tmp / "xquad.jsonl", "xquad"),
                 "real-colloquial": (write_real_colloquial, REAL_QUESTIONS, "real"),
             }
-            report = {name: meta_check(writer, questions, tmp, short)
-                      for name, (writer, questions, short) in sets.items() if wanted(name)}  # fmt: skip
+            report = {
+                name: meta_check(writer, questions, tmp, short)
+                for name, (writer, questions, short) in sets.items()
+                if wanted(name)
+            }
         print(json.dumps(report, indent=2, ensure_ascii=False))
         return
     report, built = {}, {}  # built: set name → (data folder, questions), for the leave-one-set-out summary
@@ -225,8 +239,9 @@ def _main(args: argparse.Namespace) -> None:
                 continue
             root = Path(tmp) / f"archive-{policy}"
             archive_eval.write_archive(root)
-            report[name] = run(root, questions, Path(tmp) / f"archive-data-{policy}", archive_eval.apply_changes,
-                               policy)  # fmt: skip
+            report[name] = run(
+                root, questions, Path(tmp) / f"archive-data-{policy}", archive_eval.apply_changes, policy
+            )
             built[name] = (Path(tmp) / f"archive-data-{policy}", questions)
         if wanted("sample-archive"):
             sample = Path(tmp) / "sample"
@@ -254,8 +269,10 @@ def _main(args: argparse.Namespace) -> None:
         for retriever, r in by_retriever.items():
             types = "  ".join(f"{t}={v['ndcg@10']}" for t, v in r["by_type"].items())
             types += "".join(f"  {t} passed={v['passed']}" for t, v in r["checks"].items())
-            print(f"{retriever:>12}: n={r['n']} R@1={r['recall@1']} R@10={r['recall@10']} MRR@10={r['mrr@10']} "
-                  f"nDCG@10={r['ndcg@10']} leaks={r['leaks']}  by type nDCG@10: {types}")  # fmt: skip
+            print(
+                f"{retriever:>12}: n={r['n']} R@1={r['recall@1']} R@10={r['recall@10']} MRR@10={r['mrr@10']} "
+                f"nDCG@10={r['ndcg@10']} leaks={r['leaks']}  by type nDCG@10: {types}"
+            )
     print(summary(report, loso))
 
 
@@ -281,30 +298,38 @@ OPENSEARCH = " @opensearch"
 
 def backends_table(report: dict) -> str:
     """Every set × {bm25, dense, hybrid} × {R@1, nDCG@10} on SQLite and on the OpenSearch node, and the difference."""
-    rows = ["| set | retriever | SQLite R@1 | OpenSearch R@1 | SQLite nDCG@10 | OpenSearch nDCG@10 | largest gap |",
-            "|" + "---|" * 7]  # fmt: skip
+    rows = [
+        "| set | retriever | SQLite R@1 | OpenSearch R@1 | SQLite nDCG@10 | OpenSearch nDCG@10 | largest gap |",
+        "|" + "---|" * 7,
+    ]
     for name, by in report.items():
         for r in ("bm25", "dense", "hybrid"):
             a, b = by[r], by[r + OPENSEARCH]
             gap = max(abs(a[m] - b[m]) for m in ("recall@1", "ndcg@10"))
-            rows.append(f"| {name} | {r} | {a['recall@1']:.3f} | {b['recall@1']:.3f} | {a['ndcg@10']:.3f} "
-                        f"| {b['ndcg@10']:.3f} | {gap:.3f}{'' if gap <= 0.01 else ' (over 0.01)'} |")  # fmt: skip
+            rows.append(
+                f"| {name} | {r} | {a['recall@1']:.3f} | {b['recall@1']:.3f} | {a['ndcg@10']:.3f} "
+                f"| {b['ndcg@10']:.3f} | {gap:.3f}{'' if gap <= 0.01 else ' (over 0.01)'} |"
+            )
     return "\n".join(rows)
 
 
 def summary(report: dict, loso: dict) -> str:
     """One table: every set × {bm25, dense, hybrid} × {R@1, nDCG@10}, the leave-one-set-out hybrid beside it, and
     whether hybrid is at least its better side on both measures."""
-    head = ("| set | bm25 R@1 | bm25 nDCG@10 | dense R@1 | dense nDCG@10 | hybrid R@1 | hybrid nDCG@10 "
-            "| hybrid, cut fitted on the other sets: R@1 / nDCG@10 | hybrid ≥ both sides |")  # fmt: skip
+    head = (
+        "| set | bm25 R@1 | bm25 nDCG@10 | dense R@1 | dense nDCG@10 | hybrid R@1 | hybrid nDCG@10 "
+        "| hybrid, cut fitted on the other sets: R@1 / nDCG@10 | hybrid ≥ both sides |"
+    )
     rows = [head, "|" + "---|" * 9]
     for name, by in report.items():
         b, d, h = by["bm25"], by["dense"], by["hybrid"]
         holds = all(h[m] >= max(b[m], d[m]) for m in ("recall@1", "ndcg@10"))
         fitted = loso.get(name)
         other = f"{fitted['r@1']:.3f} / {fitted['ndcg@10']:.3f} (cut {fitted['cut']})" if fitted else "—"
-        rows.append(f"| {name} | {b['recall@1']:.3f} | {b['ndcg@10']:.3f} | {d['recall@1']:.3f} | {d['ndcg@10']:.3f} "
-                    f"| {h['recall@1']:.3f} | {h['ndcg@10']:.3f} | {other} | {'yes' if holds else 'NO'} |")  # fmt: skip
+        rows.append(
+            f"| {name} | {b['recall@1']:.3f} | {b['ndcg@10']:.3f} | {d['recall@1']:.3f} | {d['ndcg@10']:.3f} "
+            f"| {h['recall@1']:.3f} | {h['ndcg@10']:.3f} | {other} | {'yes' if holds else 'NO'} |"
+        )
     return "\n".join(rows)
 
 

@@ -140,8 +140,10 @@ def main() -> None:
     big, small = results[args.items], results[args.baseline]
     print(f"{'request':<24} {f'p50 {args.items}':>11} {f'p95 {args.items}':>11} {f'p95 {args.baseline}':>9} ratio")
     for name in big:
-        print(f"{name:<24} {statistics.median(big[name]):>9.1f}ms {p95(big[name]):>9.1f}ms "
-              f"{p95(small[name]):>7.1f}ms {p95(big[name]) / p95(small[name]):>5.2f}")  # fmt: skip
+        print(
+            f"{name:<24} {statistics.median(big[name]):>9.1f}ms {p95(big[name]):>9.1f}ms "
+            f"{p95(small[name]):>7.1f}ms {p95(big[name]) / p95(small[name]):>5.2f}"
+        )
     worst = max(p95(v) for v in big.values())
     print(f"worst p95 at {args.items} items: {worst:.1f} ms (target ≤ 300 ms)")
 

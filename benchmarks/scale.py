@@ -49,16 +49,28 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from tasks.runtime.prefect_server import stop_server
 
 ROOT = Path(__file__).resolve().parents[1]
-WORDS = ("приказ договор поставка насос протокол заседание комиссия записка отпуск ремонт кровля склад акт сверка "
-         "расчёт квартал поставщик оборудование смета архив опись дело фонд письмо ответ запрос справка отдел "
-         "кадры премия сотрудник бухгалтерия счёт оплата накладная").split()  # fmt: skip
+WORDS = (
+    "приказ договор поставка насос протокол заседание комиссия записка отпуск ремонт кровля склад акт сверка "
+    "расчёт квартал поставщик оборудование смета архив опись дело фонд письмо ответ запрос справка отдел "
+    "кадры премия сотрудник бухгалтерия счёт оплата накладная"
+).split()
 MANIFEST = "defaults:\n  access: public\n  owner: Канцелярия\n"
-SURNAMES = ("Смирнов Иванов Кузнецов Попов Васильев Петров Соколов Михайлов Новиков Фёдоров Морозов Волков Алексеев "
-            "Лебедев Семёнов Егоров Павлов Козлов Степанов Николаев").split()  # fmt: skip
+SURNAMES = (
+    "Смирнов Иванов Кузнецов Попов Васильев Петров Соколов Михайлов Новиков Фёдоров Морозов Волков Алексеев "
+    "Лебедев Семёнов Егоров Павлов Козлов Степанов Николаев"
+).split()
 WOMEN, MEN = "Анна Ольга Елена Мария Наталья".split(), "Сергей Игорь Павел Андрей Дмитрий".split()
 PATRONYMICS = ("Иванов", "Петров", "Сергеев", "Андреев", "Николаев", "Олегов", "Викторов", "Юрьев")
-ORGS = ("ООО «Северный склад»", "АО «Волга-Снаб»", "ООО «Кровля-Сервис»", "ГБУ «Городской архив»",
-        "Администрация города Твери", "ФНС России", "ООО «Насосные системы»", "ПАО «Региональная сеть»")  # fmt: skip
+ORGS = (
+    "ООО «Северный склад»",
+    "АО «Волга-Снаб»",
+    "ООО «Кровля-Сервис»",
+    "ГБУ «Городской архив»",
+    "Администрация города Твери",
+    "ФНС России",
+    "ООО «Насосные системы»",
+    "ПАО «Региональная сеть»",
+)
 
 
 def _person(rng: random.Random, full: bool) -> str:
@@ -78,18 +90,25 @@ def write_archive(root: Path, files: int, seed: int = 14) -> None:
     (root / "korpus.yaml").write_text(MANIFEST, encoding="utf-8")
     for n in range(files):
         date = f"{rng.randint(1, 28):02d}.{rng.randint(1, 12):02d}.{rng.randint(2015, 2024)}"
-        text = (f"Кому: {rng.choice(ORGS)}, {_person(rng, False)}\nПисьмо № {n + 1} от {date}.\n" + " ".join(
-            " ".join(rng.choice(WORDS) for _ in range(rng.randint(6, 14))).capitalize() + "."
-            for _ in range(rng.randint(2, 5))
-        ) + f"\nИсполнитель: {_person(rng, True)}")  # fmt: skip
+        text = (
+            f"Кому: {rng.choice(ORGS)}, {_person(rng, False)}\nПисьмо № {n + 1} от {date}.\n"
+            + " ".join(
+                " ".join(rng.choice(WORDS) for _ in range(rng.randint(6, 14))).capitalize() + "."
+                for _ in range(rng.randint(2, 5))
+            )
+            + f"\nИсполнитель: {_person(rng, True)}"
+        )
         folder = root / f"дела_{n // 100:03d}"
         folder.mkdir(exist_ok=True)
         if n % 10 == 9:
             doc = pymupdf.open()
             doc.new_page(width=595, height=842).insert_textbox(
-                pymupdf.Rect(60, 60, 540, 780), text, fontsize=12, fontname="dejavu",
+                pymupdf.Rect(60, 60, 540, 780),
+                text,
+                fontsize=12,
+                fontname="dejavu",
                 fontfile="/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf",
-            )  # fmt: skip
+            )
             doc.save(folder / f"письмо_{n + 1:05d}.pdf")
         else:
             (folder / f"письмо_{n + 1:05d}.txt").write_text(text, encoding="utf-8")
@@ -179,8 +198,14 @@ def refresh(
 ) -> dict:
     """One refresh in a fresh process on korpus's local server under `prefect_home`; `group` sets
     KORPUS_INDEX_GROUP_SOURCES (None: korpus's default), `meta` KORPUS_META_DOCUMENTS, `extra` more variables."""
-    env = dict(os.environ, PREFECT_LOGGING_LEVEL="WARNING", PREFECT_SERVER_ANALYTICS_ENABLED="false",
-               PREFECT_HOME=str(prefect_home), KORPUS_META_DOCUMENTS=str(meta).lower(), **extra)  # fmt: skip
+    env = dict(
+        os.environ,
+        PREFECT_LOGGING_LEVEL="WARNING",
+        PREFECT_SERVER_ANALYTICS_ENABLED="false",
+        PREFECT_HOME=str(prefect_home),
+        KORPUS_META_DOCUMENTS=str(meta).lower(),
+        **extra,
+    )
     env.pop("KORPUS_INDEX_GROUP_SOURCES", None)
     env.pop("PREFECT_API_URL", None)
     if group is not None:
@@ -197,9 +222,14 @@ def unchanged_refresh(archive: Path, data: Path, home: Path) -> dict:
     started = time.perf_counter()
     found = subprocess.run(f"find '{archive}' -type f | wc -l", shell=True, capture_output=True, text=True, check=True)
     find_s = time.perf_counter() - started
-    return {"seconds": round(again["seconds"], 2), "wall_s": round(wall, 1), "chunks": again["chunks"],
-            "find_wc_l_s": round(find_s, 3), "files_found": int(found.stdout.strip()),
-            "÷ find | wc -l": round(again["seconds"] / find_s, 1)}  # fmt: skip
+    return {
+        "seconds": round(again["seconds"], 2),
+        "wall_s": round(wall, 1),
+        "chunks": again["chunks"],
+        "find_wc_l_s": round(find_s, 3),
+        "files_found": int(found.stdout.strip()),
+        "÷ find | wc -l": round(again["seconds"] / find_s, 1),
+    }
 
 
 def _measure(
@@ -224,13 +254,26 @@ def _measure(
         write_archive(plain_archive, plain_files)
     row: dict = {}
     before = plain_loop(plain_archive, tmp / f"data-{files}-plain-before")  # the machine drifts: the baseline runs
-    configs = [("default", None, True, {}), ("meta off", None, False, {}),
-               ("default, NER on every sentence", None, True, {"KORPUS_NER_ALL_SENTENCES": "1"})]  # fmt: skip
+    configs = [
+        ("default", None, True, {}),
+        ("meta off", None, False, {}),
+        ("default, NER on every sentence", None, True, {"KORPUS_NER_ALL_SENTENCES": "1"}),
+    ]
     if files <= per_document_max:
         configs.append(("per document, meta off", 1, False, {}))
     if opensearch:
-        configs.append(("default into OpenSearch", None, True, {"KORPUS_BACKEND": "opensearch",
-                        "KORPUS_OPENSEARCH_URL": opensearch, "KORPUS_OPENSEARCH_PREFIX": f"scale{files}"}))  # fmt: skip
+        configs.append(
+            (
+                "default into OpenSearch",
+                None,
+                True,
+                {
+                    "KORPUS_BACKEND": "opensearch",
+                    "KORPUS_OPENSEARCH_URL": opensearch,
+                    "KORPUS_OPENSEARCH_PREFIX": f"scale{files}",
+                },
+            )
+        )
     configs = [c for c in configs if c[0] not in without or c[0] == "default"]
     for label, group, meta, extra in configs:
         started = time.perf_counter()
@@ -241,9 +284,13 @@ def _measure(
         if label == "default" and unchanged:
             row["unchanged refresh (default, again)"] = unchanged_refresh(archive, tmp / f"data-{files}-{label}", home)
     after = plain_loop(plain_archive, tmp / f"data-{files}-plain-after")  # before and after, and is averaged
-    plain = {**after, "seconds": (before["seconds"] + after["seconds"]) / 2, "files": plain_files,
-             "runs_s": [round(before["seconds"], 2), round(after["seconds"], 2)],
-             "peak_rss_mb": max(before["peak_rss_mb"], after["peak_rss_mb"])}  # fmt: skip
+    plain = {
+        **after,
+        "seconds": (before["seconds"] + after["seconds"]) / 2,
+        "files": plain_files,
+        "runs_s": [round(before["seconds"], 2), round(after["seconds"], 2)],
+        "peak_rss_mb": max(before["peak_rss_mb"], after["peak_rss_mb"]),
+    }
     per_file = plain["seconds"] / plain_files  # the ratios use the unrounded seconds a file
     plain["s_per_file"] = round(per_file, 4)
     row["plain loop" if plain_files == files else f"plain loop, first {plain_files} files"] = plain
@@ -260,7 +307,8 @@ def _measure(
     row["first searchable ÷ whole refresh (default)"] = round(default["first_searchable_s"] / default["seconds"], 3)
     if opensearch:
         row["default into OpenSearch ÷ default into SQLite (s)"] = round(
-            row["default into OpenSearch"]["seconds"] / default["seconds"], 3)  # fmt: skip
+            row["default into OpenSearch"]["seconds"] / default["seconds"], 3
+        )
     return row
 
 
@@ -292,8 +340,11 @@ def main() -> None:
         action="store_true",
         help="after the default, refresh the unchanged tree again and time it against find | wc -l (#32 item 4)",
     )
-    parser.add_argument("--opensearch", action="store_true",
-                        help="add the default refresh into a real OpenSearch node started for the run")  # fmt: skip
+    parser.add_argument(
+        "--opensearch",
+        action="store_true",
+        help="add the default refresh into a real OpenSearch node started for the run",
+    )
     args = parser.parse_args()
     report: dict = {}
     with tempfile.TemporaryDirectory(prefix="korpus-scale-") as tmp:
@@ -307,9 +358,16 @@ def main() -> None:
             write_archive(Path(tmp) / "warm-up", 2)  # starts korpus's local server: no measured run pays for it
             refresh(Path(tmp) / "warm-up", Path(tmp) / "data-warm-up", home)
             for files in args.files:
-                report[files] = _measure(Path(tmp), files, home, args.per_document_max, tuple(args.without),
-                                         plain_files=args.plain_files, unchanged=args.unchanged,
-                                         opensearch=node.url if node else None)  # fmt: skip
+                report[files] = _measure(
+                    Path(tmp),
+                    files,
+                    home,
+                    args.per_document_max,
+                    tuple(args.without),
+                    plain_files=args.plain_files,
+                    unchanged=args.unchanged,
+                    opensearch=node.url if node else None,
+                )
         finally:
             stop_server(home)
             from tasks.runtime.opensearch_node import stop_leashed

@@ -45,8 +45,10 @@ def main() -> None:
                     started = time.perf_counter()
                     assert http.get(path, params=params).status_code == 200
                     times[path].append(1000 * (time.perf_counter() - started))
-    row = {path: {"p50_ms": round(statistics.median(t), 1), "p95_ms": round(statistics.quantiles(t, n=20)[18], 1)}
-           for path, t in times.items()}  # fmt: skip
+    row = {
+        path: {"p50_ms": round(statistics.median(t), 1), "p95_ms": round(statistics.quantiles(t, n=20)[18], 1)}
+        for path, t in times.items()
+    }
     row["p95 ratio"] = round(row["/"]["p95_ms"] / row["/search"]["p95_ms"], 2)
     print(json.dumps({"questions": len(questions), "rounds": args.rounds, **row}, ensure_ascii=False, indent=2))
 

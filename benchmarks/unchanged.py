@@ -79,9 +79,16 @@ def main() -> None:
             again = discover_sources(root, None, readings)
             assert not any(s.hashed for s in again) and [s.version for s in again] == [s.version for s in first]
             base = medians["find | wc -l"]
-            rows += [{"files": files, "run": name, "seconds": round(seconds, 3),
-                      "per_file_us": round(seconds / files * 1e6, 1), "vs_find": round(seconds / base, 1)}
-                     for name, seconds in medians.items()]  # fmt: skip
+            rows += [
+                {
+                    "files": files,
+                    "run": name,
+                    "seconds": round(seconds, 3),
+                    "per_file_us": round(seconds / files * 1e6, 1),
+                    "vs_find": round(seconds / base, 1),
+                }
+                for name, seconds in medians.items()
+            ]
     if args.json:
         print(json.dumps(rows, ensure_ascii=False, indent=2))
         return

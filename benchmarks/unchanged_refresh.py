@@ -62,15 +62,21 @@ print(json.dumps({{"seconds": time.perf_counter() - start, "sources": summary["s
 
 
 def _env(home: Path) -> dict[str, str]:
-    env = dict(os.environ, PREFECT_LOGGING_LEVEL="WARNING", PREFECT_SERVER_ANALYTICS_ENABLED="false",
-               PREFECT_HOME=str(home))  # fmt: skip
+    env = dict(
+        os.environ, PREFECT_LOGGING_LEVEL="WARNING", PREFECT_SERVER_ANALYTICS_ENABLED="false", PREFECT_HOME=str(home)
+    )
     env.pop("PREFECT_API_URL", None)
     return env
 
 
 def build(archive: Path, data: Path, home: Path) -> dict:
-    done = subprocess.run([sys.executable, "-c", BUILD.format(root=str(ROOT), archive=str(archive), data=str(data))],
-                          env=_env(home), capture_output=True, text=True, timeout=14400)  # fmt: skip
+    done = subprocess.run(
+        [sys.executable, "-c", BUILD.format(root=str(ROOT), archive=str(archive), data=str(data))],
+        env=_env(home),
+        capture_output=True,
+        text=True,
+        timeout=14400,
+    )
     if done.returncode != 0:
         raise SystemExit(done.stderr[-3000:])
     return json.loads(done.stdout.strip().splitlines()[-1])
@@ -80,8 +86,13 @@ def korpus_refresh(archive: Path, data: Path, home: Path) -> tuple[float, dict]:
     """`korpus refresh --json` in a fresh process: its wall seconds and its summary."""
     korpus = Path(sys.executable).with_name("korpus")
     started = time.perf_counter()
-    done = subprocess.run([str(korpus), "refresh", "--root", str(archive), "--data", str(data), "--json"],
-                          env=_env(home), capture_output=True, text=True, timeout=3600)  # fmt: skip
+    done = subprocess.run(
+        [str(korpus), "refresh", "--root", str(archive), "--data", str(data), "--json"],
+        env=_env(home),
+        capture_output=True,
+        text=True,
+        timeout=3600,
+    )
     wall = time.perf_counter() - started
     if done.returncode != 0:
         raise SystemExit(done.stderr[-3000:])
@@ -116,9 +127,17 @@ def measure(files: int, repeat: int, keep: Path | None) -> dict:
     finally:
         stop_server(home)
     wall, find, stat = statistics.median(walls), statistics.median(finds), statistics.median(stats)
-    row.update({"korpus_wall_s": round(wall, 3), "korpus_flow_s": round(statistics.median(bodies), 3),
-                "find_s": round(find, 4), "find_stat_s": round(stat, 4), "x_find": round(wall / find, 1),
-                "x_find_stat": round(wall / stat, 1), "per_file_ms": round(1000 * wall / files, 4)})  # fmt: skip
+    row.update(
+        {
+            "korpus_wall_s": round(wall, 3),
+            "korpus_flow_s": round(statistics.median(bodies), 3),
+            "find_s": round(find, 4),
+            "find_stat_s": round(stat, 4),
+            "x_find": round(wall / find, 1),
+            "x_find_stat": round(wall / stat, 1),
+            "per_file_ms": round(1000 * wall / files, 4),
+        }
+    )
     return row
 
 
@@ -136,8 +155,10 @@ def main() -> None:
     print("| files | korpus refresh (wall) | its flow | find \\| wc -l | find + stat | × find | × find + stat |")
     print("|---|---|---|---|---|---|---|")
     for r in rows:
-        print(f"| {r['files']:,} | {r['korpus_wall_s']} s | {r['korpus_flow_s']} s | {r['find_s']} s | "
-              f"{r['find_stat_s']} s | {r['x_find']} | {r['x_find_stat']} |")  # fmt: skip
+        print(
+            f"| {r['files']:,} | {r['korpus_wall_s']} s | {r['korpus_flow_s']} s | {r['find_s']} s | "
+            f"{r['find_stat_s']} s | {r['x_find']} | {r['x_find_stat']} |"
+        )
 
 
 if __name__ == "__main__":

@@ -58,8 +58,10 @@ def write_volume(root: Path, pages: int) -> Path:
 
     root.mkdir(parents=True)
     (root / "korpus.yaml").write_text("defaults:\n  access: public\n  owner: Архив\n", encoding="utf-8")
-    images = [pymupdf.open(stream=_scan_pdf([line.format(n=k + 1) for line in LINES[k % len(LINES)]], seed=k))
-              for k in range(10)]  # fmt: skip
+    images = [
+        pymupdf.open(stream=_scan_pdf([line.format(n=k + 1) for line in LINES[k % len(LINES)]], seed=k))
+        for k in range(10)
+    ]
     volume = pymupdf.open()
     for n in range(pages):
         volume.insert_pdf(images[n % len(images)])
@@ -74,8 +76,9 @@ def refresh(archive: Path, data: Path, kill_after_pages: int | None = None) -> d
     script = RUN.format(root=str(ROOT), data=str(data), archive=str(archive))
     env = dict(os.environ, PREFECT_LOGGING_LEVEL="WARNING", PREFECT_SERVER_ANALYTICS_ENABLED="false")
     log = open(data.parent / f"{data.name}.log", "w")  # a file, not a pipe: the Prefect server child may hold it
-    proc = subprocess.Popen([sys.executable, "-c", script], env=env, stdout=log, stderr=subprocess.STDOUT,
-                            start_new_session=True)  # fmt: skip
+    proc = subprocess.Popen(
+        [sys.executable, "-c", script], env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+    )
     if kill_after_pages is not None:
         cache = data / "cache" / "pages"
         while proc.poll() is None:
@@ -107,10 +110,12 @@ def main() -> None:
             result = refresh(archive, Path(tmp) / f"data-{pages}")
             result["s_per_page"] = round(result["seconds"] / pages, 3)
             report[f"{pages} pages"] = result
-        report["peak RSS, big ÷ small"] = round(report[f"{big} pages"]["peak_rss_mb"]
-                                                / report[f"{small} pages"]["peak_rss_mb"], 3)  # fmt: skip
-        report["time per page, big ÷ small"] = round(report[f"{big} pages"]["s_per_page"]
-                                                     / report[f"{small} pages"]["s_per_page"], 3)  # fmt: skip
+        report["peak RSS, big ÷ small"] = round(
+            report[f"{big} pages"]["peak_rss_mb"] / report[f"{small} pages"]["peak_rss_mb"], 3
+        )
+        report["time per page, big ÷ small"] = round(
+            report[f"{big} pages"]["s_per_page"] / report[f"{small} pages"]["s_per_page"], 3
+        )
         if not args.no_kill:
             archive = Path(tmp) / f"archive-{big}"
             data = Path(tmp) / f"data-{big}-killed"

@@ -279,8 +279,9 @@ def write_texts(shared: Path, out: Path, documents: list[tuple[str, str]] = DOCU
                     continue
                 at, room, first = MIDDLES[middles]
                 for number, window in enumerate(_middles(listed, at, room), first):
-                    lines.append({"source_id": f"{source.source_id}#middle-{number}", "kind": row["kind"],
-                                  "pages": window})  # fmt: skip
+                    lines.append(
+                        {"source_id": f"{source.source_id}#middle-{number}", "kind": row["kind"], "pages": window}
+                    )
     out.write_text("".join(json.dumps(x, ensure_ascii=False) + "\n" for x in lines), encoding="utf-8")
 
 
@@ -351,8 +352,10 @@ def person_matches(shown: str, label: str) -> bool:
     others = [t for t in entry if t != surname]
     if len(others) > len(rest):
         return False
-    return all(o == r or (len(o) == 1 and r.startswith(o)) or (len(r) == 1 and o.startswith(r))
-               for o, r in zip(others, rest, strict=False))  # fmt: skip
+    return all(
+        o == r or (len(o) == 1 and r.startswith(o)) or (len(r) == 1 and o.startswith(r))
+        for o, r in zip(others, rest, strict=False)
+    )
 
 
 @cache
@@ -424,10 +427,25 @@ def registers_of(texts: list[dict]) -> dict[str, list[str]]:
 
     facts = []
     for doc in texts:
-        source = Source(source_id=doc["source_id"], version="0" * 64, path=doc["source_id"], kind=doc["kind"],
-                        owner="archive", access="public")  # fmt: skip
-        pages = [PageResult(source_id=doc["source_id"], source_version="0" * 64, page=p["page"], t_start=p["t_start"],
-                            text=p["text"], method="chunks") for p in doc["pages"]]  # fmt: skip
+        source = Source(
+            source_id=doc["source_id"],
+            version="0" * 64,
+            path=doc["source_id"],
+            kind=doc["kind"],
+            owner="archive",
+            access="public",
+        )
+        pages = [
+            PageResult(
+                source_id=doc["source_id"],
+                source_version="0" * 64,
+                page=p["page"],
+                t_start=p["t_start"],
+                text=p["text"],
+                method="chunks",
+            )
+            for p in doc["pages"]
+        ]
         facts.append(extract_facts(source, pages))
     register, _ = persons(facts)
     return {"persons": [p.shown for p in register], "organisations": [o.shown for o in organisations(facts)]}

@@ -51,8 +51,9 @@ def build_meta_documents(settings: Settings) -> dict[str, Any]:
         llm = LlmEvents(client)
     cache = FactCache(settings.meta_cache_dir, variant=llm.variant if llm else "")
     with SqliteIndex(settings.index_path) as index:
-        return refresh_meta(index, cache, lambda chunks: embed_on_every_core(chunks, settings),
-                            embed_model_path(settings).name, llm=llm)  # fmt: skip
+        return refresh_meta(
+            index, cache, lambda chunks: embed_on_every_core(chunks, settings), embed_model_path(settings).name, llm=llm
+        )
 
 
 @task(name="collect-garbage", cache_policy=NO_CACHE)

@@ -19,6 +19,7 @@ from prefect.artifacts import create_markdown_artifact, create_progress_artifact
 from prefect.runtime import flow_run
 
 from flows import events
+from flows import progress as refresh_progress
 from flows.after_documents import build_meta_documents, collect_garbage, sync_opensearch
 from flows.first_documents import first_documents
 from flows.refresh_stream import Indexer, Inflight, Parse
@@ -97,27 +98,35 @@ def _refresh(root: str, settings: Settings) -> dict[str, Any]:
         else None
     )
     tally = Tally()
-    indexer = Indexer(settings, splitter, len(plan.to_process), progress, tally)
+    live = refresh_progress.begin(len(plan.to_process))  # what `korpus refresh` shows on the terminal
+    indexer = Indexer(settings, splitter, len(plan.to_process), progress, tally, live)
     broken: Exception | None = None
     try:
         rest = first_documents(plan, settings, indexer)  # the first letters searchable before the cluster starts
         if rest.to_process:  # the Dask cluster starts only when there is something left to parse
             with dask_task_runner(settings) as runner:
                 indexer.work = work = Inflight(runner)
-                Parse(work, rest, settings, on_document=indexer.add, on_done=indexer.flush).start()
+                Parse(work, rest, settings, on_document=indexer.add, on_done=indexer.flush, live=live).start()
                 work.run()  # every document parsed, embedded and published as its own work completes
     except Exception as exc:  # the refresh itself failed (a file's failure is that file's item, never this)
         logger.exception("the refresh failed; its removals and relabels were applied before it")
         broken = exc
     finally:
         stop_children()  # the reading child processes: none outlives the documents' work
+        live.documents_done = True
     waiting, moved = indexer.waiting, indexer.moved
     problems = list(plan.rejected) + indexer.problems
     if progress is not None:  # every source was seen: held back or changed mid-run ones say so instead
-        update_progress_artifact(progress, progress=100.0, description=(
-            f"sources processed: {len(plan.to_process) - len(waiting) - len(moved)} of {len(plan.to_process)} indexed"
-            + (f", {len(waiting)} waiting for unread pages" if waiting else "")
-            + (f", {len(moved)} changed during the run" if moved else "")))  # fmt: skip
+        update_progress_artifact(
+            progress,
+            progress=100.0,
+            description=(
+                f"sources processed: {len(plan.to_process) - len(waiting) - len(moved)} "
+                f"of {len(plan.to_process)} indexed"
+                + (f", {len(waiting)} waiting for unread pages" if waiting else "")
+                + (f", {len(moved)} changed during the run" if moved else "")
+            ),
+        )
     unrecorded = [p for p in problems if p.item_id not in indexer.recorded]  # no publish wrote them
     if broken is not None:
         _fail_refresh(broken, root, settings, partial(apply_catalog_changes, plan, unrecorded, settings))
@@ -171,12 +180,25 @@ def _refresh(root: str, settings: Settings) -> dict[str, Any]:
         "review": f"{settings.review_url.rstrip('/')}?status=open" if settings.review_url else None,
     }
     create_markdown_artifact(markdown=_summary_markdown(summary), key="corpus-refresh-summary")
-    headline = ("sources", "changes", "chunks_indexed", "quarantined", "quarantine_reasons", "pending_sources",
-                "transient_retries", "seconds")  # fmt: skip
+    headline = (
+        "sources",
+        "changes",
+        "chunks_indexed",
+        "quarantined",
+        "quarantine_reasons",
+        "pending_sources",
+        "transient_retries",
+        "seconds",
+    )
     with SqliteIndex(settings.index_path) as index:
-        index.record_refresh({"finished_at": datetime.now(UTC).isoformat(timespec="seconds"), "root": root,
-                              **{key: summary[key] for key in headline},
-                              **({"meta_failed": meta["error"]} if meta and "error" in meta else {})})  # fmt: skip
+        index.record_refresh(
+            {
+                "finished_at": datetime.now(UTC).isoformat(timespec="seconds"),
+                "root": root,
+                **{key: summary[key] for key in headline},
+                **({"meta_failed": meta["error"]} if meta and "error" in meta else {}),
+            }
+        )
         open_items = index.stats()["quarantine_open"]
     events.refresh_completed(str(settings.data), summary, open_items)
     return summary
@@ -189,8 +211,13 @@ def _fail_refresh(broken: Exception, root: str, settings: Settings, catalog_chan
     try:
         catalog_changes()
         with SqliteIndex(settings.index_path) as index:
-            index.record_refresh({"finished_at": datetime.now(UTC).isoformat(timespec="seconds"), "root": root,
-                                  "failed": failure(broken)})  # fmt: skip
+            index.record_refresh(
+                {
+                    "finished_at": datetime.now(UTC).isoformat(timespec="seconds"),
+                    "root": root,
+                    "failed": failure(broken),
+                }
+            )
     except Exception:  # the index cannot take even these (a full disk): the failure below says why
         get_run_logger().exception("the refresh's quarantine items could not be written either")
     if isinstance(broken, IndexWriteError):
@@ -204,8 +231,11 @@ def _summary_markdown(summary: dict[str, Any]) -> str:
         link = f"[открыть очередь]({summary['review']})"
         lines += [f"**Карантин:** {summary['quarantined']} в этом обновлении — {link}", ""]
     elif summary["quarantined"]:
-        lines += [f"**Карантин:** {summary['quarantined']} в этом обновлении — `/review` в `korpus serve` "
-                  "(KORPUS_REVIEW_URL ставит сюда ссылку)", ""]  # fmt: skip
+        lines += [
+            f"**Карантин:** {summary['quarantined']} в этом обновлении — `/review` в `korpus serve` "
+            "(KORPUS_REVIEW_URL ставит сюда ссылку)",
+            "",
+        ]
     lines += ["| | |", "|---|---|"]
     lines += [f"| {key} | {value} |" for key, value in summary.items()]
     return "\n".join(lines)

@@ -28,8 +28,11 @@ REFRESH_COMPLETED = "korpus.refresh.completed"
 
 
 def _source_resource(source_id: str, access: str | None) -> dict[str, str]:
-    return {"prefect.resource.id": f"korpus.source.{source_id}", "prefect.resource.name": source_id,
-            "korpus.access": access or "none"}  # fmt: skip
+    return {
+        "prefect.resource.id": f"korpus.source.{source_id}",
+        "prefect.resource.name": source_id,
+        "korpus.access": access or "none",
+    }
 
 
 MAX_RELATED = 100
@@ -44,11 +47,21 @@ def sources_indexed(data: str, published: list[tuple[Source, int, int, Counter[s
 
 
 def _sources_indexed(data: str, published: list[tuple[Source, int, int, Counter[str]]]) -> None:
-    related = [{**_source_resource(source.source_id, source.access), "prefect.resource.role": "source"}
-               for source, *_ in published]  # fmt: skip
-    each = [{"source": source.source_id, "version": source.version, "kind": source.kind.value if source.kind else None,
-             "chunks": chunks, "pages": pages, "methods": dict(methods)}
-            for source, chunks, pages, methods in published]  # fmt: skip
+    related = [
+        {**_source_resource(source.source_id, source.access), "prefect.resource.role": "source"}
+        for source, *_ in published
+    ]
+    each = [
+        {
+            "source": source.source_id,
+            "version": source.version,
+            "kind": source.kind.value if source.kind else None,
+            "chunks": chunks,
+            "pages": pages,
+            "methods": dict(methods),
+        }
+        for source, chunks, pages, methods in published
+    ]
     emit_event(
         event=SOURCES_INDEXED,
         resource={"prefect.resource.id": f"korpus.data.{data}", "prefect.resource.name": data},

@@ -27,8 +27,14 @@ class Inflight:
         self._completed = distributed.as_completed(loop=runner.client.loop)
         self._then: dict[str, tuple[Any, Callable[[Any], None]]] = {}
 
-    def submit(self, stage: Any, then: Callable[[Any], None], annotations: dict[str, Any] | None = None,
-               failed: Callable[[Exception], None] | None = None, **parameters: Any) -> None:  # fmt: skip
+    def submit(
+        self,
+        stage: Any,
+        then: Callable[[Any], None],
+        annotations: dict[str, Any] | None = None,
+        failed: Callable[[Exception], None] | None = None,
+        **parameters: Any,
+    ) -> None:
         """`annotations` are Dask's (`resources`, `priority`: higher runs first among queued tasks). `failed` takes
         the exception of a task that failed past its retries — work on one file turns it into that file's
         quarantine item; without it (embedding, which every document needs) the failure fails the refresh."""
@@ -44,8 +50,16 @@ class Inflight:
         except Exception:  # a cluster that does not answer: the caller's own work will fail and say so
             return 2
 
-    def submit_in_slices(self, stage: Any, then: Callable[[np.ndarray], None], items: list, size: int, name: str,
-                         annotations: dict[str, Any] | None = None, **parameters: Any) -> None:  # fmt: skip
+    def submit_in_slices(
+        self,
+        stage: Any,
+        then: Callable[[np.ndarray], None],
+        items: list,
+        size: int,
+        name: str,
+        annotations: dict[str, Any] | None = None,
+        **parameters: Any,
+    ) -> None:
         """`stage` over `items` (its parameter `name`) in slices of at most `size`, each its own task, so one large
         document's chunks are embedded on every worker thread and not in one long run; `then` gets the slices'
         arrays joined in order once the last is in. A failed slice fails like `submit` without `failed`."""
@@ -68,8 +82,7 @@ class Inflight:
             except Exception as exc:
                 if failed is None:
                     raise
-                get_run_logger().warning("a task failed past its retries; its file is quarantined: %s",
-                                         failure(exc))  # fmt: skip
+                get_run_logger().warning("a task failed past its retries; its file is quarantined: %s", failure(exc))
                 failed(exc)
                 continue
             then(result)

@@ -43,8 +43,9 @@ class ReviewDecision(RunInput):
     """The form a reviewer fills in."""
 
     action: Literal["release", "reject", "reocr"] = Field(description="What to do with the item.")
-    reviewer_key: SecretStr = Field(min_length=1, max_length=500,
-                                    description="Your reviewer key (KORPUS_REVIEW_KEYS), as on /review.")  # fmt: skip
+    reviewer_key: SecretStr = Field(
+        min_length=1, max_length=500, description="Your reviewer key (KORPUS_REVIEW_KEYS), as on /review."
+    )
     note: str = Field(default="", max_length=2000, description="Why; kept in the audit trail.")
 
 
@@ -72,8 +73,17 @@ def summarise(item_ids: list[str], settings: Settings) -> str:
             lines.append(f"| {shown} | {item['status']} | {', '.join(item['reasons'])} | {item['page'] or '—'} |")
     where = item_page(settings, "ID") if settings.review_url else "/review/items/ID in korpus serve"
     counts = ", ".join(f"{code} {n}" for code, n in reasons.most_common()) or "—"
-    return "\n".join([f"## Карантин: {len(item_ids)} item(s)", "", f"reasons: {counts}", "",
-                      *lines, "", f"The evidence is shown to reviewers only, at {where}."])  # fmt: skip
+    return "\n".join(
+        [
+            f"## Карантин: {len(item_ids)} item(s)",
+            "",
+            f"reasons: {counts}",
+            "",
+            *lines,
+            "",
+            f"The evidence is shown to reviewers only, at {where}.",
+        ]
+    )
 
 
 def item_page(settings: Settings, item_id: str) -> str:
@@ -103,19 +113,27 @@ def quarantine_review(
     if not ids:
         raise ReviewError("give item_id or item_ids (see `korpus review list`)")
     description = summarise(ids, settings)
-    create_markdown_artifact(markdown=description, key=f"quarantine-{ids[0]}" if len(ids) == 1 else
-                             f"quarantine-batch-{len(ids)}")  # fmt: skip
+    create_markdown_artifact(
+        markdown=description, key=f"quarantine-{ids[0]}" if len(ids) == 1 else f"quarantine-batch-{len(ids)}"
+    )
     form = ReviewDecision.with_initial_data(description=description[:5000], action="reject")
     decision = pause_flow_run(wait_for_input=form, timeout=timeout_s, poll_interval=2, key=PAUSE_KEY)
     delete_flow_run_input(keyset_from_base_key(f"paused-{PAUSE_KEY}")["response"])  # the key leaves Prefect
     reviewer = reviewer_for(decision.reviewer_key.get_secret_value(), settings)
     outcomes = decide(ids, decision.action, reviewer, decision.note, settings)
     for one, outcome in outcomes.items():
-        get_run_logger().info("%s: %s by %s → %s", one, decision.action, reviewer.name,
-                              "refused" if outcome.startswith("refused") else "done")  # fmt: skip
+        get_run_logger().info(
+            "%s: %s by %s → %s",
+            one,
+            decision.action,
+            reviewer.name,
+            "refused" if outcome.startswith("refused") else "done",
+        )
     tally = Counter("refused" if o.startswith("refused") else "decided" for o in outcomes.values())
-    create_markdown_artifact(markdown=f"## {decision.action} by {reviewer.name}\n\n"
-                             + ", ".join(f"{k}: {v}" for k, v in sorted(tally.items())),
-                             key="quarantine-decision")  # fmt: skip
+    create_markdown_artifact(
+        markdown=f"## {decision.action} by {reviewer.name}\n\n"
+        + ", ".join(f"{k}: {v}" for k, v in sorted(tally.items())),
+        key="quarantine-decision",
+    )
     single = {"item_id": ids[0], "outcome": outcomes[ids[0]]} if len(ids) == 1 else {}
     return {"action": decision.action, "reviewer": reviewer.name, "outcomes": outcomes, **single}

@@ -23,6 +23,7 @@ from prefect import get_run_logger
 from prefect.artifacts import create_progress_artifact, update_progress_artifact
 
 from flows.inflight import Inflight
+from flows.progress import RefreshProgress
 from flows.refresh_tasks import (
     GROUP_PAGES,
     Ready,
@@ -110,9 +111,17 @@ class Parse:
     until it runs (#32): with all 117 read batches of 30,000 letters out at once the refresh held 1,508 MB when its
     first 248 letters were in, 1,388 MB with four out (6,000 letters: 1,333 MB) — ~1 MB a batch waiting."""
 
-    def __init__(self, work: Inflight, plan: RefreshPlan, settings: Settings,
-                 on_document: Callable[[Source, ParseOutcome], None], on_done: Callable[[], None]) -> None:  # fmt: skip
+    def __init__(
+        self,
+        work: Inflight,
+        plan: RefreshPlan,
+        settings: Settings,
+        on_document: Callable[[Source, ParseOutcome], None],
+        on_done: Callable[[], None],
+        live: RefreshProgress | None = None,
+    ) -> None:
         self.work, self.plan, self.settings = work, plan, settings
+        self.live = live or RefreshProgress()  # the terminal's counts (flows/progress.py)
         self.on_document, self.on_done = on_document, on_done
         self.open = len(plan.to_process)
         self._scans: dict[str, _Scan] = {}
@@ -123,8 +132,13 @@ class Parse:
         submit = self.work.submit
         for source in self.plan.to_process:
             if source.kind is SourceKind.audio:
-                submit(speech_plan, partial(self._planned, source), source=source, settings=self.settings,
-                       failed=partial(self._plan_failed, source))  # fmt: skip
+                submit(
+                    speech_plan,
+                    partial(self._planned, source),
+                    source=source,
+                    settings=self.settings,
+                    failed=partial(self._plan_failed, source),
+                )
         reads = [s for s in self.plan.to_process if s.kind is not SourceKind.audio]
         self._reads = iter(read_batches(reads))
         for _ in range(max(MIN_READS_AHEAD, READS_AHEAD_PER_THREAD * self.work.threads())):
@@ -136,8 +150,13 @@ class Parse:
         batch = next(self._reads, None)
         if batch is None:
             return False
-        self.work.submit(read_own_text, partial(self._read, batch), sources=batch, settings=self.settings,
-                         failed=partial(self._read_failed, batch))  # fmt: skip
+        self.work.submit(
+            read_own_text,
+            partial(self._read, batch),
+            sources=batch,
+            settings=self.settings,
+            failed=partial(self._read_failed, batch),
+        )
         return True
 
     def _complete(self, source: Source, outcome: ParseOutcome) -> None:
@@ -155,12 +174,18 @@ class Parse:
         if len(batch) == 1:
             self._read(batch, [self._failed_alone(batch[0], exc)])
             return
-        get_run_logger().warning("a read batch of %d files failed (%s); each is read again alone", len(batch),
-                                 failure(exc))  # fmt: skip
+        get_run_logger().warning(
+            "a read batch of %d files failed (%s); each is read again alone", len(batch), failure(exc)
+        )
         self._read_next()
         for source in batch:
-            self.work.submit(read_own_text, partial(self._read, [source], ahead=False), sources=[source],
-                             settings=self.settings, failed=partial(self._piece_failed, source))  # fmt: skip
+            self.work.submit(
+                read_own_text,
+                partial(self._read, [source], ahead=False),
+                sources=[source],
+                settings=self.settings,
+                failed=partial(self._piece_failed, source),
+            )
 
     def _piece_failed(self, source: Source, exc: Exception) -> None:
         """A file of a failed batch, read again alone, failed again: it is the culprit (the batch's next is out)."""
@@ -187,10 +212,17 @@ class Parse:
                 continue
             milestone = create_progress_artifact(progress=0.0, description=_pages_done(source, outcome, 0))
             self._scans[source.source_id] = _Scan(outcome, milestone)
+            self.live.pages_planned += len(outcome.ocr_pending)
             for page in outcome.ocr_pending:
-                self.work.submit(ocr_page, partial(self._page, source), source=source, page=page,
-                                 settings=self.settings, layer=outcome.flagged.get(page),
-                                 failed=partial(self._page_failed, source, page))  # fmt: skip
+                self.work.submit(
+                    ocr_page,
+                    partial(self._page, source),
+                    source=source,
+                    page=page,
+                    settings=self.settings,
+                    layer=outcome.flagged.get(page),
+                    failed=partial(self._page_failed, source, page),
+                )
 
     def _page_failed(self, source: Source, page: int, exc: Exception) -> None:
         item = problem(source, ReasonCode.ocr_failed, failure(exc), page)
@@ -207,8 +239,12 @@ class Parse:
         target.unread.update(page.unread)
         target.retries += page.retries
         scan.done += 1
-        update_progress_artifact(scan.milestone, progress=100.0 * scan.done / len(target.ocr_pending),
-                                 description=_pages_done(source, target, scan.done))  # fmt: skip
+        self.live.pages_done += 1
+        update_progress_artifact(
+            scan.milestone,
+            progress=100.0 * scan.done / len(target.ocr_pending),
+            description=_pages_done(source, target, scan.done),
+        )
         if scan.done == len(target.ocr_pending):
             del self._scans[source.source_id]
             self._complete(source, target)
@@ -218,11 +254,18 @@ class Parse:
             self._complete(source, ParseOutcome(problems=[rec.problem]))
             return
         milestone = create_progress_artifact(progress=0.0, description=_minutes_done(source, 0.0, rec.duration))
+        self.live.audio_planned += rec.duration
         batches = _batches(list(range(len(rec.windows))), self.settings.asr_windows_per_task)
         self._recordings[source.source_id] = _Recording(rec, milestone, batches_left=len(batches))
         for indices in batches:
-            self.work.submit(transcribe, partial(self._transcribed, source), plan=rec, indices=indices,
-                             settings=self.settings, failed=partial(self._transcribe_failed, source))  # fmt: skip
+            self.work.submit(
+                transcribe,
+                partial(self._transcribed, source),
+                plan=rec,
+                indices=indices,
+                settings=self.settings,
+                failed=partial(self._transcribe_failed, source),
+            )
         if not batches:
             self._recorded(source)
 
@@ -237,8 +280,12 @@ class Parse:
             recording.calls += called
         recording.batches_left -= 1
         duration = recording.plan.duration
-        update_progress_artifact(recording.milestone, progress=100.0 * recording.heard / max(duration, 1e-6),
-                                 description=_minutes_done(source, recording.heard, duration))  # fmt: skip
+        self.live.heard(source.source_id, recording.heard)
+        update_progress_artifact(
+            recording.milestone,
+            progress=100.0 * recording.heard / max(duration, 1e-6),
+            description=_minutes_done(source, recording.heard, duration),
+        )
         if recording.batches_left == 0:
             self._recorded(source)
 
@@ -251,22 +298,39 @@ class Parse:
             self._complete(source, ParseOutcome(problems=[problem(source, ReasonCode.asr_failed, detail)]))
             return
         silent_tail = rec.duration - recording.heard  # no speech window reaches the end: that stretch had no speech
-        update_progress_artifact(recording.milestone, progress=100.0, description=(
-            _minutes_done(source, rec.duration, rec.duration)
-            + (f" (последние {silent_tail:.0f} с без речи)" if silent_tail >= 1 else "")))  # fmt: skip
+        self.live.heard(source.source_id, rec.duration)
+        update_progress_artifact(
+            recording.milestone,
+            progress=100.0,
+            description=(
+                _minutes_done(source, rec.duration, rec.duration)
+                + (f" (последние {silent_tail:.0f} с без речи)" if silent_tail >= 1 else "")
+            ),
+        )
         try:
-            assembled: RecordingOutcome = transcript(**sealed(source=source, plan=rec, results=collected,
-                                                              settings=self.settings))  # fmt: skip
+            assembled: RecordingOutcome = transcript(
+                **sealed(source=source, plan=rec, results=collected, settings=self.settings)
+            )
         except Exception as exc:  # containment: this recording's transcript, not the refresh
             detail = f"the transcript could not be assembled: {failure(exc)}"
             self._complete(source, ParseOutcome(problems=[problem(source, ReasonCode.asr_failed, detail)]))
             return
-        self._complete(source, ParseOutcome(
-            pages=assembled.pages, problems=assembled.problems, page_count=len(assembled.pages),
-            engine_calls=recording.calls, cache_hits=len(collected) - recording.calls,
-            stats={"audio_seconds": assembled.audio_seconds, "speech_seconds": assembled.speech_seconds,
-                   "segments_dropped": assembled.segments_dropped, "repeats_collapsed": assembled.repeats_collapsed},
-        ))  # fmt: skip
+        self._complete(
+            source,
+            ParseOutcome(
+                pages=assembled.pages,
+                problems=assembled.problems,
+                page_count=len(assembled.pages),
+                engine_calls=recording.calls,
+                cache_hits=len(collected) - recording.calls,
+                stats={
+                    "audio_seconds": assembled.audio_seconds,
+                    "speech_seconds": assembled.speech_seconds,
+                    "segments_dropped": assembled.segments_dropped,
+                    "repeats_collapsed": assembled.repeats_collapsed,
+                },
+            ),
+        )
 
 
 def embed_resources(settings: Settings) -> dict[str, float] | None:
@@ -289,8 +353,17 @@ class Indexer:
     (`KORPUS_INDEX_GROUP_SOURCES` documents or GROUP_PAGES pages); a full group is chunked and gated here, embedded
     on the cluster, and published with its documents' quarantine items when its vectors come back."""
 
-    def __init__(self, settings: Settings, splitter: LlmSplitter | None, total: int, progress: Any,
-                 tally: Tally) -> None:  # fmt: skip
+    def __init__(
+        self,
+        settings: Settings,
+        splitter: LlmSplitter | None,
+        total: int,
+        progress: Any,
+        tally: Tally,
+        live: RefreshProgress | None = None,
+    ) -> None:
+        """`progress`: the Prefect progress artifact of the whole refresh (None: none); `live`: the terminal's
+        counts (flows/progress.py)."""
         self.work: Inflight | None = None  # the cluster's, set once it is up; before it, a group is embedded here
         self.settings, self.splitter = settings, splitter
         self.total, self.progress, self.tally = total, progress, tally
@@ -305,12 +378,14 @@ class Indexer:
         self.moved: list[str] = []
         self.settled = self.embedded = self.indexed = self.flushed = 0
         self.first_searchable: float | None = None
+        self.live = live or RefreshProgress(planned=total)
 
     def add(self, source: Source, outcome: ParseOutcome) -> None:
         self.tally.add(source, outcome)
         if not unchanged_since_discovery(source):  # replaced or removed mid-run: what was read is not this version
-            get_run_logger().warning("%s changed or vanished during the refresh; the next refresh takes it",
-                                     source.source_id)  # fmt: skip
+            get_run_logger().warning(
+                "%s changed or vanished during the refresh; the next refresh takes it", source.source_id
+            )
             self.moved.append(source.source_id)
             self._settle(1)
             return
@@ -335,8 +410,9 @@ class Indexer:
             self.problems += [*found, whole_document(source, outcome)]
             self._settle(1)
             return
-        self.group.append(Ready(source, outcome, quarantined_pages=any(p.page for p in found), problems=found,
-                                copy=copy))  # fmt: skip
+        self.group.append(
+            Ready(source, outcome, quarantined_pages=any(p.page for p in found), problems=found, copy=copy)
+        )
         if len(self.group) >= self.group_limit() or sum(len(r.outcome.pages) for r in self.group) >= GROUP_PAGES:
             self.flush()
 
@@ -361,14 +437,20 @@ class Indexer:
         for ready in group:
             if ready.copy and ready.passed:  # the searchable copy links back: #nameddest=<chunk id>
                 try:
-                    name_chunks(Path(ready.copy), ready.passed, ready.outcome.pages,
-                                turned=ready.source.kind == SourceKind.image)  # fmt: skip
+                    name_chunks(
+                        Path(ready.copy),
+                        ready.passed,
+                        ready.outcome.pages,
+                        turned=ready.source.kind == SourceKind.image,
+                    )
                 except Exception as exc:  # a copy without links is still a searchable copy
-                    logger.warning("%s: no chunk links in the searchable copy (%s)", ready.source.source_id,
-                                   failure(exc))  # fmt: skip
+                    logger.warning(
+                        "%s: no chunk links in the searchable copy (%s)", ready.source.source_id, failure(exc)
+                    )
         for r in group:
-            logger.info("%s → %d/%d pages, %d chunks", r.source.source_id, len(r.outcome.pages),
-                        r.outcome.page_count, r.chunks)  # fmt: skip
+            logger.info(
+                "%s → %d/%d pages, %d chunks", r.source.source_id, len(r.outcome.pages), r.outcome.page_count, r.chunks
+            )
         chunks = [c for r in group if r.publish for c in r.passed]
         if not chunks:
             self._publish(group, np.zeros((0, 0), dtype=np.float32))
@@ -377,14 +459,22 @@ class Indexer:
         if self.work is None:  # the refresh's first documents, before the cluster is up (`first_documents`)
             self._publish(group, embed(chunks=chunks, settings=self.settings))
             return
-        self.work.submit_in_slices(embed, partial(self._publish, group), chunks, EMBED_SLICE, "chunks",
-                                   annotations=self.annotations, settings=self.settings)  # fmt: skip
+        self.work.submit_in_slices(
+            embed,
+            partial(self._publish, group),
+            chunks,
+            EMBED_SLICE,
+            "chunks",
+            annotations=self.annotations,
+            settings=self.settings,
+        )
 
     def _publish(self, group: list[Ready], vectors: np.ndarray) -> None:
         crash_point("after-embed")
         ready = [r for r in group if r.publish]
         counts = publish(**sealed(group=ready, vectors=vectors, settings=self.settings)) if ready else []
         self.indexed += sum(counts)
+        self.live.indexed(sum(counts))
         if sum(counts) and self.first_searchable is None:
             self.first_searchable = time.perf_counter()
         for r in group:
@@ -395,4 +485,5 @@ class Indexer:
 
     def _settle(self, documents: int) -> None:
         self.settled += documents
+        self.live.settled += documents
         update_progress_artifact(self.progress, progress=100.0 * self.settled / max(self.total, 1))

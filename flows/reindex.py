@@ -36,8 +36,9 @@ def reindex(embed_model: str, data: str | None = None, batch: int = 64) -> dict[
     artifact = create_progress_artifact(progress=0.0, description="chunks embedded")
 
     def progress(done: int, total: int) -> None:
-        update_progress_artifact(artifact, progress=100.0 * done / max(total, 1),
-                                 description=f"chunks embedded: {done}/{total}")  # fmt: skip
+        update_progress_artifact(
+            artifact, progress=100.0 * done / max(total, 1), description=f"chunks embedded: {done}/{total}"
+        )
 
     report = reindex_vectors(settings, Path(embed_model), batch, progress)
     update_progress_artifact(artifact, progress=100.0, description=f"chunks embedded: {report['chunks']}")

@@ -75,9 +75,11 @@ def choose_text(
     )
     check = LayerCheck(
         decision="ocr-replaced-layer" if replace else "layer-kept",
-        similarity=round(similarity, 3), layer_score=q_layer.score, ocr_score=q_ocr.score,
+        similarity=round(similarity, 3),
+        layer_score=q_layer.score,
+        ocr_score=q_ocr.score,
         layer_reasons=q_layer.reasons,
-    )  # fmt: skip
+    )
     if replace:
         return ocr.model_copy(update={"quality": q_ocr.score, "quality_reasons": q_layer.reasons, "layer_check": check})
     return layer.model_copy(update={"layer_check": check})
@@ -162,8 +164,13 @@ def _cascade(source: Source, page: int, settings: Settings, force_vlm: bool, lay
 
 def _reading(tier: int, engine: str, text: str, quality: TextLayerQuality) -> dict[str, Any]:
     """One tier's refused reading, kept on the quarantine item so a reviewer sees what each tier made of it."""
-    return {"tier": tier, "engine": engine, "text": text[:4000], "score": round(float(quality.score), 3),
-            "reasons": list(quality.reasons)}  # fmt: skip
+    return {
+        "tier": tier,
+        "engine": engine,
+        "text": text[:4000],
+        "score": round(float(quality.score), 3),
+        "reasons": list(quality.reasons),
+    }
 
 
 def _counted(outcome: ParseOutcome, counts: TierCounts) -> ParseOutcome:
@@ -189,9 +196,13 @@ def ocr_document(source_pdf: Path, out: Path, settings: Settings) -> dict[str, f
     if out.resolve() == source_pdf.resolve():
         raise ValueError("korpus never writes over its input: choose another output path")
     source = Source(
-        source_id=source_pdf.name, version=file_sha256(source_pdf), path=str(source_pdf), kind=SourceKind.pdf,
-        owner="korpus-ocr", access="local",
-    )  # fmt: skip
+        source_id=source_pdf.name,
+        version=file_sha256(source_pdf),
+        path=str(source_pdf),
+        kind=SourceKind.pdf,
+        owner="korpus-ocr",
+        access="local",
+    )
     first = parse_pdf_text_layers(source, settings)
     if first.problems:
         raise ValueError(first.problems[0].detail)

@@ -124,8 +124,9 @@ Reading = tuple[str, int, int, int, int]
 """A file's last reading: (version, size, mtime_ns, ctime_ns, inode)."""
 
 
-def discover_sources(root: Path, settings: Settings | None = None, readings: dict[str, Reading] | None = None
-                     ) -> list[Source]:  # fmt: skip
+def discover_sources(
+    root: Path, settings: Settings | None = None, readings: dict[str, Reading] | None = None
+) -> list[Source]:
     """Every regular file under root except the manifest and hidden files, sorted by id — and, given the settings
     (the data directory to unpack into and the limits), each container's members after it (tasks/unpack.py).
 
@@ -193,10 +194,20 @@ def _badly_named(path: Path, rel: Path, manifest: Manifest) -> Source | None:
     source_id = raw.decode("utf-8", "backslashreplace")
     guess = "/".join(_cp1251_if_not_utf8(part) for part in raw.split(b"/"))
     meta = manifest.metadata_for(source_id)
-    detail = (f"the file name is not valid UTF-8 (in cp1251 it reads «{guess}»): rename it, e.g. with "
-              "`convmv -f cp1251 -t utf-8`, and the next refresh reads it")  # fmt: skip
-    return Source(source_id=source_id, path=source_id, version="not-read", kind=source_kind(path), unreadable=detail,
-                  owner=meta["owner"], access=meta["access"], tenant=meta["tenant"] or "default")  # fmt: skip
+    detail = (
+        f"the file name is not valid UTF-8 (in cp1251 it reads «{guess}»): rename it, e.g. with "
+        "`convmv -f cp1251 -t utf-8`, and the next refresh reads it"
+    )
+    return Source(
+        source_id=source_id,
+        path=source_id,
+        version="not-read",
+        kind=source_kind(path),
+        unreadable=detail,
+        owner=meta["owner"],
+        access=meta["access"],
+        tenant=meta["tenant"] or "default",
+    )
 
 
 def _cp1251_if_not_utf8(part: bytes) -> str:
@@ -233,8 +244,13 @@ def _discovered(
     """One entry under the root as a source; None for folders, linked folders (rglob does not descend into them)
     and a file that vanished while being discovered (it is not there: a known one is retired)."""
     meta = manifest.metadata_for(source_id)
-    common = {"source_id": source_id, "path": str(path), "owner": meta["owner"], "access": meta["access"],
-              "tenant": meta["tenant"] or "default"}  # fmt: skip
+    common = {
+        "source_id": source_id,
+        "path": str(path),
+        "owner": meta["owner"],
+        "access": meta["access"],
+        "tenant": meta["tenant"] or "default",
+    }
     if path.is_symlink():
         try:
             target = path.resolve(strict=True)
@@ -265,8 +281,16 @@ def _discovered(
     if stat.st_size == 0:
         detail = "the file is empty (0 bytes): copy the real file in again"
         return Source(version=version, kind=source_kind(path), unreadable=detail, **common)
-    return Source(version=version, kind=source_kind(path), size=stat.st_size, mtime_ns=stat.st_mtime_ns,
-                  ctime_ns=stat.st_ctime_ns, inode=stat.st_ino, hashed=hashed, **common)  # fmt: skip
+    return Source(
+        version=version,
+        kind=source_kind(path),
+        size=stat.st_size,
+        mtime_ns=stat.st_mtime_ns,
+        ctime_ns=stat.st_ctime_ns,
+        inode=stat.st_ino,
+        hashed=hashed,
+        **common,
+    )
 
 
 def unchanged_since_discovery(source: Source) -> bool:
@@ -283,12 +307,18 @@ def admission_problems(source: Source) -> QuarantineItem | None:
     """A source without owner or access, or of a type korpus cannot read, is quarantined — never defaulted."""
     if source.outside_root:
         return QuarantineItem(
-            source_id=source.source_id, source_version=source.version, reasons=[ReasonCode.outside_root],
+            source_id=source.source_id,
+            source_version=source.version,
+            reasons=[ReasonCode.outside_root],
             detail="a link that leads out of the source root: korpus reads nothing outside it; copy the file in",
-        )  # fmt: skip
+        )
     if source.unreadable:
-        return QuarantineItem(source_id=source.source_id, source_version=source.version,
-                              reasons=[ReasonCode.unreadable_file], detail=source.unreadable)  # fmt: skip
+        return QuarantineItem(
+            source_id=source.source_id,
+            source_version=source.version,
+            reasons=[ReasonCode.unreadable_file],
+            detail=source.unreadable,
+        )
     reasons, details = [], []
     missing = [k for k in ("owner", "access") if not getattr(source, k)]
     if missing:
@@ -300,9 +330,14 @@ def admission_problems(source: Source) -> QuarantineItem | None:
     if not reasons:
         return None
     return QuarantineItem(
-        source_id=source.source_id, source_version=source.version, reasons=reasons, detail="; ".join(details),
-        access=source.access, tenant=source.tenant, kind=source.kind.value if source.kind else None,
-    )  # fmt: skip
+        source_id=source.source_id,
+        source_version=source.version,
+        reasons=reasons,
+        detail="; ".join(details),
+        access=source.access,
+        tenant=source.tenant,
+        kind=source.kind.value if source.kind else None,
+    )
 
 
 @dataclass

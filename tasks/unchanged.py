@@ -30,7 +30,7 @@ import hashlib
 import json
 import os
 import time
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -65,8 +65,10 @@ def tree_digest(root: Path) -> tuple[int, str]:
                     continue
                 stat = entry.stat()  # a linked file: its target's stat, as discovery reads it
                 linked = "l" if entry.is_symlink() else ""
-                lines.append(f"{name}\0{linked}{stat.st_mode}.{stat.st_ino}.{stat.st_size}.{stat.st_mtime_ns}."
-                             f"{stat.st_ctime_ns}\n")  # fmt: skip
+                lines.append(
+                    f"{name}\0{linked}{stat.st_mode}.{stat.st_ino}.{stat.st_size}.{stat.st_mtime_ns}."
+                    f"{stat.st_ctime_ns}\n"
+                )
             except OSError as exc:
                 lines.append(f"{name}\0!{exc.errno}\n")
         count += len(lines)
@@ -117,15 +119,10 @@ def _next_collection(settings: Settings) -> float | None:
     """When garbage collection next has work (epoch seconds), None when never (nothing unserved, or it is off)."""
     if not settings.gc_after_refresh:
         return None
-    from tasks.index.retention import oldest_stale_refusal
+    from tasks.index.retention import next_expiry
 
     with SqliteIndex(settings.index_path) as index:
-        unserved = index.conn.execute(
-            "SELECT min(coalesce(superseded_at, switched_at, received_at)) FROM sources WHERE lifecycle != 'current'"
-        ).fetchone()[0]
-        refusal = oldest_stale_refusal(index)  # a stale refusal's text is scrubbed on the same clock
-    times = [datetime.fromisoformat(t).timestamp() for t in (unserved, refusal) if t is not None]
-    return min(times) + timedelta(days=settings.retention_days).total_seconds() if times else None
+        return next_expiry(index, settings.retention_days)
 
 
 def remember(root: Path, settings: Settings, summary: dict[str, Any], tree: tuple[int, str] | None) -> bool:
@@ -136,9 +133,16 @@ def remember(root: Path, settings: Settings, summary: dict[str, Any], tree: tupl
     record.unlink(missing_ok=True)
     if tree is None or not replayable(settings) or not did_nothing(summary):
         return False
-    state = {"root": str(root), "entries": tree[0], "tree": tree[1], "sources": summary.get("sources", 0),
-             "quarantined": summary.get("quarantined", 0), "settings": settings_digest(settings),
-             "collect_at": _next_collection(settings), "catalog": catalog_stamp(settings)}  # fmt: skip
+    state = {
+        "root": str(root),
+        "entries": tree[0],
+        "tree": tree[1],
+        "sources": summary.get("sources", 0),
+        "quarantined": summary.get("quarantined", 0),
+        "settings": settings_digest(settings),
+        "collect_at": _next_collection(settings),
+        "catalog": catalog_stamp(settings),
+    }
     record.write_text(json.dumps(state), encoding="utf-8")
     return True
 
@@ -158,23 +162,34 @@ def quick_refresh(root: Path, settings: Settings) -> dict[str, Any] | None:
         state = json.loads(record.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None
-    if (state.get("root") != str(root) or state.get("settings") != settings_digest(settings)
-            or state.get("catalog") != catalog_stamp(settings)
-            or (state.get("collect_at") is not None and time.time() >= state["collect_at"])):  # fmt: skip
+    if (
+        state.get("root") != str(root)
+        or state.get("settings") != settings_digest(settings)
+        or state.get("catalog") != catalog_stamp(settings)
+        or (state.get("collect_at") is not None and time.time() >= state["collect_at"])
+    ):
         return None
     try:
         with refresh_lock(settings.data):  # another refresh running: it is the one to wait for
             if tree_digest(root) != (state["entries"], state["tree"]) or state["catalog"] != catalog_stamp(settings):
                 return None
             sources = state["sources"]
-            summary = {"sources": sources, "changes": {"unchanged": sources} if sources else {}, "relabelled": 0,
-                       "files_hashed": 0, "chunks_indexed": 0, "quarantined": state.get("quarantined", 0),
-                       "pending_sources": 0,
-                       "quick": True, "flow_run_id": None,
-                       "seconds": round(time.perf_counter() - started, 2)}  # fmt: skip
+            summary = {
+                "sources": sources,
+                "changes": {"unchanged": sources} if sources else {},
+                "relabelled": 0,
+                "files_hashed": 0,
+                "chunks_indexed": 0,
+                "quarantined": state.get("quarantined", 0),
+                "pending_sources": 0,
+                "quick": True,
+                "flow_run_id": None,
+                "seconds": round(time.perf_counter() - started, 2),
+            }
             with SqliteIndex(settings.index_path) as index:
-                index.record_refresh({"finished_at": datetime.now(UTC).isoformat(timespec="seconds"),
-                                      "root": str(root), **summary})  # fmt: skip
+                index.record_refresh(
+                    {"finished_at": datetime.now(UTC).isoformat(timespec="seconds"), "root": str(root), **summary}
+                )
             state["catalog"] = catalog_stamp(settings)  # its own record is the only write since
             record.write_text(json.dumps(state), encoding="utf-8")
             return summary

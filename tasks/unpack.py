@@ -59,8 +59,7 @@ class Budget:
         if self.written >= s.unpack_max_total_bytes:
             return f"the file unpacks to over {s.unpack_max_total_bytes >> 20} MiB (unpack_max_total_bytes)"
         if self.written >= max(BOMB_FLOOR, s.unpack_max_ratio * self.top_size):
-            return (f"the file unpacks to over {s.unpack_max_ratio:g} times its own size "
-                    "(unpack_max_ratio): a zip bomb")  # fmt: skip
+            return f"the file unpacks to over {s.unpack_max_ratio:g} times its own size (unpack_max_ratio): a zip bomb"
         return f"the member unpacks to over {s.unpack_max_member_bytes >> 20} MiB (unpack_max_member_bytes)"
 
 
@@ -178,8 +177,9 @@ def listing(source: Source, settings: Settings, budget: Budget | None = None) ->
     return _unpack(source, folder, settings, budget or Budget(settings, source.size))
 
 
-def child_sources(parent: Source, settings: Settings, child_rules: list, depth: int = 1,
-                  budget: Budget | None = None) -> Iterator[Source]:  # fmt: skip
+def child_sources(
+    parent: Source, settings: Settings, child_rules: list, depth: int = 1, budget: Budget | None = None
+) -> Iterator[Source]:
     """The children of one source (and theirs, to unpack_max_depth), in the container's order."""
     if not is_container(parent.kind) or parent.unreadable or parent.outside_root or parent.version == "not-read":
         return
@@ -204,8 +204,9 @@ def child_sources(parent: Source, settings: Settings, child_rules: list, depth: 
         try:
             stat = path.stat()
         except OSError as exc:  # gone again since it was taken out
-            yield Source(version=entry["sha256"], path=child_id, unreadable=f"its unpacked copy is gone: {exc}",
-                         **common)  # fmt: skip
+            yield Source(
+                version=entry["sha256"], path=child_id, unreadable=f"its unpacked copy is gone: {exc}", **common
+            )
             continue
         child = Source(version=entry["sha256"], path=str(path), size=stat.st_size, mtime_ns=stat.st_mtime_ns, **common)
         if stat.st_size == 0:
@@ -215,6 +216,11 @@ def child_sources(parent: Source, settings: Settings, child_rules: list, depth: 
             if depth < settings.unpack_max_depth:
                 yield from child_sources(child, settings, child_rules, depth + 1, budget)
             else:  # its own text is read; what it holds is not taken out, and that is said
-                yield Source(source_id=child_id + CHILD_SEPARATOR + "…", version="not-read", path=child_id,
-                             unreadable=f"nested {depth + 1} containers deep (unpack_max_depth is "
-                             f"{settings.unpack_max_depth}): its members are not taken out", **meta)  # fmt: skip
+                yield Source(
+                    source_id=child_id + CHILD_SEPARATOR + "…",
+                    version="not-read",
+                    path=child_id,
+                    unreadable=f"nested {depth + 1} containers deep (unpack_max_depth is "
+                    f"{settings.unpack_max_depth}): its members are not taken out",
+                    **meta,
+                )

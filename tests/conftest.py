@@ -80,6 +80,8 @@ def pytest_sessionfinish(session: object, exitstatus: int) -> None:
             process.kill()
         except Exception:  # gone meanwhile
             continue
-    print("\nprocesses the tests started were still running at the end (killed now):\n" + "\n".join(lines),
-          file=sys.stderr)  # fmt: skip
+    print(
+        "\nprocesses the tests started were still running at the end (killed now):\n" + "\n".join(lines),
+        file=sys.stderr,
+    )
     session.exitstatus = 1  # type: ignore[attr-defined]

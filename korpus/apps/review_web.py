@@ -34,8 +34,13 @@ SESSION_COOKIES = {COOKIE: "/", "korpus_key": "/"}
 """Every browser session of this server, cookie → path: the review page's and the viewer's (korpus/apps/api/access.py
 KEY_COOKIE). Both are sent to every path, so a logout on any page (`/logout`, `/review/logout`) ends both."""
 ASSETS = Path(__file__).parent / "review_assets"
-STATUS_NAMES = {"open": "ждёт решения", "released": "допущен", "rejected": "отклонён", "resolved": "исправлен",
-                "all": "все"}  # fmt: skip
+STATUS_NAMES = {
+    "open": "ждёт решения",
+    "released": "допущен",
+    "rejected": "отклонён",
+    "resolved": "исправлен",
+    "all": "все",
+}
 ADVICE_RU: dict[ReasonCode, str] = {
     ReasonCode.missing_metadata: "укажите владельца и доступ для этого пути в korpus.yaml — следующее "
     "обновление его примет",
@@ -115,15 +120,10 @@ def install_review(app: FastAPI, settings: Settings, sessions: Sessions | None =
     env = templates()
     sessions = sessions or Sessions(settings.session_hours)
 
-    def key_of(request: Request) -> str | None:
-        auth = request.headers.get("authorization")
-        bearer = auth.removeprefix("Bearer ").strip() if auth and auth.startswith("Bearer ") else None
-        return request.headers.get("x-api-key") or bearer or sessions.key(request.cookies.get(COOKIE))
-
     def who(request: Request, page: bool = False) -> Reviewer:
         if not settings.review_keys:
             raise HTTPException(status_code=404, detail="review is off: set KORPUS_REVIEW_KEYS")
-        key = key_of(request)
+        key = sessions.presented(request, COOKIE)
         reviewer = settings.reviewer(key)
         if reviewer is not None:
             return reviewer
@@ -167,8 +167,16 @@ def install_review(app: FastAPI, settings: Settings, sessions: Sessions | None =
             raise HTTPException(status_code=422, detail=str(exc)) from exc
 
     def filters_of(query: QueueQuery) -> dict[str, Any]:
-        return {k: v for k, v in (("status", query.status), ("reason", query.reason), ("folder", query.folder),
-                                  ("kind", query.kind)) if v}  # fmt: skip
+        return {
+            k: v
+            for k, v in (
+                ("status", query.status),
+                ("reason", query.reason),
+                ("folder", query.folder),
+                ("kind", query.kind),
+            )
+            if v
+        }
 
     # --- login -------------------------------------------------------------------------------------------------
 
@@ -208,10 +216,20 @@ def install_review(app: FastAPI, settings: Settings, sessions: Sessions | None =
             return f"{ROOT}?{urlencode({**filters, 'page': query.page, 'per_page': query.per_page, **changes})}"
 
         pages = max(1, -(-result.total // query.per_page))
-        return render("queue.html", reviewer=reviewer, page=result, query=query, pages=pages, link=link,
-                      statuses=STATUSES, reason_codes=[r.value for r in ReasonCode], where=_where,
-                      filters=urlencode(filters), back=urlencode({**filters, "page": query.page}),
-                      message=message)  # fmt: skip
+        return render(
+            "queue.html",
+            reviewer=reviewer,
+            page=result,
+            query=query,
+            pages=pages,
+            link=link,
+            statuses=STATUSES,
+            reason_codes=[r.value for r in ReasonCode],
+            where=_where,
+            filters=urlencode(filters),
+            back=urlencode({**filters, "page": query.page}),
+            message=message,
+        )
 
     @app.get(f"{ROOT}/items/{{item_id}}", response_class=HTMLResponse, summary="One quarantine item (HTML)")
     def item_page(
@@ -287,8 +305,7 @@ def install_review(app: FastAPI, settings: Settings, sessions: Sessions | None =
         reviewer = who(request)
         text = text if action is Action.edit else None
         try:
-            outcome = apply_decision(item_id, action, reviewer.name, note, settings, text=text,
-                                     scopes=reviewer.scopes)  # fmt: skip
+            outcome = apply_decision(item_id, action, reviewer.name, note, settings, text=text, scopes=reviewer.scopes)
         except ReviewError as exc:
             message = urlencode({"message": f"Не получилось: {exc}"})
             return RedirectResponse(f"{ROOT}/items/{item_id}?{back}&{message}", status_code=303)
@@ -341,8 +358,9 @@ def install_review(app: FastAPI, settings: Settings, sessions: Sessions | None =
         reviewer = who(request)
         text = decision.text if decision.action is Action.edit else None
         try:
-            outcome = apply_decision(item_id, decision.action, reviewer.name, decision.note, settings, text=text,
-                                     scopes=reviewer.scopes)  # fmt: skip
+            outcome = apply_decision(
+                item_id, decision.action, reviewer.name, decision.note, settings, text=text, scopes=reviewer.scopes
+            )
         except ReviewError as exc:
             return JSONResponse(status_code=409, content={"detail": str(exc)})
         return JSONResponse({"item_id": item_id, "action": decision.action.value, "outcome": outcome})
@@ -351,8 +369,9 @@ def install_review(app: FastAPI, settings: Settings, sessions: Sessions | None =
     def api_batch(request: Request, decision: BatchDecision) -> dict[str, Any]:
         reviewer = who(request)
         try:
-            outcomes = apply_batch(decision.item_ids, decision.action, reviewer.name, decision.note, settings,
-                                   scopes=reviewer.scopes)  # fmt: skip
+            outcomes = apply_batch(
+                decision.item_ids, decision.action, reviewer.name, decision.note, settings, scopes=reviewer.scopes
+            )
         except ReviewError as exc:
             raise HTTPException(status_code=422, detail=str(exc)) from exc
         return {"action": decision.action.value, "outcomes": outcomes}
@@ -366,6 +385,12 @@ def _parse_back(back: str) -> dict[str, Any]:
 def _render_page(item: dict[str, Any], source: dict[str, Any], settings: Settings) -> bytes:
     """A page of a paged source rendered for the reviewer (when no evidence image was saved)."""
     kind = SourceKind(source["kind"])
-    src = Source(source_id=item["source_id"], version=item["source_version"], path=source["path"], kind=kind,
-                 owner=source["owner"], access=item["access"])  # fmt: skip
+    src = Source(
+        source_id=item["source_id"],
+        version=item["source_version"],
+        path=source["path"],
+        kind=kind,
+        owner=source["owner"],
+        access=item["access"],
+    )
     return reader_for(kind).page_image(src, item["page"], settings)(100, "png").data

@@ -14,16 +14,16 @@ Server-rendered HTML (Jinja's autoescape: no query string reaches the page unesc
 
 import math
 import re
-from datetime import UTC, date, datetime
+from datetime import date
 from pathlib import Path
 from typing import Annotated, Any
 from urllib.parse import quote, urlencode
 
-from fastapi import APIRouter, Cookie, Depends, Header, Request
+from fastapi import APIRouter, Depends, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from markupsafe import Markup, escape
 
-from korpus.apps.api.access import Served
+from korpus.apps.api.access import KEY_COOKIE, Served
 from korpus.apps.review_web import templates
 from korpus.apps.viewer import view_link
 from korpus.core.datamodel import CHILD_SEPARATOR, META_PREFIX
@@ -37,9 +37,20 @@ from tasks.retrieval.query import search_message
 PER_PAGE = 10
 CANDIDATES = 50
 MAX_QUERY = 1000
-KIND_NAMES = {"pdf": "PDF", "image": "скан / фото", "djvu": "DjVu", "text": "текст", "office": "офисный документ",
-              "markup": "веб-страница / книга", "sheet": "таблица", "mail": "письмо", "archive": "архив",
-              "audio": "запись", "meta": "о коллекции", "другое": "другое"}  # fmt: skip
+KIND_NAMES = {
+    "pdf": "PDF",
+    "image": "скан / фото",
+    "djvu": "DjVu",
+    "text": "текст",
+    "office": "офисный документ",
+    "markup": "веб-страница / книга",
+    "sheet": "таблица",
+    "mail": "письмо",
+    "archive": "архив",
+    "audio": "запись",
+    "meta": "о коллекции",
+    "другое": "другое",
+}
 _WORD = re.compile(r"\w+", re.UNICODE)
 _templates = templates()
 
@@ -48,14 +59,11 @@ def search_page_router(deps: Served) -> APIRouter:
     settings = deps.settings
     router = APIRouter(include_in_schema=False)
 
-    def caller_scopes(
-        x_api_key: Annotated[str | None, Header()] = None,
-        korpus_key: Annotated[str | None, Cookie()] = None,
-    ) -> list[str] | None:
+    def caller_scopes(request: Request) -> list[str] | None:
         """The caller's scopes, or None when they must log in."""
         if not settings.api_keys:
             return list(settings.default_scopes)
-        return settings.api_scopes(x_api_key or deps.sessions.key(korpus_key))
+        return settings.api_scopes(deps.sessions.presented(request, KEY_COOKIE))
 
     @router.get("/")
     def page(
@@ -75,19 +83,33 @@ def search_page_router(deps: Served) -> APIRouter:
             return RedirectResponse(f"/view/login?{urlencode({'next': target})}", status_code=303)
         spaced = " ".join(q.split())  # control characters and runs of spaces are one space
         query = spaced[:MAX_QUERY]
-        state = {"q": query, "mode": "exact" if mode == "exact" else "ask", "folder": folder, "kind": kind,
-                 "scope": scope, "since": since, "until": until}  # fmt: skip
+        state = {
+            "q": query,
+            "mode": "exact" if mode == "exact" else "ask",
+            "folder": folder,
+            "kind": kind,
+            "scope": scope,
+            "since": since,
+            "until": until,
+        }
         truncated = len(spaced) > MAX_QUERY
-        context: dict[str, Any] = {"state": state, "allowed": allowed, "truncated": truncated, "kind_names": KIND_NAMES,
-                                   "results": None, "message": None}  # fmt: skip
+        context: dict[str, Any] = {
+            "state": state,
+            "allowed": allowed,
+            "truncated": truncated,
+            "kind_names": KIND_NAMES,
+            "results": None,
+            "message": None,
+        }
         if query:
             scopes = allowed if not scope else [scope] if scope in allowed else []
             if scope and not scopes:
                 context["message"] = f"Область «{scope}» вам не доступна: искали в ваших областях не будем."
             else:
                 with SqliteIndex(settings.index_path) as idx:
-                    found = _exact(deps, idx, query, scopes) if state["mode"] == "exact" else _ask(deps, idx, query,
-                                                                                                  scopes)  # fmt: skip
+                    found = (
+                        _exact(deps, idx, query, scopes) if state["mode"] == "exact" else _ask(deps, idx, query, scopes)
+                    )
                     _dates(idx, found)
                 context["results"] = _filtered(found, state, _page_number(page))
         context["link"] = lambda **change: "/?" + urlencode({k: v for k, v in {**state, **change}.items() if v})
@@ -122,38 +144,46 @@ def _ask(deps: Served, idx: SqliteIndex, query: str, scopes: list[str]) -> list[
     out = []
     for hit in hits:
         text = hit["text"]
-        out.append({"source_id": hit["source_id"], "page": hit.get("page"), "t_start": hit.get("t_start"),
-                    "access": hit["access"], "view": view_link(hit), "identifier": hit["chunk_id"] in pinned,
-                    "exact": len(phrase) > 2 and phrase in " ".join(text.lower().split()),
-                    "snippet": snippet(text, query)})  # fmt: skip
+        out.append(
+            {
+                "source_id": hit["source_id"],
+                "page": hit.get("page"),
+                "t_start": hit.get("t_start"),
+                "access": hit["access"],
+                "view": view_link(hit),
+                "identifier": hit["chunk_id"] in pinned,
+                "exact": len(phrase) > 2 and phrase in " ".join(text.lower().split()),
+                "snippet": snippet(text, query),
+            }
+        )
     return out
 
 
 def _exact(deps: Served, idx: SqliteIndex, query: str, scopes: list[str]) -> list[dict[str, Any]]:
     """Every occurrence of the phrase (`/exact`), one row each, with its file's count."""
     found = deps.reader(idx).exact_occurrences(query, scopes, limit=500)
-    return [{"source_id": o["source_id"], "page": o["page"], "t_start": None, "access": None, "identifier": False,
-             "view": f"/view/{quote(o['source_id'], safe='/')}?chunk={o['chunk_id']}", "exact": True,
-             "count": found["by_source"].get(o["source_id"]), "timecode": o["timecode"],
-             "snippet": snippet(o["context"], query, phrase=True)} for o in found["occurrences"]]  # fmt: skip
+    return [
+        {
+            "source_id": o["source_id"],
+            "page": o["page"],
+            "t_start": None,
+            "access": None,
+            "identifier": False,
+            "view": f"/view/{quote(o['source_id'], safe='/')}?chunk={o['chunk_id']}",
+            "exact": True,
+            "count": found["by_source"].get(o["source_id"]),
+            "timecode": o["timecode"],
+            "snippet": snippet(o["context"], query, phrase=True),
+        }
+        for o in found["occurrences"]
+    ]
 
 
 def _dates(idx: SqliteIndex, hits: list[dict[str, Any]]) -> None:
-    """Each hit's file date: the file's modification time at its last reading, else when korpus received it."""
-    ids = sorted({h["source_id"] for h in hits})
-    if not ids:
-        return
-    marks = ", ".join("?" for _ in ids)
-    read = dict(idx.conn.execute(f"SELECT source_id, mtime_ns FROM file_readings WHERE source_id IN ({marks})", ids))
-    received = dict(idx.conn.execute(f"SELECT source_id, max(received_at) FROM sources WHERE source_id IN ({marks}) "
-                                     "GROUP BY source_id", ids))  # fmt: skip
+    """Each hit's file date (the catalog's `file_dates`), None where the catalog knows none."""
+    dates = idx.file_dates(h["source_id"] for h in hits)
     for hit in hits:
-        if hit["source_id"] in read:
-            hit["date"] = datetime.fromtimestamp(read[hit["source_id"]] / 1e9, UTC).date()
-        elif received.get(hit["source_id"]):
-            hit["date"] = datetime.fromisoformat(received[hit["source_id"]]).date()
-        else:
-            hit["date"] = None
+        hit["date"] = dates.get(hit["source_id"])
 
 
 def facets(hit: dict[str, Any]) -> dict[str, str]:
@@ -180,10 +210,12 @@ def _filtered(hits: list[dict[str, Any]], state: dict[str, str], number: int) ->
         hit.update(facets(hit))
 
     def keeps(hit: dict[str, Any], skip: str = "") -> bool:
-        return ((skip == "folder" or not state["folder"] or hit["folder"] == state["folder"])
-                and (skip == "kind" or not state["kind"] or hit["kind"] == state["kind"])
-                and (since is None or (hit["date"] is not None and hit["date"] >= since))
-                and (until is None or (hit["date"] is not None and hit["date"] <= until)))  # fmt: skip
+        return (
+            (skip == "folder" or not state["folder"] or hit["folder"] == state["folder"])
+            and (skip == "kind" or not state["kind"] or hit["kind"] == state["kind"])
+            and (since is None or (hit["date"] is not None and hit["date"] >= since))
+            and (until is None or (hit["date"] is not None and hit["date"] <= until))
+        )
 
     counts = {name: {} for name in ("folder", "kind")}
     for name, values in counts.items():
@@ -193,9 +225,15 @@ def _filtered(hits: list[dict[str, Any]], state: dict[str, str], number: int) ->
     kept = [h for h in hits if keeps(h)]
     pages = max(1, math.ceil(len(kept) / PER_PAGE))
     number = min(number, pages)
-    return {"hits": kept[(number - 1) * PER_PAGE : number * PER_PAGE], "total": len(kept), "page": number,
-            "pages": pages, "first": (number - 1) * PER_PAGE + 1, "counts": counts,
-            "bad_dates": bool((state["since"] and since is None) or (state["until"] and until is None))}  # fmt: skip
+    return {
+        "hits": kept[(number - 1) * PER_PAGE : number * PER_PAGE],
+        "total": len(kept),
+        "page": number,
+        "pages": pages,
+        "first": (number - 1) * PER_PAGE + 1,
+        "counts": counts,
+        "bad_dates": bool((state["since"] and since is None) or (state["until"] and until is None)),
+    }
 
 
 def snippet(text: str, query: str, width: int = 360, phrase: bool = False) -> Markup:
@@ -206,8 +244,9 @@ def snippet(text: str, query: str, width: int = 360, phrase: bool = False) -> Ma
     if phrase:
         pattern = re.compile(r"\s+".join(re.escape(p) for p in query.split()), re.IGNORECASE) if query.split() else None
     else:
-        stems = sorted({w.lower()[: max(3, len(w) - 2)] for w in _WORD.findall(query) if len(w) >= 3}, key=len,
-                       reverse=True)  # fmt: skip
+        stems = sorted(
+            {w.lower()[: max(3, len(w) - 2)] for w in _WORD.findall(query) if len(w) >= 3}, key=len, reverse=True
+        )
         alternatives = "|".join(re.escape(s) for s in stems)
         pattern = re.compile(r"\b(?:" + alternatives + r")\w*", re.IGNORECASE) if stems else None
     first = pattern.search(body) if pattern else None

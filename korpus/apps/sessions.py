@@ -50,14 +50,29 @@ class Sessions:
                 return None
             return found[0]
 
+    def presented(self, request: Any, cookie: str) -> str | None:
+        """The key a request presents: `X-API-Key`, else `Authorization: Bearer …`, else the session its `cookie`
+        names. The one place every route (API, search page, review page) reads a caller's key."""
+        headers = request.headers
+        auth = headers.get("authorization") or ""
+        bearer = auth.removeprefix("Bearer ").strip() if auth.startswith("Bearer ") else None
+        return headers.get("x-api-key") or bearer or self.key(request.cookies.get(cookie))
+
     def close(self, token: str | None) -> None:
         with self._lock:
             self._open.pop(token or "", None)
 
     def set_cookie(self, response: Any, request: Any, name: str, key: str, path: str = "/") -> None:
         """Open a session for `key` and set its cookie on `response`."""
-        response.set_cookie(name, self.open(key), httponly=True, samesite="strict", path=path,
-                            secure=request.url.scheme == "https", max_age=int(self.seconds))  # fmt: skip
+        response.set_cookie(
+            name,
+            self.open(key),
+            httponly=True,
+            samesite="strict",
+            path=path,
+            secure=request.url.scheme == "https",
+            max_age=int(self.seconds),
+        )
 
 
 def same_origin(method: str, headers: Any) -> bool:

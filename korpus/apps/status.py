@@ -66,9 +66,15 @@ def dask_status(address: str | None) -> str:
         return f"{address} does not answer ({exc.strerror or type(exc).__name__})"
 
 
-def health_reasons(settings: Settings, stats: dict[str, Any] | None, last: dict[str, Any] | None,
-                   search: dict[str, Any] | None, history: list[int], dask: str | None = None,
-                   prefect: str | None = None) -> list[str]:  # fmt: skip
+def health_reasons(
+    settings: Settings,
+    stats: dict[str, Any] | None,
+    last: dict[str, Any] | None,
+    search: dict[str, Any] | None,
+    history: list[int],
+    dask: str | None = None,
+    prefect: str | None = None,
+) -> list[str]:
     """Why the service is degraded, one plain reason each; empty when healthy. Read-only and bounded. `dask`,
     `prefect`: what `dask_status` and `prefect_status` said, when the caller probed already."""
     reasons = []
@@ -80,8 +86,10 @@ def health_reasons(settings: Settings, stats: dict[str, Any] | None, last: dict[
         configured = None
         reasons.append(f"embedding model missing: {exc}")
     if stats and configured and stats.get("embed_model") and stats["embed_model"] != configured:
-        reasons.append(f"model mismatch: the index was built with {stats['embed_model']}, the configured model is "
-                       f"{configured} (korpus reindex, or KORPUS_EMBED_MODEL)")  # fmt: skip
+        reasons.append(
+            f"model mismatch: the index was built with {stats['embed_model']}, the configured model is "
+            f"{configured} (korpus reindex, or KORPUS_EMBED_MODEL)"
+        )
     if settings.dask_address and "does not answer" in (dask := dask or dask_status(settings.dask_address)):
         reasons.append(f"Dask scheduler {dask}: refreshes cannot run")  # a configured part of the topology is down
     if os.environ.get("PREFECT_API_URL") and "does not answer" in (prefect := prefect or prefect_status()):
@@ -92,8 +100,10 @@ def health_reasons(settings: Settings, stats: dict[str, Any] | None, last: dict[
         reasons.append(f"the last meta-document build failed, the registers are withdrawn: {last['meta_failed']}")
     rises = [b > a for a, b in pairwise(history)]
     if len(rises) >= 3 and all(rises[-3:]):
-        reasons.append(f"quarantine growing: {' → '.join(map(str, history[-4:]))} open items over the last "
-                       "refreshes (korpus review list)")  # fmt: skip
+        reasons.append(
+            f"quarantine growing: {' → '.join(map(str, history[-4:]))} open items over the last "
+            "refreshes (korpus review list)"
+        )
     return reasons
 
 
@@ -116,10 +126,14 @@ def collect_status(settings: Settings) -> dict[str, Any]:
                 from tasks.index.opensearch import opensearch_index
 
                 search = opensearch_index(settings).health()
-        status["index"] = {"path": str(settings.index_path),
-                           "megabytes": round(settings.index_path.stat().st_size / 1e6, 1),
-                           "sources_current": stats["sources_current"], "chunks_current": stats["chunks_current"],
-                           "embed_model": stats["embed_model"], "embed_dims": stats["embed_dims"]}  # fmt: skip
+        status["index"] = {
+            "path": str(settings.index_path),
+            "megabytes": round(settings.index_path.stat().st_size / 1e6, 1),
+            "sources_current": stats["sources_current"],
+            "chunks_current": stats["chunks_current"],
+            "embed_model": stats["embed_model"],
+            "embed_dims": stats["embed_dims"],
+        }
         status["last_refresh"] = last or "none recorded"
         status["quarantine_open"] = {"total": stats["quarantine_open"], "by_reason": dict(reasons.most_common())}
         if older:  # the previous version stays served until the new one is in; a person should know

@@ -69,8 +69,13 @@ def viewer_router(deps: Served) -> APIRouter:
         cited = searcher.cited(chunk, allowed) if chunk else None
         if found is None or (chunk and (cited is None or cited["source_id"] != source_id)):
             raise HTTPException(status_code=404, detail="no such source or chunk for these scopes")
-        source = Source(source_id=source_id, version=found["version"], path=found["path"], kind=found["kind"],
-                        size=found["size"] or 0)  # fmt: skip
+        source = Source(
+            source_id=source_id,
+            version=found["version"],
+            path=found["path"],
+            kind=found["kind"],
+            size=found["size"] or 0,
+        )
         if audio:
             if found["kind"] != SourceKind.audio.value or not Path(found["path"]).is_file():
                 raise HTTPException(status_code=404, detail="no recording")
@@ -84,11 +89,16 @@ def viewer_router(deps: Served) -> APIRouter:
             return Response(image, media_type="image/png")
         chunks = idx.source_chunks(source_id)
         html = _templates.get_template("view.html").render(
-            source=found, chunk=cited, page=number, chunks=chunks, timecode=timecode,
+            source=found,
+            chunk=cited,
+            page=number,
+            chunks=chunks,
+            timecode=timecode,
             link=lambda **q: f"/view/{quote(source_id, safe='/')}?" + "&".join(f"{k}={v}" for k, v in q.items()),
-            pages=max([c["page"] or 0 for c in chunks] + [number]), recording=found["kind"] == SourceKind.audio.value,
+            pages=max([c["page"] or 0 for c in chunks] + [number]),
+            recording=found["kind"] == SourceKind.audio.value,
             paged=SourceKind(found["kind"]).paged,
-        )  # fmt: skip
+        )
         return HTMLResponse(html)
 
     return router

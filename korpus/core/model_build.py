@@ -24,13 +24,15 @@ E5_PROMPTS = {"query": "query: ", "passage": "passage: "}
 
 
 def set_offline_switches() -> None:
-    """Make every hub client fail fast instead of reaching for the network."""
+    """Make every hub client fail fast instead of reaching for the network, and Prefect's client send no usage
+    data (its SDK telemetry, on by default on a terminal since Prefect 3.6)."""
     for name in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "HF_DATASETS_OFFLINE"):
         os.environ[name] = "1"
     os.environ.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")
     os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
     os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    os.environ.setdefault("DO_NOT_TRACK", "1")
 
 
 def _package_dir(name: str) -> Path:
@@ -312,8 +314,11 @@ def ffn_output_matmuls(onnx_file: Path) -> list[str]:
     import onnx
 
     graph = onnx.load(str(onnx_file), load_external_data=False).graph
-    return [n.name for n in graph.node
-            if n.op_type == "MatMul" and "/output/dense/" in n.name and "/attention/" not in n.name]  # fmt: skip
+    return [
+        n.name
+        for n in graph.node
+        if n.op_type == "MatMul" and "/output/dense/" in n.name and "/attention/" not in n.name
+    ]
 
 
 def export_onnx_folder(source: Path, target: Path, int8: bool = False) -> Path:
@@ -341,8 +346,13 @@ def export_onnx_folder(source: Path, target: Path, int8: bool = False) -> Path:
             root, level = logging.getLogger(), logging.getLogger().level
             root.setLevel(logging.ERROR)  # quantize_dynamic warns on the root logger: «consider pre-processing»
             try:
-                quantize_dynamic(str(fp32), str(partial / "model.onnx"), weight_type=QuantType.QInt8,
-                                 per_channel=True, nodes_to_exclude=kept)  # fmt: skip
+                quantize_dynamic(
+                    str(fp32),
+                    str(partial / "model.onnx"),
+                    weight_type=QuantType.QInt8,
+                    per_channel=True,
+                    nodes_to_exclude=kept,
+                )
             finally:
                 root.setLevel(level)
             weights = f"int8 per channel (onnxruntime quantize_dynamic); {len(kept)} feed-forward output MatMuls fp32"

@@ -245,9 +245,11 @@ class Settings(BaseSettings):
         default=4 << 30, ge=1, description="Bytes a file on disk may unpack to, nested containers included (4 GiB)."
     )
     unpack_max_ratio: float = Field(
-        default=200.0, gt=1, description="A container unpacking to more than this many times its own size (and over "
+        default=200.0,
+        gt=1,
+        description="A container unpacking to more than this many times its own size (and over "
         "64 MiB) is a zip bomb: what would pass it is refused.",
-    )  # fmt: skip
+    )
     unpack_max_depth: int = Field(
         default=5, ge=1, description="Containers inside containers (a letter in a letter in an archive) followed."
     )

@@ -155,11 +155,17 @@ class WhisperEngine:
 
     @classmethod
     def from_settings(cls, settings: Settings) -> WhisperEngine:
-        return cls(model_path=whisper_model_path(settings), language=settings.language, device=settings.whisper_device,
-                   compute_type=settings.whisper_compute_type, threads=settings.whisper_threads,
-                   workers=settings.whisper_workers, no_speech_threshold=settings.asr_no_speech_threshold,
-                   logprob_threshold=settings.asr_logprob_threshold,
-                   compression_ratio_threshold=settings.asr_compression_ratio_threshold)  # fmt: skip
+        return cls(
+            model_path=whisper_model_path(settings),
+            language=settings.language,
+            device=settings.whisper_device,
+            compute_type=settings.whisper_compute_type,
+            threads=settings.whisper_threads,
+            workers=settings.whisper_workers,
+            no_speech_threshold=settings.asr_no_speech_threshold,
+            logprob_threshold=settings.asr_logprob_threshold,
+            compression_ratio_threshold=settings.asr_compression_ratio_threshold,
+        )
 
     def cache_key(self) -> str:
         return (

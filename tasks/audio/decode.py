@@ -78,8 +78,10 @@ def decode_to_file(path: str, out: Path, filters: str = "") -> float:
     written = 0
     # its own process group, killed on the way out whatever happened (tasks/runtime/processes.py); stderr goes to a
     # file, so a decoder that writes many errors can never block on a full pipe while stdout is read
-    with tempfile.TemporaryFile() as said, subprocess.Popen([*command, "-f", "f32le", "-"], stdout=subprocess.PIPE,
-                                                             stderr=said, process_group=0) as proc:  # fmt: skip
+    with (
+        tempfile.TemporaryFile() as said,
+        subprocess.Popen([*command, "-f", "f32le", "-"], stdout=subprocess.PIPE, stderr=said, process_group=0) as proc,
+    ):
         assert proc.stdout is not None
         try:
             with open(tmp, "wb") as sink:

@@ -62,12 +62,18 @@ class SileroVad:
 
     @classmethod
     def from_settings(cls, settings: Settings) -> SileroVad:
-        return cls(threshold=settings.vad_threshold, min_silence_ms=settings.vad_min_silence_ms,
-                   speech_pad_ms=settings.vad_speech_pad_ms, window_seconds=settings.asr_window_seconds)  # fmt: skip
+        return cls(
+            threshold=settings.vad_threshold,
+            min_silence_ms=settings.vad_min_silence_ms,
+            speech_pad_ms=settings.vad_speech_pad_ms,
+            window_seconds=settings.asr_window_seconds,
+        )
 
     def cache_key(self) -> str:
-        return (f"{package_version('silero-vad')}|{self.threshold}|{self.min_silence_ms}|{self.speech_pad_ms}|"
-                f"{self.window_seconds}")  # fmt: skip
+        return (
+            f"{package_version('silero-vad')}|{self.threshold}|{self.min_silence_ms}|{self.speech_pad_ms}|"
+            f"{self.window_seconds}"
+        )
 
     def warm_up(self) -> None:
         with _lock:

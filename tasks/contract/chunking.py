@@ -148,9 +148,13 @@ def _pieces(text: str, units: Sequence[Unit], more_follows: bool = False, walls:
         pieces.append(_Piece(group[0].start, unit.end, [u.kind for u in group], list(group)))
     if pending_headings and not more_follows:  # headings closing the document: their own chunk
         pieces.append(
-            _Piece(pending_headings[0].start, pending_headings[-1].end, [u.kind for u in pending_headings],
-                   list(pending_headings))
-        )  # fmt: skip
+            _Piece(
+                pending_headings[0].start,
+                pending_headings[-1].end,
+                [u.kind for u in pending_headings],
+                list(pending_headings),
+            )
+        )
     return pieces
 
 
@@ -222,8 +226,9 @@ def structure_spans(
 
     def flush() -> None:
         if current:
-            spans.append((current[0].start, current[-1].end, _procedure_title(text, units, current[0]),
-                          current[0].context))  # fmt: skip
+            spans.append(
+                (current[0].start, current[-1].end, _procedure_title(text, units, current[0]), current[0].context)
+            )
             current.clear()
 
     for piece in pieces:
@@ -308,10 +313,14 @@ def build_chunks(
         if not spans and not furniture and page.method != "blank":
             empty.append(
                 QuarantineItem(
-                    source_id=source.source_id, source_version=source.version, page=page.page, t_start=page.t_start,
-                    reasons=[ReasonCode.empty_text], detail=f"{page.method} produced no text",
+                    source_id=source.source_id,
+                    source_version=source.version,
+                    page=page.page,
+                    t_start=page.t_start,
+                    reasons=[ReasonCode.empty_text],
+                    detail=f"{page.method} produced no text",
                 )
-            )  # fmt: skip
+            )
             continue
         for part, (start, end, extra_path, context) in enumerate(spans + furniture, start=1):
             body = page.text[start:end]
@@ -334,8 +343,14 @@ def build_chunks(
                     source_id=source.source_id,
                     source_version=source.version,
                     section_path=section,
-                    locator=Locator(page=page.page, t_start=t_start, t_end=t_end, heading=headings[-1] if headings
-                                    else None, start=start, end=end),
+                    locator=Locator(
+                        page=page.page,
+                        t_start=t_start,
+                        t_end=t_end,
+                        heading=headings[-1] if headings else None,
+                        start=start,
+                        end=end,
+                    ),
                     text="\n".join([*lines, body]),
                     body=body,
                     owner=source.owner,
@@ -345,7 +360,7 @@ def build_chunks(
                     language=language,
                     regions=regions(page, start, end),
                 )
-            )  # fmt: skip
+            )
         trail.update(page.text, page.units, len(page.text) + 1)
     for before, after in itertools.pairwise(chunks):
         before.next_id = after.chunk_id

@@ -142,8 +142,12 @@ class OpenSearchIndex:
         """Every hit of `query`, 1,000 a page through `search_after` (each page retried like a write)."""
         after = None
         while True:
-            body: dict[str, Any] = {"size": 1000, "_source": source, "query": query,
-                                    "sort": [{field: "asc"} for field in sort]}  # fmt: skip
+            body: dict[str, Any] = {
+                "size": 1000,
+                "_source": source,
+                "query": query,
+                "sort": [{field: "asc"} for field in sort],
+            }
             if after is not None:
                 body["search_after"] = after
             hits = self._retrying("search", partial(self.client.search, index=self.alias, body=body))["hits"]["hits"]
@@ -178,9 +182,17 @@ class OpenSearchIndex:
             header = {"index": {"_index": self.alias, "_id": chunk.chunk_id}}
             actions += [header, chunk_document(chunk, ordinal, vector, source.kind.value if source.kind else None)]
         self._bulk(actions)
-        old = self._ids({"bool": {"filter": [{"term": {"source_id": source.source_id}},
-                                             {"terms": {"lifecycle": ["current", "staged"]}}],
-                                  "must_not": [{"term": {"source_version": source.version}}]}})  # fmt: skip
+        old = self._ids(
+            {
+                "bool": {
+                    "filter": [
+                        {"term": {"source_id": source.source_id}},
+                        {"terms": {"lifecycle": ["current", "staged"]}},
+                    ],
+                    "must_not": [{"term": {"source_version": source.version}}],
+                }
+            }
+        )
         switch: list[dict[str, Any]] = []
         for chunk_id in old:
             switch += [{"update": {"_index": self.alias, "_id": chunk_id}}, {"doc": {"lifecycle": "superseded"}}]
@@ -193,8 +205,13 @@ class OpenSearchIndex:
         self._bulk(self._updates(ids, {"lifecycle": "superseded"}), refresh="wait_for")
 
     def relabel_source(self, source: Source) -> None:
-        ids = self._ids({"bool": {"filter": [{"term": {"source_id": source.source_id}},
-                                             {"term": {"source_version": source.version}}]}})  # fmt: skip
+        ids = self._ids(
+            {
+                "bool": {
+                    "filter": [{"term": {"source_id": source.source_id}}, {"term": {"source_version": source.version}}]
+                }
+            }
+        )
         labels = {"owner": source.owner, "access": source.access, "tenant": source.tenant or "default"}
         self._bulk(self._updates(ids, labels), refresh="wait_for")
 
@@ -228,8 +245,11 @@ class OpenSearchIndex:
 
     def check_query_vector(self, vector: np.ndarray) -> None:
         if self._dims is None:
-            serving = sorted(self.client.indices.get_alias(name=self.alias)) if self.client.indices.exists_alias(
-                name=self.alias) else []  # fmt: skip
+            serving = (
+                sorted(self.client.indices.get_alias(name=self.alias))
+                if self.client.indices.exists_alias(name=self.alias)
+                else []
+            )
             self._dims = int(serving[0].rsplit("-", 1)[1]) if serving else 0
         if self._dims and self._dims != len(vector):
             raise IndexMismatchError(
@@ -242,9 +262,13 @@ class OpenSearchIndex:
         return [(h["_id"], float(h["_score"] or 0.0)) for h in hits]
 
     def lexical(
-        self, query: str, scopes: Sequence[str], depth: int, stemmed: bool = True,
+        self,
+        query: str,
+        scopes: Sequence[str],
+        depth: int,
+        stemmed: bool = True,
         variants: dict[str, list[str]] | None = None,
-    ) -> list[tuple[str, float]]:  # fmt: skip
+    ) -> list[tuple[str, float]]:
         extra = [v for found in (variants or {}).values() for v in found] if stemmed else []
         return self._ranked(lexical_body(query, scopes, depth, stemmed, extra))
 
@@ -267,8 +291,15 @@ class OpenSearchIndex:
     def near(self, term: str) -> list[tuple[str, int]]:
         """Indexed terms sharing `term`'s first letter within two edits, with their document frequencies: the
         cluster's term suggester over the analysed field (the input is a stem already: not analysed again)."""
-        spec = {"field": "text", "analyzer": "keyword", "suggest_mode": "always", "max_edits": 2,
-                "prefix_length": 1, "min_word_length": MIN_LENGTH, "size": 50}  # fmt: skip
+        spec = {
+            "field": "text",
+            "analyzer": "keyword",
+            "suggest_mode": "always",
+            "max_edits": 2,
+            "prefix_length": 1,
+            "min_word_length": MIN_LENGTH,
+            "size": 50,
+        }
         body = {"size": 0, "suggest": {"typo": {"text": term, "term": spec}}}
         found = self.client.search(index=self.alias, body=body).get("suggest", {}).get("typo", [])
         return [(o["text"], int(o.get("freq", 0))) for entry in found for o in entry.get("options", [])]
@@ -351,9 +382,14 @@ class OpenSearchIndex:
         if cluster is not None:
             return {"backend": self.name, "status": "degraded", "chunks_served": served, **cluster}
         if lag is not None:
-            return {"backend": self.name, "status": "behind", "chunks_served": served, **lag,
-                    "error": "the OpenSearch mirror is behind the catalog (the catalog decides what is served; new "
-                             "and changed chunks are not found there yet): korpus sync-opensearch"}  # fmt: skip
+            return {
+                "backend": self.name,
+                "status": "behind",
+                "chunks_served": served,
+                **lag,
+                "error": "the OpenSearch mirror is behind the catalog (the catalog decides what is served; new "
+                "and changed chunks are not found there yet): korpus sync-opensearch",
+            }
         return {"backend": self.name, "status": "ok", "chunks_served": served}
 
     def exact_occurrences(self, text: str, scopes: Sequence[str], limit: int = 500) -> dict[str, Any]:
@@ -365,10 +401,16 @@ class OpenSearchIndex:
         query = {"bool": {"must": [{"match_phrase": {"text.exact": " ".join(tokens)}}], "filter": visible(scopes)}}
         fields = ["source_id", "page", "t_start", "body", "chunk_id", "regions"]
         rows = [
-            (h["_source"]["source_id"], h["_source"].get("page"), h["_source"].get("t_start"), h["_source"]["body"],
-             h["_source"]["chunk_id"], h["_source"].get("regions"))
+            (
+                h["_source"]["source_id"],
+                h["_source"].get("page"),
+                h["_source"].get("t_start"),
+                h["_source"]["body"],
+                h["_source"]["chunk_id"],
+                h["_source"].get("regions"),
+            )
             for h in self._every(query, source=fields, sort=("source_id", "page", "chunk_id"))
-        ]  # fmt: skip
+        ]
         allowed = self._allowed([row[4] for row in rows], scopes)
         if allowed is not None:
             rows = [row for row in rows if row[4] in allowed]
@@ -383,8 +425,12 @@ def opensearch_index(settings: Settings) -> OpenSearchIndex:
 
     # korpus retries itself (with backoff, counted); the client's own immediate retries are switched off.
     client = OpenSearch(hosts=[settings.opensearch_url], timeout=60, max_retries=0)
-    return OpenSearchIndex(client, prefix=settings.opensearch_prefix, retry=RetryPolicy.from_settings(settings),
-                           catalog=settings.index_path)  # fmt: skip
+    return OpenSearchIndex(
+        client,
+        prefix=settings.opensearch_prefix,
+        retry=RetryPolicy.from_settings(settings),
+        catalog=settings.index_path,
+    )
 
 
 def mirror_or_pending(settings: Settings, catalog: SqliteIndex) -> dict[str, Any]:

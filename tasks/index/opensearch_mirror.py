@@ -61,8 +61,10 @@ def _sync(cluster: Any, catalog: SqliteIndex, batch: int) -> dict[str, int]:
             deleted += 1
         elif tuple(state) != target:  # labels or lifecycle moved, or just staged above
             lifecycle, access, owner, tenant, exception = target
-            switch += cluster._updates([chunk_id], {"lifecycle": lifecycle, "access": access, "owner": owner,
-                                                    "tenant": tenant, "exception": exception})  # fmt: skip
+            switch += cluster._updates(
+                [chunk_id],
+                {"lifecycle": lifecycle, "access": access, "owner": owner, "tenant": tenant, "exception": exception},
+            )
             updated += chunk_id not in staged
     cluster._bulk(switch, refresh="wait_for")
     with catalog.write_transaction():

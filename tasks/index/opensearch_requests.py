@@ -14,8 +14,20 @@ from korpus.core.datamodel import Chunk, tenant_and_access
 from tasks.text.identifiers import extract_identifiers
 from tasks.text.regions import pack
 
-HIT_FIELDS = ["chunk_id", "source_id", "source_version", "page", "t_start", "t_end", "section_path", "text",
-              "lifecycle", "access", "exception", "regions"]  # fmt: skip
+HIT_FIELDS = [
+    "chunk_id",
+    "source_id",
+    "source_version",
+    "page",
+    "t_start",
+    "t_end",
+    "section_path",
+    "text",
+    "lifecycle",
+    "access",
+    "exception",
+    "regions",
+]
 REGIONS_FIELD = {"type": "text", "index": False}
 """A chunk's regions (tasks/text/regions.py `pack`): stored, never searched."""
 _SLUG = re.compile(r"[^a-z0-9]+")
@@ -86,8 +98,10 @@ def visible(scopes: Sequence[str]) -> list[dict[str, Any]]:
     for scope in scopes:
         tenant, access = tenant_and_access(scope)
         by_tenant.setdefault(tenant, []).append(access)
-    either = [{"bool": {"filter": [{"term": {"tenant": tenant}}, {"terms": {"access": rules}}]}}
-              for tenant, rules in by_tenant.items()]  # fmt: skip
+    either = [
+        {"bool": {"filter": [{"term": {"tenant": tenant}}, {"terms": {"access": rules}}]}}
+        for tenant, rules in by_tenant.items()
+    ]
     return [{"term": {"lifecycle": "current"}}, {"bool": {"should": either, "minimum_should_match": 1}}]
 
 
@@ -131,14 +145,28 @@ def chunk_document(
     """A chunk as the template's document, `staged` until a switch makes it current."""
     loc = chunk.locator
     return {
-        "chunk_id": chunk.chunk_id, "source_id": chunk.source_id, "source_version": chunk.source_version,
-        "ordinal": ordinal, "page": loc.page, "t_start": loc.t_start, "t_end": loc.t_end,
-        "section_path": chunk.section_path, "text": chunk.text, "body": chunk.body,
-        "identifiers": extract_identifiers(chunk.body), "owner": chunk.owner, "access": chunk.access_rule,
-        "tenant": chunk.tenant, "lifecycle": "staged", "doc_type": doc_type, "language": chunk.language,
-        "policy_version": chunk.policy_version, "exception": exception, "regions": pack(chunk.regions),
+        "chunk_id": chunk.chunk_id,
+        "source_id": chunk.source_id,
+        "source_version": chunk.source_version,
+        "ordinal": ordinal,
+        "page": loc.page,
+        "t_start": loc.t_start,
+        "t_end": loc.t_end,
+        "section_path": chunk.section_path,
+        "text": chunk.text,
+        "body": chunk.body,
+        "identifiers": extract_identifiers(chunk.body),
+        "owner": chunk.owner,
+        "access": chunk.access_rule,
+        "tenant": chunk.tenant,
+        "lifecycle": "staged",
+        "doc_type": doc_type,
+        "language": chunk.language,
+        "policy_version": chunk.policy_version,
+        "exception": exception,
+        "regions": pack(chunk.regions),
         "embedding": [float(x) for x in vector],
-    }  # fmt: skip
+    }
 
 
 def cluster_not_whole(client: Any) -> dict[str, Any] | None:
@@ -154,6 +182,10 @@ def cluster_not_whole(client: Any) -> dict[str, Any] | None:
     status, nodes = state.get("status"), state.get("number_of_nodes", 1)
     if status == "green" or (status == "yellow" and nodes < 2):
         return None
-    return {"cluster": status, "nodes": nodes, "unassigned_shards": state.get("unassigned_shards"),
-            "error": f"the OpenSearch cluster is {status}: {state.get('unassigned_shards')} shard copies unassigned "
-                     f"on {nodes} nodes (a node down or recovering)"}  # fmt: skip
+    return {
+        "cluster": status,
+        "nodes": nodes,
+        "unassigned_shards": state.get("unassigned_shards"),
+        "error": f"the OpenSearch cluster is {status}: {state.get('unassigned_shards')} shard copies unassigned "
+        f"on {nodes} nodes (a node down or recovering)",
+    }

@@ -111,9 +111,14 @@ class QuarantineStore:
         ).fetchall()
         admitted = [item_id for item_id, reasons in rows if set(json.loads(reasons)) <= ADMISSION_REASONS]
         for item_id in admitted:  # a savepoint inside the publish's transaction
-            self.record_decision(item_id, "korpus", "admitted", "",
-                                 "a later refresh admitted this version (its manifest was fixed) and indexed it",
-                                 "resolved")  # fmt: skip
+            self.record_decision(
+                item_id,
+                "korpus",
+                "admitted",
+                "",
+                "a later refresh admitted this version (its manifest was fixed) and indexed it",
+                "resolved",
+            )
         return len(admitted)
 
     def record_pending(self, source: Source, unread: dict[int, str]) -> dict[int, int]:
@@ -142,8 +147,19 @@ class QuarantineStore:
 
     def quarantine_items(self, status: str | None = None) -> list[dict[str, Any]]:
         where, params = ("WHERE status = ?", [status]) if status else ("", [])
-        names = ("item_id", "source_id", "source_version", "page", "t_start", "chunk_id", "reasons", "detail",
-                 "first_seen", "last_seen", "status")  # fmt: skip
+        names = (
+            "item_id",
+            "source_id",
+            "source_version",
+            "page",
+            "t_start",
+            "chunk_id",
+            "reasons",
+            "detail",
+            "first_seen",
+            "last_seen",
+            "status",
+        )
         cursor = self.conn.execute(  # an empty result has no description in apsw: the names are spelled out
             f"SELECT {', '.join(names)} FROM quarantine {where} ORDER BY first_seen, source_id, page, t_start", params
         )

@@ -6,6 +6,8 @@ reading (size, times, inode → the version its bytes hashed to), and the counts
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
+from datetime import UTC, date, datetime
 from typing import Any
 
 import apsw
@@ -34,8 +36,12 @@ class RefreshRecords:
         longer in their scope) and forget their fingerprints, so the next refresh builds them all. Returns how
         many were withdrawn."""
         with self.write_transaction():
-            meta = [row[0] for row in self.conn.execute(
-                "SELECT source_id FROM sources WHERE kind = 'meta' AND lifecycle = 'current'")]  # fmt: skip
+            meta = [
+                row[0]
+                for row in self.conn.execute(
+                    "SELECT source_id FROM sources WHERE kind = 'meta' AND lifecycle = 'current'"
+                )
+            ]
             for source_id in meta:
                 self._retire(source_id)
             self.conn.execute("DELETE FROM index_meta WHERE key LIKE 'meta:%'")
@@ -46,22 +52,42 @@ class RefreshRecords:
         version while the file's stat is the same (tasks/receive.py), `korpus refresh --verify` hashes anyway."""
         return {row[0]: tuple(row[1:]) for row in self.conn.execute("SELECT * FROM file_readings")}
 
+    def file_dates(self, source_ids: Iterable[str]) -> dict[str, date]:
+        """Each file's date as a reader of the archive knows it: its modification time at its last reading, else the
+        day korpus last received it; a source with neither is left out."""
+        ids = sorted(set(source_ids))
+        if not ids:
+            return {}
+        marks = ", ".join("?" for _ in ids)
+        received = self.conn.execute(
+            f"SELECT source_id, max(received_at) FROM sources WHERE source_id IN ({marks}) GROUP BY source_id", ids
+        )
+        dates = {source_id: datetime.fromisoformat(at).date() for source_id, at in received if at}
+        read = self.conn.execute(f"SELECT source_id, mtime_ns FROM file_readings WHERE source_id IN ({marks})", ids)
+        dates.update({source_id: datetime.fromtimestamp(ns / 1e9, UTC).date() for source_id, ns in read})
+        return dates
+
     def record_file_readings(self, readings: dict[str, tuple[str, int, int, int, int]]) -> None:
         """The files as this discovery found them: readings of files no longer there are forgotten."""
         with self.write_transaction():
             self.conn.execute("DELETE FROM file_readings")
-            self.conn.executemany("INSERT INTO file_readings VALUES (?, ?, ?, ?, ?, ?)",
-                                  [(source_id, *reading) for source_id, reading in readings.items()])  # fmt: skip
+            self.conn.executemany(
+                "INSERT INTO file_readings VALUES (?, ?, ?, ?, ?, ?)",
+                [(source_id, *reading) for source_id, reading in readings.items()],
+            )
 
     def record_refresh(self, summary: dict[str, Any]) -> None:
         """Keep a finished (or failed) refresh's headline figures for `korpus status`, and the open quarantine's size
         after each of the last few refreshes (`quarantine_history`: a queue that only grows is reported)."""
         with self.write_transaction():
-            self.conn.execute("INSERT OR REPLACE INTO index_meta VALUES ('last_refresh', ?)",
-                              (json.dumps(summary, ensure_ascii=False, default=str),))  # fmt: skip
+            self.conn.execute(
+                "INSERT OR REPLACE INTO index_meta VALUES ('last_refresh', ?)",
+                (json.dumps(summary, ensure_ascii=False, default=str),),
+            )
             history = [*self.quarantine_history(), self.open_items_of_the_present()][-QUARANTINE_HISTORY:]
-            self.conn.execute("INSERT OR REPLACE INTO index_meta VALUES ('quarantine_history', ?)",
-                              (json.dumps(history),))  # fmt: skip
+            self.conn.execute(
+                "INSERT OR REPLACE INTO index_meta VALUES ('quarantine_history', ?)", (json.dumps(history),)
+            )
 
     def open_items_of_the_present(self) -> int:
         """Open items about what the archive holds now: of a current version, or of the newest version of a file

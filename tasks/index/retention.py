@@ -47,12 +47,15 @@ def disk_use(folder: Path) -> int:
     return total
 
 
+UNSERVED_SINCE = "coalesce(superseded_at, switched_at, received_at)"
+"""SQL over `sources`: when a version that is no longer current stopped being served (its retention clock)."""
+
+
 def expired_versions(index: SqliteIndex, cutoff: str) -> list[tuple[str, str]]:
     """(source id, version) of every version superseded (or retired) before `cutoff`, oldest first."""
     rows = index.conn.execute(
-        "SELECT source_id, version FROM sources WHERE lifecycle != 'current' "
-        "AND coalesce(superseded_at, switched_at, received_at) < ? "
-        "ORDER BY coalesce(superseded_at, switched_at, received_at)",
+        f"SELECT source_id, version FROM sources WHERE lifecycle != 'current' AND {UNSERVED_SINCE} < ? "
+        f"ORDER BY {UNSERVED_SINCE}",
         (cutoff,),
     )
     return [(source_id, version) for source_id, version in rows]
@@ -68,8 +71,12 @@ def drop_version(index: SqliteIndex, source_id: str, version: str) -> int:
         ).fetchall()
         if current:  # switched back to current since it was listed (a refresh of the same bytes): keep it
             return 0
-        rowids = [r[0] for r in conn.execute(
-            "SELECT rowid FROM chunks WHERE source_id = ? AND source_version = ?", (source_id, version))]  # fmt: skip
+        rowids = [
+            r[0]
+            for r in conn.execute(
+                "SELECT rowid FROM chunks WHERE source_id = ? AND source_version = ?", (source_id, version)
+            )
+        ]
         marks = ",".join("?" * len(rowids))
         if rowids:
             for table in {index.vector_table(), "chunk_vectors"}:
@@ -82,8 +89,14 @@ def drop_version(index: SqliteIndex, source_id: str, version: str) -> int:
             "SELECT item_id FROM quarantine WHERE source_id = ? AND source_version = ? AND status = 'open'",
             (source_id, version),
         ).fetchall():  # the audit trail stays; the question the item asked is moot
-            index.record_decision(item_id, "korpus", "expired", "", "its version expired (korpus gc): a newer one "
-                                  "is served or the file was removed", "resolved")  # fmt: skip
+            index.record_decision(
+                item_id,
+                "korpus",
+                "expired",
+                "",
+                "its version expired (korpus gc): a newer one is served or the file was removed",
+                "resolved",
+            )
         images = scrub_quarantine(index, source_id, version)
         conn.execute("DELETE FROM pages WHERE source_id = ? AND version = ?", (source_id, version))
         conn.execute("DELETE FROM pending_pages WHERE source_id = ? AND version = ?", (source_id, version))
@@ -98,15 +111,27 @@ def scrub_quarantine(index: SqliteIndex, source_id: str, version: str, only: set
     their decisions who decided what and when; their text goes (evidence, stored chunk, OCR readings, a reviewer's
     edited text). Returns the page images no other item still points at, for the caller to delete."""
     conn = index.conn
-    items = [r[0] for r in conn.execute("SELECT item_id FROM quarantine WHERE source_id = ? AND source_version = ?",
-                                        (source_id, version)) if only is None or r[0] in only]  # fmt: skip
+    items = [
+        r[0]
+        for r in conn.execute(
+            "SELECT item_id FROM quarantine WHERE source_id = ? AND source_version = ?", (source_id, version)
+        )
+        if only is None or r[0] in only
+    ]
     if not items:
         return []
     marks = ",".join("?" * len(items))
-    images = {r[0] for r in conn.execute(f"SELECT evidence_path FROM quarantine WHERE item_id IN ({marks}) "
-                                         "AND evidence_path IS NOT NULL", items)}  # fmt: skip
-    conn.execute(f"UPDATE quarantine SET evidence = NULL, chunk = NULL, readings = NULL, evidence_path = NULL "
-                 f"WHERE item_id IN ({marks})", items)  # fmt: skip
+    images = {
+        r[0]
+        for r in conn.execute(
+            f"SELECT evidence_path FROM quarantine WHERE item_id IN ({marks}) AND evidence_path IS NOT NULL", items
+        )
+    }
+    conn.execute(
+        f"UPDATE quarantine SET evidence = NULL, chunk = NULL, readings = NULL, evidence_path = NULL "
+        f"WHERE item_id IN ({marks})",
+        items,
+    )
     conn.execute(f"UPDATE quarantine_decisions SET text = NULL WHERE item_id IN ({marks})", items)
     shared = {
         r[0] for r in conn.execute("SELECT DISTINCT evidence_path FROM quarantine WHERE evidence_path IS NOT NULL")
@@ -116,10 +141,14 @@ def scrub_quarantine(index: SqliteIndex, source_id: str, version: str, only: set
 
 def quarantine_to_scrub(index: SqliteIndex, expired: list[tuple[str, str]]) -> int:
     """How many quarantine items of these versions still hold text (what `korpus gc --dry-run` says would go)."""
-    return sum(index.conn.execute(
-        "SELECT count(*) FROM quarantine WHERE source_id = ? AND source_version = ? AND (evidence IS NOT NULL OR "
-        "chunk IS NOT NULL OR readings IS NOT NULL OR evidence_path IS NOT NULL)", pair).fetchall()[0][0]
-        for pair in expired)  # fmt: skip
+    return sum(
+        index.conn.execute(
+            "SELECT count(*) FROM quarantine WHERE source_id = ? AND source_version = ? AND (evidence IS NOT NULL OR "
+            "chunk IS NOT NULL OR readings IS NOT NULL OR evidence_path IS NOT NULL)",
+            pair,
+        ).fetchall()[0][0]
+        for pair in expired
+    )
 
 
 _STALE_REFUSAL = (
@@ -142,6 +171,16 @@ def oldest_stale_refusal(index: SqliteIndex) -> str | None:
     return index.conn.execute(f"SELECT min(q.last_seen) FROM quarantine q WHERE {_STALE_REFUSAL}").fetchone()[0]
 
 
+def next_expiry(index: SqliteIndex, days: float) -> float | None:
+    """When garbage collection next has work (epoch seconds): the oldest unserved version or stale refusal plus
+    `days`; None when there is neither."""
+    unserved = index.conn.execute(f"SELECT min({UNSERVED_SINCE}) FROM sources WHERE lifecycle != 'current'").fetchone()[
+        0
+    ]
+    times = [datetime.fromisoformat(t).timestamp() for t in (unserved, oldest_stale_refusal(index)) if t is not None]
+    return min(times) + timedelta(days=days).total_seconds() if times else None
+
+
 def expire_stale_refusals(index: SqliteIndex, cutoff: str) -> int:
     """Open items about versions that were never indexed (a refused file), last seen before `cutoff`, of a file
     whose refusal a later refresh recorded again for a newer version: resolved with an audit row, their text
@@ -152,10 +191,17 @@ def expire_stale_refusals(index: SqliteIndex, cutoff: str) -> int:
     images: list[str] = []
     with index.write_transaction():
         for item_id in expired:
-            index.record_decision(item_id, "korpus", "expired", "", "a refusal of an older version (korpus gc): the "
-                                  "file changed or was removed since", "resolved")  # fmt: skip
-        versions = set(index.conn.execute(
-            f"SELECT source_id, source_version FROM quarantine WHERE item_id IN ({marks})", expired))  # fmt: skip
+            index.record_decision(
+                item_id,
+                "korpus",
+                "expired",
+                "",
+                "a refusal of an older version (korpus gc): the file changed or was removed since",
+                "resolved",
+            )
+        versions = set(
+            index.conn.execute(f"SELECT source_id, source_version FROM quarantine WHERE item_id IN ({marks})", expired)
+        )
         for source_id, version in versions:
             images += scrub_quarantine(index, source_id, version, only=set(expired))
     for image in images:
@@ -197,20 +243,29 @@ def _unneeded_files(settings: Settings, versions: set[str], sources: set[str]) -
     found: list[Path] = []
     cache = settings.page_cache_location
     if isinstance(cache, Path) and cache.is_dir():  # a shared fsspec cache is other machines' too: left alone
-        found += [entry for shard in cache.iterdir() if shard.is_dir() for entry in shard.iterdir()
-                  if entry.is_dir() and entry.name not in versions]  # fmt: skip
+        found += [
+            entry
+            for shard in cache.iterdir()
+            if shard.is_dir()
+            for entry in shard.iterdir()
+            if entry.is_dir() and entry.name not in versions
+        ]
     if settings.converted_dir.is_dir():
         found += [pdf for pdf in settings.converted_dir.glob("*/*.pdf") if pdf.stem not in versions]
         found += list(settings.converted_dir.glob("*/*.part"))
     unpacked = settings.data / "unpacked"
     if unpacked.is_dir():  # a container version's members: needed while it (and so its children) is in the catalog
-        found += [entry for shard in unpacked.iterdir() if shard.is_dir() for entry in shard.iterdir()
-                  if entry.name.split(".")[0] not in versions or entry.name.endswith(".part")]  # fmt: skip
+        found += [
+            entry
+            for shard in unpacked.iterdir()
+            if shard.is_dir()
+            for entry in shard.iterdir()
+            if entry.name.split(".")[0] not in versions or entry.name.endswith(".part")
+        ]
     audio = settings.data / "cache" / "audio"
     if audio.is_dir():  # decoded audio lives only while its recording is transcribed: no refresh runs now
         found += [entry for entry in audio.iterdir() if entry.is_file()]
-    for folder, suffixes in ((settings.data / "searchable", (".pdf",)),
-                             (settings.transcripts_dir, (".txt", ".vtt"))):  # fmt: skip
+    for folder, suffixes in ((settings.data / "searchable", (".pdf",)), (settings.transcripts_dir, (".txt", ".vtt"))):
         if not folder.is_dir():
             continue
         for path in folder.rglob("*"):
@@ -246,8 +301,15 @@ def collect_garbage(
     if not take_lock and settings.index_path.is_file():  # inside a refresh: nothing to walk the disk for?
         with SqliteIndex(settings.index_path) as index:
             if not expired_versions(index, cutoff) and not stale_refusals(index, cutoff):
-                return {"retention_days": days, "cutoff": cutoff, "dry_run": dry_run, "versions": 0, "chunks": 0,
-                        "files": 0, "file_bytes": 0}  # fmt: skip
+                return {
+                    "retention_days": days,
+                    "cutoff": cutoff,
+                    "dry_run": dry_run,
+                    "versions": 0,
+                    "chunks": 0,
+                    "files": 0,
+                    "file_bytes": 0,
+                }
     before = disk_use(settings.data)
     report: dict[str, Any] = {"retention_days": days, "cutoff": cutoff, "dry_run": dry_run, "bytes_before": before}
     if not settings.index_path.is_file():
@@ -257,8 +319,12 @@ def collect_garbage(
         expired = expired_versions(index, cutoff)
         report["quarantine_items_scrubbed"] = quarantine_to_scrub(index, expired)
         if dry_run:
-            chunks = sum(index.conn.execute("SELECT count(*) FROM chunks WHERE source_id = ? AND source_version = ?",
-                                            pair).fetchall()[0][0] for pair in expired)  # fmt: skip
+            chunks = sum(
+                index.conn.execute(
+                    "SELECT count(*) FROM chunks WHERE source_id = ? AND source_version = ?", pair
+                ).fetchall()[0][0]
+                for pair in expired
+            )
             versions, sources = _still_needed(index, set(expired))
         else:
             chunks = sum(drop_version(index, source_id, version) for source_id, version in expired)

@@ -68,10 +68,16 @@ CREATE TABLE IF NOT EXISTS quarantine_decisions (
 CREATE INDEX IF NOT EXISTS quarantine_by_status ON quarantine (status, first_seen);
 """
 # Columns added after the first release: (table, column, type). An older index gets them on open.
-ADDED_COLUMNS = (("quarantine", "access", "TEXT"), ("quarantine", "kind", "TEXT"), ("quarantine", "readings", "TEXT"),
-                 ("quarantine_decisions", "text", "TEXT"), ("sources", "superseded_at", "TEXT"),
-                 ("chunks", "regions", "TEXT"), ("quarantine", "tenant", "TEXT"),
-                 ("sources", "listing", "TEXT"))  # fmt: skip
+ADDED_COLUMNS = (
+    ("quarantine", "access", "TEXT"),
+    ("quarantine", "kind", "TEXT"),
+    ("quarantine", "readings", "TEXT"),
+    ("quarantine_decisions", "text", "TEXT"),
+    ("sources", "superseded_at", "TEXT"),
+    ("chunks", "regions", "TEXT"),
+    ("quarantine", "tenant", "TEXT"),
+    ("sources", "listing", "TEXT"),
+)
 
 
 # What a filter needs, in a table of two narrow columns: `visible` is the scope of a current chunk (its access rule,
@@ -163,9 +169,17 @@ INSERT OR IGNORE INTO chunk_tokens (rowid, terms, exact) SELECT rowid, terms, ex
 DELETE FROM chunk_terms WHERE rowid IN (SELECT rowid FROM chunks WHERE lifecycle != 'current');
 """
 DERIVED_TRIGGERS = (
-    "chunks_generation_insert", "chunks_generation_delete", "chunks_generation_labels",  # tasks/index/vector_cache.py
-    "chunks_scope_of_row", "chunks_scope_update", "chunks_visibility_delete", "chunks_access_from_catalog",
-    "sources_labels_insert", "sources_labels_update", "chunks_terms_retired", "chunks_terms_restored",
+    "chunks_generation_insert",
+    "chunks_generation_delete",
+    "chunks_generation_labels",  # tasks/index/vector_cache.py
+    "chunks_scope_of_row",
+    "chunks_scope_update",
+    "chunks_visibility_delete",
+    "chunks_access_from_catalog",
+    "sources_labels_insert",
+    "sources_labels_update",
+    "chunks_terms_retired",
+    "chunks_terms_restored",
     "chunks_terms_deleted",
-)  # fmt: skip
+)
 """The triggers an index opened by this release has; one missing (an older index: renamed ones) installs them."""

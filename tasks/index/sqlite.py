@@ -382,8 +382,16 @@ class SqliteIndex(VectorTables, QuarantineStore, RefreshRecords):
         if not rows:
             return None
         version, kind, size, path, owner, access, tenant = rows[0]
-        source = Source(source_id=source_id, version=version, kind=kind, size=size or 0, path=path, owner=owner,
-                        access=access, tenant=tenant)  # fmt: skip
+        source = Source(
+            source_id=source_id,
+            version=version,
+            kind=kind,
+            size=size or 0,
+            path=path,
+            owner=owner,
+            access=access,
+            tenant=tenant,
+        )
         pages = [
             PageResult.model_validate_json(row[0])
             for row in self.conn.execute(

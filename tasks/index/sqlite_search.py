@@ -260,12 +260,14 @@ class SqliteSearch:
         """A current chunk the scopes may see, with its regions and its source version's kind and path; None for
         any other id (unknown, superseded, quarantined or out of scope: the caller cannot tell which)."""
         where, params = filter_sql(scopes)
-        rows = row_dicts(self.conn.execute(
-            "SELECT c.chunk_id, c.source_id, c.source_version, c.page, c.t_start, c.t_end, c.previous_id, "
-            "c.next_id, c.regions, c.access, s.kind, s.path, s.size FROM chunks c JOIN sources s "
-            f"ON s.source_id = c.source_id AND s.version = c.source_version WHERE c.chunk_id = ? AND {where}",
-            [chunk_id, *params],
-        ))  # fmt: skip
+        rows = row_dicts(
+            self.conn.execute(
+                "SELECT c.chunk_id, c.source_id, c.source_version, c.page, c.t_start, c.t_end, c.previous_id, "
+                "c.next_id, c.regions, c.access, s.kind, s.path, s.size FROM chunks c JOIN sources s "
+                f"ON s.source_id = c.source_id AND s.version = c.source_version WHERE c.chunk_id = ? AND {where}",
+                [chunk_id, *params],
+            )
+        )
         if not rows:
             return None
         rows[0]["regions"] = unpack(rows[0]["regions"])
@@ -276,11 +278,13 @@ class SqliteSearch:
         if not scopes:
             return None
         marks = ", ".join("?" for _ in scopes)
-        rows = row_dicts(self.conn.execute(
-            "SELECT source_id, version, kind, path, size, access FROM sources WHERE source_id = ? AND lifecycle = "
-            f"'current' AND kind IS NOT 'meta' AND {scope_sql('tenant', 'access')} IN ({marks})",
-            [source_id, *scopes],
-        ))  # fmt: skip
+        rows = row_dicts(
+            self.conn.execute(
+                "SELECT source_id, version, kind, path, size, access FROM sources WHERE source_id = ? AND lifecycle = "
+                f"'current' AND kind IS NOT 'meta' AND {scope_sql('tenant', 'access')} IN ({marks})",
+                [source_id, *scopes],
+            )
+        )
         return rows[0] if rows else None
 
     def health(self) -> dict[str, Any]:

@@ -155,11 +155,40 @@ class VectorTables:
             list(chunk_ids),
         )
         for row in cursor:
-            (chunk_id, source_id, version, ordinal, page, t0, t1, section, text, body, owner, access, tenant,
-             language, policy, exception, regions, kind, blob) = row  # fmt: skip
-            chunk = Chunk(chunk_id=chunk_id, source_id=source_id, source_version=version,
-                          section_path=json.loads(section), locator=Locator(page=page, t_start=t0, t_end=t1),
-                          text=text, body=body, owner=owner, access_rule=access, tenant=tenant,
-                          policy_version=policy, language=language,
-                          regions=[Region(**r) for r in unpack(regions)])  # fmt: skip
+            (
+                chunk_id,
+                source_id,
+                version,
+                ordinal,
+                page,
+                t0,
+                t1,
+                section,
+                text,
+                body,
+                owner,
+                access,
+                tenant,
+                language,
+                policy,
+                exception,
+                regions,
+                kind,
+                blob,
+            ) = row
+            chunk = Chunk(
+                chunk_id=chunk_id,
+                source_id=source_id,
+                source_version=version,
+                section_path=json.loads(section),
+                locator=Locator(page=page, t_start=t0, t_end=t1),
+                text=text,
+                body=body,
+                owner=owner,
+                access_rule=access,
+                tenant=tenant,
+                policy_version=policy,
+                language=language,
+                regions=[Region(**r) for r in unpack(regions)],
+            )
             yield StoredChunk(chunk, ordinal, np.frombuffer(blob, dtype=np.float32), kind, bool(exception))

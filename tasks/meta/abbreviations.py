@@ -91,5 +91,9 @@ def defined_bodies(
 
 def defined_uses(text: str, defined: dict[str, str], taken: Sequence[tuple[int, int]]) -> list[tuple[int, int, str]]:
     """(start, end, abbreviation) of every use of a defined abbreviation in `text` that no span `taken` covers."""
-    return [(a, b, abbreviation) for abbreviation in defined for a, b in uses_of(text, abbreviation)
-            if not any(a < end and start < b for start, end in taken)]  # fmt: skip
+    return [
+        (a, b, abbreviation)
+        for abbreviation in defined
+        for a, b in uses_of(text, abbreviation)
+        if not any(a < end and start < b for start, end in taken)
+    ]

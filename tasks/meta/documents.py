@@ -41,12 +41,38 @@ PART_CHARS = 1200
 LAYOUT_VERSION = "layout-2"
 MAX_PLACES = 12
 DOCUMENT_TYPES = (
-    "приказ", "распоряжение", "договор", "соглашение", "акт", "протокол", "письмо", "справка", "отчёт", "отчет",
-    "служебная записка", "докладная записка", "заявление", "решение", "постановление", "положение", "инструкция",
-    "доверенность", "счёт", "счет", "накладная", "стенограмма", "интервью",
-)  # fmt: skip
-KIND_NAMES = {"pdf": "PDF", "image": "изображение", "djvu": "DjVu", "office": "офисный документ", "text": "текст",
-              "audio": "запись"}  # fmt: skip
+    "приказ",
+    "распоряжение",
+    "договор",
+    "соглашение",
+    "акт",
+    "протокол",
+    "письмо",
+    "справка",
+    "отчёт",
+    "отчет",
+    "служебная записка",
+    "докладная записка",
+    "заявление",
+    "решение",
+    "постановление",
+    "положение",
+    "инструкция",
+    "доверенность",
+    "счёт",
+    "счет",
+    "накладная",
+    "стенограмма",
+    "интервью",
+)
+KIND_NAMES = {
+    "pdf": "PDF",
+    "image": "изображение",
+    "djvu": "DjVu",
+    "office": "офисный документ",
+    "text": "текст",
+    "audio": "запись",
+}
 
 
 def _plural(n: int, one: str, few: str, many: str) -> str:
@@ -106,8 +132,10 @@ class Person:
         dictionary's own form («Тихонов» beside «Тихонова»: only a man is written both ways), then the most frequent."""
         forms = Counter(m.shown for m in self.mentions)
         own = lambda m: m.shown.lower().replace("ё", "е").split()[:1] == [self.surname]  # noqa: E731
-        best = max(self.mentions, key=lambda m: (m.fullness, m.certain, not plainly_oblique(m.shown), own(m),
-                                                 forms[m.shown], m.shown))  # fmt: skip
+        best = max(
+            self.mentions,
+            key=lambda m: (m.fullness, m.certain, not plainly_oblique(m.shown), own(m), forms[m.shown], m.shown),
+        )
         return best.shown
 
     @property
@@ -137,12 +165,16 @@ def _one_surname(mentions: list[PersonMention]) -> list[PersonMention]:
                 alone[form].add(best)
     # «Татура» named alone joins «Татур Остап Васильевич» when that is the one person its form was merged into and
     # no other person keeps that form
-    kept = {m.surname for m in mentions if m.first_initial and (m.surname, m.first_initial, m.middle_initial) not in
-            rename}  # fmt: skip
-    rename.update(((form, None, None), next(iter(bests))) for form, bests in alone.items()
-                  if len(bests) == 1 and form not in kept)  # fmt: skip
-    return [replace(m, surname=rename.get((m.surname, m.first_initial, m.middle_initial), m.surname)) if rename
-            else m for m in mentions]  # fmt: skip
+    kept = {
+        m.surname for m in mentions if m.first_initial and (m.surname, m.first_initial, m.middle_initial) not in rename
+    }
+    rename.update(
+        ((form, None, None), next(iter(bests))) for form, bests in alone.items() if len(bests) == 1 and form not in kept
+    )
+    return [
+        replace(m, surname=rename.get((m.surname, m.first_initial, m.middle_initial), m.surname)) if rename else m
+        for m in mentions
+    ]
 
 
 def persons(facts: Iterable[SourceFacts]) -> tuple[list[Person], int]:
@@ -190,8 +222,9 @@ class Organisation:
         if federal := body_shown(self.key):
             return federal
         forms = Counter(ooo_as_read(m.name) for m in self.mentions)
-        best = max(forms, key=lambda name: (is_nominative_name(name), not name.isupper(), forms[name], "«" in name,
-                                            len(name)))  # fmt: skip
+        best = max(
+            forms, key=lambda name: (is_nominative_name(name), not name.isupper(), forms[name], "«" in name, len(name))
+        )
         return best if is_nominative_name(best) else nominative_org(best) or best
 
 
@@ -280,17 +313,26 @@ def toc_text(facts: Sequence[SourceFacts], events: Sequence[Event]) -> list[str]
     types = Counter(t for t in (document_type(f.title) for f in facts) if t)
     pages = sum(f.pages for f in facts)
     seconds = sum(f.seconds or 0 for f in facts)
-    head = ["Документы коллекции по папкам: названия, виды, даты, владельцы.",
-            f"Всего документов в коллекции: {len(facts)} ("
-            + ", ".join(f"{k} — {n}" for k, n in sorted(kinds.items())) + f"); страниц: {pages}"
-            + (f"; записей общей длительностью {timecode(seconds)}" if seconds else "") + "."]  # fmt: skip
+    head = [
+        "Документы коллекции по папкам: названия, виды, даты, владельцы.",
+        f"Всего документов в коллекции: {len(facts)} ("
+        + ", ".join(f"{k} — {n}" for k, n in sorted(kinds.items()))
+        + f"); страниц: {pages}"
+        + (f"; записей общей длительностью {timecode(seconds)}" if seconds else "")
+        + ".",
+    ]
     if types:
         head.append("По видам документов: " + ", ".join(f"{t} — {n}" for t, n in sorted(types.items())) + ".")
     folders: dict[str, list[SourceFacts]] = defaultdict(list)
     for fact in facts:
         folders[fact.folder].append(fact)
-    head.append("Папок: " + str(len(folders)) + ": " + ", ".join(
-        f"«{folder or 'корень'}» — {len(items)}" for folder, items in sorted(folders.items())) + ".")  # fmt: skip
+    head.append(
+        "Папок: "
+        + str(len(folders))
+        + ": "
+        + ", ".join(f"«{folder or 'корень'}» — {len(items)}" for folder, items in sorted(folders.items()))
+        + "."
+    )
     dates: dict[str, list[str]] = defaultdict(list)
     for event in events:
         for place in event.places:
@@ -336,7 +378,8 @@ def persons_text(register: Sequence[Person], ambiguous: int) -> list[str]:
             (person.shown, f"- {person.shown}{also} — {count}: {_places([m.place for m in person.mentions])}.")
         )
     head = f"Люди (лица), упомянутые в документах коллекции, и где о них сказано. Лиц в реестре: {len(register)}." + (
-        f" Упоминаний, не отнесённых ни к кому (неоднозначно): {ambiguous}." if ambiguous else "")  # fmt: skip
+        f" Упоминаний, не отнесённых ни к кому (неоднозначно): {ambiguous}." if ambiguous else ""
+    )
     return _parts(TITLES["persons"], entries, head=head)
 
 
@@ -348,8 +391,10 @@ def organisations_text(register: Sequence[Organisation]) -> list[str]:
         also = f" (также: {', '.join(names)})" if names else ""
         count = _plural(len(org.mentions), "упоминание", "упоминания", "упоминаний")
         entries.append((org.shown, f"- {org.shown}{ids}{also} — {count}: {_places([m.place for m in org.mentions])}."))
-    head = (f"Организации (компании, контрагенты, учреждения), упомянутые в документах коллекции, с ИНН и ОГРН, где "
-            f"они указаны. Организаций в реестре: {len(register)}.")  # fmt: skip
+    head = (
+        f"Организации (компании, контрагенты, учреждения), упомянутые в документах коллекции, с ИНН и ОГРН, где "
+        f"они указаны. Организаций в реестре: {len(register)}."
+    )
     return _parts(TITLES["organisations"], entries, head=head)
 
 

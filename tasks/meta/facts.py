@@ -132,8 +132,9 @@ _INITIALLED = re.compile(r"(?<![А-ЯЁа-яё])[А-ЯЁ]\.")
 def _as_genitive(text: str, mention: Mention) -> str:
     """«по мнению В. Н. Иванова», «под ред. Л. П. Брагина»: after a word that governs the genitive, a surname in «-ова»,
     «-ева», «-ина» beside initials is a man's (a woman's would be «Ивановой»), read as «Иванов»."""
-    if not _INITIALLED.search(mention.text) or not _GENITIVE_BEFORE.search(text, max(0, mention.start - 30),
-                                                                          mention.start):  # fmt: skip
+    if not _INITIALLED.search(mention.text) or not _GENITIVE_BEFORE.search(
+        text, max(0, mention.start - 30), mention.start
+    ):
         return mention.text
     return re.sub(r"(?<=[оеё]в|[иы]н)а(?![А-ЯЁа-яё])", "", mention.text)
 
@@ -225,10 +226,16 @@ def extract_facts(
     when the caller tagged many sources' texts in one batch."""
     seconds = max((p.t_end or 0.0 for p in pages), default=0.0) if source.kind is SourceKind.audio else None
     facts = SourceFacts(
-        source_id=source.source_id, version=source.version, kind=source.kind.value if source.kind else None,
-        title=title_of(pages), pages=0 if seconds is not None else len(pages), seconds=seconds, owner=source.owner,
-        access=source.access, tenant=source.tenant or "default",
-    )  # fmt: skip
+        source_id=source.source_id,
+        version=source.version,
+        kind=source.kind.value if source.kind else None,
+        title=title_of(pages),
+        pages=0 if seconds is not None else len(pages),
+        seconds=seconds,
+        owner=source.owner,
+        access=source.access,
+        tenant=source.tenant or "default",
+    )
     one_word: list[tuple[str, Place]] = []
     first_names: set[str] = set()
     texts = name_texts(pages)
@@ -240,16 +247,21 @@ def extract_facts(
         sentences = [(s.start, s.stop) for s in sentenize(text)] if dates else []
         for date in dates:
             facts.events.append(
-                DatedSentence(first=date.first, last=date.last, sentence=_sentence(text, date.start, date.end,
-                              sentences), place=_place(source, page, text, date.start))
-            )  # fmt: skip
+                DatedSentence(
+                    first=date.first,
+                    last=date.last,
+                    sentence=_sentence(text, date.start, date.end, sentences),
+                    place=_place(source, page, text, date.start),
+                )
+            )
         if llm is not None and text.strip():
             _add_model_events(facts, llm, source, page, {(d.first, d.last) for d in dates})
         text, rows = names_text, table_rows(page.text)
         if defined:  # each use of a defined abbreviation no mention covers is one of its body
             uses = defined_uses(text, defined, [(m.start, m.end) for m in mentions])
-            mentions = sorted([*mentions, *(Mention("ORG", a, b, name, ruled=True) for a, b, name in uses)],
-                              key=lambda m: m.start)  # fmt: skip
+            mentions = sorted(
+                [*mentions, *(Mention("ORG", a, b, name, ruled=True) for a, b, name in uses)], key=lambda m: m.start
+            )
         for mention in mentions:
             place = _place(source, page, text, mention.start)
             if mention.type == "PER":
@@ -263,10 +275,16 @@ def extract_facts(
                 lone = name is not None and name.shown == mention.text.split()[-1] and not name.fullness
                 if name is not None and not (lone and written_in_lower_case(name.shown, text)):
                     facts.persons.append(
-                        PersonMention(surname=name.surname, first_initial=name.first_initial,
-                                      middle_initial=name.middle_initial, shown=name.shown, fullness=name.fullness,
-                                      certain=name.certain, place=place)
-                    )  # fmt: skip
+                        PersonMention(
+                            surname=name.surname,
+                            first_initial=name.first_initial,
+                            middle_initial=name.middle_initial,
+                            shown=name.shown,
+                            fullness=name.fullness,
+                            certain=name.certain,
+                            place=place,
+                        )
+                    )
             elif not is_placeholder(mention.text) and not ungrammatical(mention.text):
                 inn, ogrn = organisation_ids(text, mention.end)
                 name = defined.get(mention.text) or " ".join(mention.text.split())
@@ -280,9 +298,18 @@ def extract_facts(
                     )
                 )
     named = one_name_people([w for w, _ in one_word], first_names, "\n".join(texts))
-    facts.persons += [PersonMention(surname=one_name_key(named[word]), first_initial=None, middle_initial=None,
-                                    shown=named[word], fullness=0, place=place)
-                      for word, place in one_word if word in named]  # fmt: skip
+    facts.persons += [
+        PersonMention(
+            surname=one_name_key(named[word]),
+            first_initial=None,
+            middle_initial=None,
+            shown=named[word],
+            fullness=0,
+            place=place,
+        )
+        for word, place in one_word
+        if word in named
+    ]
     return facts
 
 

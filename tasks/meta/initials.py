@@ -22,11 +22,18 @@ def initialled(text: str) -> list[tuple[int, int]]:
     surname."""
     first = list(_INITIALS_FIRST.finditer(text))
     starts, ends = {m.start() for m in first}, {m.end() for m in first}
-    after = [(m.start(), m.end()) for m in _INITIALS_AFTER.finditer(text)
-             if not (_surname_end(m) + 1 in starts and _surname_end(m) in ends)]  # fmt: skip
-    return after + [(_with_first_name(text, m), m.end()) for m in first
-                    if not _numbered_heading(text, m) and not _title_after(text, m)
-                    and not _function_word(WORD.findall(m.group(0))[-1:])]  # fmt: skip
+    after = [
+        (m.start(), m.end())
+        for m in _INITIALS_AFTER.finditer(text)
+        if not (_surname_end(m) + 1 in starts and _surname_end(m) in ends)
+    ]
+    return after + [
+        (_with_first_name(text, m), m.end())
+        for m in first
+        if not _numbered_heading(text, m)
+        and not _title_after(text, m)
+        and not _function_word(WORD.findall(m.group(0))[-1:])
+    ]
 
 
 def _function_word(words: list[str]) -> bool:

@@ -162,10 +162,14 @@ def _ruled(text: str) -> list[Mention]:
     candidates: list[tuple[str, int, int]] = []  # (kind, start, end)
     for pattern in (LEGAL_NAME, _AGENCY_OF_RUSSIA, _KNOWN_BODY_WORD):
         candidates += [("ORG", m.start(), m.end()) for m in pattern.finditer(text)]
-    candidates += [("ORG", start, end) for start, end in dictionary_bodies(text) + latin_companies(text)
-                   + known_institutions(text)]  # fmt: skip
-    candidates += [("ORG", m.start(), with_place(text, genitive_tail(text, m.end()))) for m in _ADJ_BODY.finditer(text)
-                   if not names_a_thing(text, m.start())]  # fmt: skip  # not «проекта «Московская электронная школа»»
+    candidates += [
+        ("ORG", start, end) for start, end in dictionary_bodies(text) + latin_companies(text) + known_institutions(text)
+    ]
+    candidates += [
+        ("ORG", m.start(), with_place(text, genitive_tail(text, m.end())))
+        for m in _ADJ_BODY.finditer(text)
+        if not names_a_thing(text, m.start())
+    ]  # not «проекта «Московская электронная школа»»
     candidates += [("ORG", m.start(1), m.end(1)) for m in _ORG_WORD_ABBREVIATION.finditer(text)]
     for match in _ORG_WORD_QUOTED.finditer(text):  # «компании "Евразийское водное партнерство"»: the name only
         generic = match.group(0)[0].islower() or match.group(0)[:3].lower() in ("ком", "агент", "бан", "фон", "орг")
@@ -183,8 +187,12 @@ def _ruled(text: str) -> list[Mention]:
     candidates.sort(key=lambda c: (c[1] - c[2], c[1]))
     # persons after organisations; «Федорова А. И.» before «А. И. Решили»; a place is no surname («Москвы Ю.М.»)
     candidates += [("PER", start, end) for start, end in full_names(text)]  # «Петров | Пётр | Петрович»
-    candidates += [("PER", a, b) for a, b in initialled(text) if not (after_street(text, a) or fio_heading(text, a, b))
-                   and not any(w in _NOT_SURNAMES or _is_place(w) for w in _WORD.findall(text[a:b]))]  # fmt: skip
+    candidates += [
+        ("PER", a, b)
+        for a, b in initialled(text)
+        if not (after_street(text, a) or fio_heading(text, a, b))
+        and not any(w in _NOT_SURNAMES or _is_place(w) for w in _WORD.findall(text[a:b]))
+    ]
     for kind, start, end in candidates:
         add(kind, start, closing_quote(text, start, end) if kind == "ORG" else end)
     return found
@@ -213,8 +221,10 @@ def _best(parses: list[Any], tag: str, gender: str | None) -> Any | None:
 def _nominative(parse: Any, gender: str | None) -> str:
     """Cached by the reading and gender: a register reads the same names again and again."""
     if "-" in parse.word:  # «Гарина-Михайловского» → «Гарин-Михайловский»: each part declines
-        return "-".join(_nominative(_best(readings := parse_word(part), "Surn", gender) or readings[0], gender)
-                        for part in parse.word.split("-"))  # fmt: skip
+        return "-".join(
+            _nominative(_best(readings := parse_word(part), "Surn", gender) or readings[0], gender)
+            for part in parse.word.split("-")
+        )
     return nominative_form(parse, gender)
 
 
@@ -225,8 +235,16 @@ def _latin_person(span: str) -> PersonName | None:
         return None
     first = words[0] if not words[0].endswith(".") else None
     middle = next((w for w in words[1:-1]), None)
-    return PersonName(words[-1].lower(), first, middle, words[0][0], middle[0] if middle else None, None,
-                      " ".join(words), certain=False)  # fmt: skip
+    return PersonName(
+        words[-1].lower(),
+        first,
+        middle,
+        words[0][0],
+        middle[0] if middle else None,
+        None,
+        " ".join(words),
+        certain=False,
+    )
 
 
 def person_name(span: str, ruled: bool = False, at_edge: bool = True) -> PersonName | None:
@@ -256,8 +274,13 @@ def person_name(span: str, ruled: bool = False, at_edge: bool = True) -> PersonN
     certain = gender is not None
     # A surname is read as one, or is a word the dictionary does not know; «Ответственным В. О.» holds none.
     rest = [w for w in words if w not in (first, middle)]
-    rest = [w for w in rest if (ruled and not _NOT_NAME_PARTS & set(parses[w][0].tag.grammemes))
-            or _best(parses[w], "Surn", None) or not morph.word_is_known(w.lower())]  # fmt: skip
+    rest = [
+        w
+        for w in rest
+        if (ruled and not _NOT_NAME_PARTS & set(parses[w][0].tag.grammemes))
+        or _best(parses[w], "Surn", None)
+        or not morph.word_is_known(w.lower())
+    ]
     surname_word = next((w for w in rest if roles[w] == "Surn"), None) or next(
         (w for w in rest if _best(parses[w], "Surn", gender)), rest[0] if rest else None
     )
@@ -269,8 +292,11 @@ def person_name(span: str, ruled: bool = False, at_edge: bool = True) -> PersonN
         return None
     if not (first or middle or first_initial) and not _best(parses[surname_word], "Surn", None):
         # a lone word: a surname the dictionary does not know («Онопко») as written, else none («Смявший», misheard)
-        return PersonName(surname_key(surname_word), None, None, None, None, None, surname_word) if (
-            unknown_surname(surname_word, may_be_cut=at_edge)) else None  # fmt: skip
+        return (
+            PersonName(surname_key(surname_word), None, None, None, None, None, surname_word)
+            if (unknown_surname(surname_word, may_be_cut=at_edge))
+            else None
+        )
     # a person's surname is singular: «Тырцев» read as the plural of «Тырец» is left as written
     parses[surname_word] = [p for p in parses[surname_word] if "plur" not in p.tag] or parses[surname_word]
     nominative = [p for p in _ranked(parses[surname_word]) if "Surn" in p.tag and "nomn" in p.tag]
@@ -282,31 +308,57 @@ def person_name(span: str, ruled: bool = False, at_edge: bool = True) -> PersonN
         gender = surname_parse.tag.gender if "Surn" in surname_parse.tag else None
         certain = len({p.tag.gender for p in parses[surname_word] if "Surn" in p.tag}) == 1  # not «Соловьёва»
     # the name's case, among its readings one the surname can share («Александра Паляницу»: accusative, not genitive)
-    named = [p.tag.case for p in _ranked(parses[middle or first]) if ("Patr" if middle else "Name") in p.tag] if (
-        middle or first) else []  # fmt: skip
+    named = (
+        [p.tag.case for p in _ranked(parses[middle or first]) if ("Patr" if middle else "Name") in p.tag]
+        if (middle or first)
+        else []
+    )
     case = next((c for c in named if any(p.tag.case == c for p in parses[surname_word])), named[0] if named else None)
     if "Surn" not in surname_parse.tag or "plur" in surname_parse.tag:
         # not a surname the dictionary knows: as written, or in the nominative when the name beside it is not
         # («Игоря Давыдовича Шаферана» → «Шаферан»)
         agreeing = [p for p in parses[surname_word] if case and case != "nomn" and p.tag.case == case]
-        surname = _as_written(surname_word, _nominative(agreeing[0], gender)) if agreeing else re.sub(
-            r"(?<=[оеё]в|[иы]н)(?:у|ым|е)$", "", surname_word)  # «Лапину С. Н.» → «Лапин»  # fmt: skip
+        surname = (
+            _as_written(surname_word, _nominative(agreeing[0], gender))
+            if agreeing
+            else re.sub(r"(?<=[оеё]в|[иы]н)(?:у|ым|е)$", "", surname_word)
+        )  # «Лапину С. Н.» → «Лапин»
         lemma = surname.lower().replace("ё", "е")
     else:
-        lemma, surname = surname_parse.normal_form.replace("ё", "е"), _as_written(surname_word, _nominative(
-            surname_parse, gender))  # fmt: skip
+        lemma, surname = (
+            surname_parse.normal_form.replace("ё", "е"),
+            _as_written(surname_word, _nominative(surname_parse, gender)),
+        )
     # A name whose gender disagrees with the patronymic's («Саша Петровна») is read in its own gender.
-    first_nom = _as_written(first, _nominative(_best(parses[first], "Name", gender) or _best(parses[first], "Name",
-                            None), gender)) if first else None  # fmt: skip
-    middle_nom = _as_written(middle, _nominative(_best(parses[middle], "Patr", gender) or _best(parses[middle], "Patr",
-                             None), gender)) if middle else None  # fmt: skip
+    first_nom = (
+        _as_written(
+            first, _nominative(_best(parses[first], "Name", gender) or _best(parses[first], "Name", None), gender)
+        )
+        if first
+        else None
+    )
+    middle_nom = (
+        _as_written(
+            middle, _nominative(_best(parses[middle], "Patr", gender) or _best(parses[middle], "Patr", None), gender)
+        )
+        if middle
+        else None
+    )
     first_initial = first_initial or (first_nom[0] if first_nom else None)
     middle_initial = middle_initial or (middle_nom[0] if middle_nom else None)
     if first_nom:
         shown = " ".join(filter(None, [surname, first_nom, middle_nom]))
     else:
-        shown = " ".join(filter(None, [surname, f"{first_initial}." if first_initial else None,
-                                        f"{middle_initial}." if middle_initial else None]))  # fmt: skip
+        shown = " ".join(
+            filter(
+                None,
+                [
+                    surname,
+                    f"{first_initial}." if first_initial else None,
+                    f"{middle_initial}." if middle_initial else None,
+                ],
+            )
+        )
     return PersonName(lemma, first_nom, middle_nom, first_initial, middle_initial, gender, shown, certain)
 
 

@@ -35,8 +35,9 @@ LEGAL_FORMS = {
     "муниципальное унитарное предприятие": "МУП",
     "автономная некоммерческая организация": "АНО",
 }
-_FORM_WORDS = "|".join([*sorted(LEGAL_FORMS, key=len, reverse=True), "ООО", "ПАО", "ЗАО", "ОАО", "АО", "ФГУП", "ГУП",
-                         "МУП", "АНО", OKOPF])  # fmt: skip
+_FORM_WORDS = "|".join(
+    [*sorted(LEGAL_FORMS, key=len, reverse=True), "ООО", "ПАО", "ЗАО", "ОАО", "АО", "ФГУП", "ГУП", "МУП", "АНО", OKOPF]
+)
 LEGAL_NAME = re.compile(rf"(?<![А-ЯЁа-яё\d])(?:{_FORM_WORDS}|000(?=\s*[«\"„“]))\s*{QUOTED_NAME}", re.IGNORECASE)
 """A legal form and its quoted name; «000» is how OCR reads «ООО» before a quote."""
 SHORT_FORMS = {"ООО", "ПАО", "ЗАО", "ОАО", "АО", "ИП", "ФГУП", "ГУП", "МУП", "АНО", "НКО", "ГБУ", "МБУ", "ФГБУ"}

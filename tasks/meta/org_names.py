@@ -135,9 +135,17 @@ def nominative_org(name: str) -> str | None:
         return None
     for number in ("sing", "plur"):
         for case in _OBLIQUE:
-            chosen = [next((p for p in parses if number in p.tag and p.tag.case == case
-                            and ("NOUN" if at == head_at else "ADJF") in p.tag), None)
-                      for at, parses in enumerate(readings)]  # fmt: skip
+            chosen = [
+                next(
+                    (
+                        p
+                        for p in parses
+                        if number in p.tag and p.tag.case == case and ("NOUN" if at == head_at else "ADJF") in p.tag
+                    ),
+                    None,
+                )
+                for at, parses in enumerate(readings)
+            ]
             if any(p is None for p in chosen):
                 continue
             gender = chosen[-1].tag.gender

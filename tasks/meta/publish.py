@@ -63,8 +63,15 @@ def scope_fingerprint(rows: list[dict[str, Any]], variant: str) -> str:
 def served_pages(index: SqliteIndex, row: dict[str, Any]) -> tuple[Source, list[PageResult]]:
     """A source as its current chunks serve it: the bodies of each page (or stretch of speech) in order. Built from
     chunks, not stored page texts, so text the gate or a reviewer kept out never reaches a meta-document."""
-    source = Source(source_id=row["source_id"], version=row["version"], path=row["source_id"], kind=row["kind"],
-                    owner=row["owner"], access=row["access"], tenant=row["tenant"])  # fmt: skip
+    source = Source(
+        source_id=row["source_id"],
+        version=row["version"],
+        path=row["source_id"],
+        kind=row["kind"],
+        owner=row["owner"],
+        access=row["access"],
+        tenant=row["tenant"],
+    )
     pages: dict[tuple[int | None, float | None], list[dict[str, Any]]] = {}
     for chunk in index.source_chunks(row["source_id"]):
         if chunk["section_path"] == [FURNITURE_SECTION]:
@@ -72,11 +79,17 @@ def served_pages(index: SqliteIndex, row: dict[str, Any]) -> tuple[Source, list[
         place = (chunk["page"], None) if chunk["page"] is not None else (None, chunk["t_start"])
         pages.setdefault(place, []).append(chunk)
     results = [
-        PageResult(source_id=source.source_id, source_version=source.version, page=page, t_start=t_start,
-                   t_end=max((c["t_end"] or 0.0 for c in chunks), default=None) if t_start is not None else None,
-                   text="\n".join(c["body"] for c in chunks), method="chunks")
+        PageResult(
+            source_id=source.source_id,
+            source_version=source.version,
+            page=page,
+            t_start=t_start,
+            t_end=max((c["t_end"] or 0.0 for c in chunks), default=None) if t_start is not None else None,
+            text="\n".join(c["body"] for c in chunks),
+            method="chunks",
+        )
         for (page, t_start), chunks in pages.items()
-    ]  # fmt: skip
+    ]
     return source, results
 
 
@@ -92,8 +105,9 @@ def _all_facts(
     found: dict[str, SourceFacts] = {}
     missing = []
     for row in rows:
-        facts = cache.get(Source(source_id=row["source_id"], version=row["version"], path=row["source_id"]),
-                          row["served"])  # fmt: skip
+        facts = cache.get(
+            Source(source_id=row["source_id"], version=row["version"], path=row["source_id"]), row["served"]
+        )
         if facts is not None:
             counts["facts_cached"] += 1
             found[row["source_id"]] = facts
@@ -113,17 +127,30 @@ def _all_facts(
 
 
 def _extracted(
-    cache: FactCache, row: dict[str, Any], source: Source, pages: list[PageResult], counts: dict[str, int],
-    llm: LlmEvents | None, ner: dict[str, list],
-) -> SourceFacts:  # fmt: skip
+    cache: FactCache,
+    row: dict[str, Any],
+    source: Source,
+    pages: list[PageResult],
+    counts: dict[str, int],
+    llm: LlmEvents | None,
+    ner: dict[str, list],
+) -> SourceFacts:
     try:
         facts = extract_facts(source, pages, llm=llm, ner=ner)
     except Exception as exc:  # one source's text must not stop the collection's documents: it is listed bare
         logger.exception("meta facts of %s could not be extracted; listed without dates or names", source.source_id)
         counts["facts_failed"] += 1
-        facts = SourceFacts(source_id=source.source_id, version=source.version, kind=row["kind"], title="",
-                            pages=len(pages), owner=row["owner"], access=row["access"], tenant=row["tenant"],
-                            extraction_error=f"{type(exc).__name__}: {exc}")  # fmt: skip
+        facts = SourceFacts(
+            source_id=source.source_id,
+            version=source.version,
+            kind=row["kind"],
+            title="",
+            pages=len(pages),
+            owner=row["owner"],
+            access=row["access"],
+            tenant=row["tenant"],
+            extraction_error=f"{type(exc).__name__}: {exc}",
+        )
     else:
         cache.put(facts, source, row["served"])
         counts["facts_extracted"] += 1
@@ -178,10 +205,16 @@ def _publish(
     if current is not None and current[0].version == source.version:
         return False
     pages = [
-        PageResult(source_id=source.source_id, source_version=source.version, page=n, text=text, method="meta",
-                   engine=f"korpus {EXTRACTOR_VERSION}")
+        PageResult(
+            source_id=source.source_id,
+            source_version=source.version,
+            page=n,
+            text=text,
+            method="meta",
+            engine=f"korpus {EXTRACTOR_VERSION}",
+        )
         for n, text in enumerate(parts, start=1)
-    ]  # fmt: skip
+    ]
     chunks, _ = page_chunks(source, pages)
     # parts whose text did not change keep their vectors; texts are keyed by digest, not held twice
     keys = [_digest(c.text) for c in chunks]
@@ -243,8 +276,15 @@ def refresh_meta(
             parts = texts.pop(kind)
             source_id = meta_source_id(tenant, access, kind)
             version = _version(parts)
-            source = Source(source_id=source_id, version=version, path=source_id, kind=SourceKind.meta,
-                            owner=META_OWNER, access=access, tenant=tenant)  # fmt: skip
+            source = Source(
+                source_id=source_id,
+                version=version,
+                path=source_id,
+                kind=SourceKind.meta,
+                owner=META_OWNER,
+                access=access,
+                tenant=tenant,
+            )
             counts["documents_published"] += _publish(index, source, parts, embed, embed_model, counts)
         index.set_meta_fingerprint(f"{tenant}/{access}", fingerprint)
         counts["scopes_built"] += 1
@@ -272,6 +312,13 @@ def read_meta(index: SqliteIndex, kind: str, scopes: list[str]) -> list[dict[str
             continue
         stored = index.current_source(row["source_id"])
         if stored is not None:
-            found.append({"source_id": row["source_id"], "access": row["access"], "version": row["version"],
-                          "built_at": row["switched_at"], "parts": [page.text for page in stored[1]]})  # fmt: skip
+            found.append(
+                {
+                    "source_id": row["source_id"],
+                    "access": row["access"],
+                    "version": row["version"],
+                    "built_at": row["switched_at"],
+                    "parts": [page.text for page in stored[1]],
+                }
+            )
     return found

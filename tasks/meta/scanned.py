@@ -49,8 +49,9 @@ def _surname_like(word: str) -> bool:
     """Not a verb, a place or a patronymic; nor a calling the dictionary knows as no surname («Экономист Бранко
     Миланович», «Архитектор …»: an animate common noun before a name)."""
     top = parse(word)[0]
-    calling = {"NOUN", "anim"} <= set(top.tag.grammemes) and not any({"Surn", "Name"} & set(p.tag.grammemes)
-                                                                    for p in parse(word))  # fmt: skip
+    calling = {"NOUN", "anim"} <= set(top.tag.grammemes) and not any(
+        {"Surn", "Name"} & set(p.tag.grammemes) for p in parse(word)
+    )
     return not (_NOT_SURNAME & set(top.tag.grammemes)) and not _is(word, "Patr") and not calling
 
 

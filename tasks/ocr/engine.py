@@ -134,10 +134,19 @@ def cached_read(
     else:
         counts.engine_calls += 1
     result = PageResult(
-        source_id=source.source_id, source_version=source.version, page=page, text=read.text, method=engine.name,
-        engine=read.engine, tier=engine.tier, words=read.words, units=text_structure(read.text),
-        rotation=read.rotation, size=read.size, boxes=ocr_boxes(read.text, read.words, read.rotation, read.size),
-    )  # fmt: skip
+        source_id=source.source_id,
+        source_version=source.version,
+        page=page,
+        text=read.text,
+        method=engine.name,
+        engine=read.engine,
+        tier=engine.tier,
+        words=read.words,
+        units=text_structure(read.text),
+        rotation=read.rotation,
+        size=read.size,
+        boxes=ocr_boxes(read.text, read.words, read.rotation, read.size),
+    )
     cache.put(result, source.version, unit, engine.name, key)
     crash_point("after-ocr-page")
     return result

@@ -67,9 +67,12 @@ def add_text_layer(page: pymupdf.Page, words: list[PageWord], font: pymupdf.Font
 
 
 def remove_old_text(
-    doc: pymupdf.Document, page: pymupdf.Page, kept_fonts: set[int], learned: dict[int, str],
+    doc: pymupdf.Document,
+    page: pymupdf.Page,
+    kept_fonts: set[int],
+    learned: dict[int, str],
     shared: dict[bytes, int],
-) -> str:  # fmt: skip
+) -> str:
     """Take the text a replaced layer held out of the copy, so search, copy-paste and pdftotext read only
     trusted text (as `ocrmypdf --redo-ocr` does for old OCR).
 
@@ -82,9 +85,10 @@ def remove_old_text(
     if trace and all(span["type"] == 3 for span in trace):
         page.add_redact_annot(page.rect)
         page.apply_redactions(
-            images=pymupdf.PDF_REDACT_IMAGE_NONE, graphics=pymupdf.PDF_REDACT_LINE_ART_NONE,
+            images=pymupdf.PDF_REDACT_IMAGE_NONE,
+            graphics=pymupdf.PDF_REDACT_LINE_ART_NONE,
             text=pymupdf.PDF_REDACT_TEXT_REMOVE,
-        )  # fmt: skip
+        )
         return "removed-invisible"
     outcome = "remapped-fonts"
     for xref, _ext, font_type, *_rest in page.get_fonts(full=True):
@@ -120,9 +124,12 @@ def write_searchable_pdf(source_pdf: str, pages: list[PageResult], out: Path) ->
         save_atomically(doc, out)
     before, after = Path(source_pdf).stat().st_size, out.stat().st_size
     return {
-        "pages_with_text": len(by_page), "words": placed, "pages_repaired_in_place": len(repaired),
-        "size_growth": round(after / before - 1, 4), "path": str(out),
-    }  # fmt: skip
+        "pages_with_text": len(by_page),
+        "words": placed,
+        "pages_repaired_in_place": len(repaired),
+        "size_growth": round(after / before - 1, 4),
+        "path": str(out),
+    }
 
 
 def write_searchable_images(
@@ -147,5 +154,9 @@ def write_searchable_images(
             return {"pages_with_text": 0, "words": 0, "size_growth": 0.0}
         save_atomically(doc, out)
     growth = out.stat().st_size / original_size - 1 if original_size else 0.0
-    return {"pages_with_text": sum(1 for p in pages if p.words), "words": placed, "size_growth": round(growth, 4),
-            "path": str(out)}  # fmt: skip
+    return {
+        "pages_with_text": sum(1 for p in pages if p.words),
+        "words": placed,
+        "size_growth": round(growth, 4),
+        "path": str(out),
+    }

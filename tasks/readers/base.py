@@ -73,8 +73,15 @@ def failure(exc: BaseException) -> str:
 
 def whole_file_page(source: Source, text: str, method: str, engine: str, markdown: bool = False) -> PageResult:
     """A file read whole as page 1 of text (a text file, a web page, an e-book), with its structure units."""
-    return PageResult(source_id=source.source_id, source_version=source.version, page=1, text=text, method=method,
-                      engine=engine, units=text_structure(text, markdown=markdown))  # fmt: skip
+    return PageResult(
+        source_id=source.source_id,
+        source_version=source.version,
+        page=1,
+        text=text,
+        method=method,
+        engine=engine,
+        units=text_structure(text, markdown=markdown),
+    )
 
 
 def problem(source: Source, reason: ReasonCode, detail: str, page: int | None = None) -> QuarantineItem:

@@ -72,8 +72,11 @@ def hidden_words(path: str, page: int) -> list[Box]:
     for line, zone in enumerate(_LINE.split(_djvu("djvutxt", f"--page={page}", "--detail=word", path))[1:]):
         for x0, y0, x1, y1, text in _WORD.findall(zone):
             text = text.replace('\\"', '"').replace("\\\\", "\\")
-            words.append(Box(text, int(x0) * scale, (height - int(y1)) * scale, int(x1) * scale,
-                             (height - int(y0)) * scale, line))  # fmt: skip
+            words.append(
+                Box(
+                    text, int(x0) * scale, (height - int(y1)) * scale, int(x1) * scale, (height - int(y0)) * scale, line
+                )
+            )
     return words
 
 
@@ -112,10 +115,19 @@ class DjvuReader:
             width, height, dpi = page_dpi(source.path, page)
             boxes = page_boxes(text, hidden_words(source.path, page)) if text.strip() else ""
             result = PageResult(
-                source_id=source.source_id, source_version=source.version, page=page, text=text,
-                method="text-layer", engine="djvutxt", units=text_structure(text), tier=0, quality=quality.score,
-                quality_reasons=quality.reasons, size=(width * 72 / dpi, height * 72 / dpi), boxes=boxes,
-            )  # fmt: skip
+                source_id=source.source_id,
+                source_version=source.version,
+                page=page,
+                text=text,
+                method="text-layer",
+                engine="djvutxt",
+                units=text_structure(text),
+                tier=0,
+                quality=quality.score,
+                quality_reasons=quality.reasons,
+                size=(width * 72 / dpi, height * 72 / dpi),
+                boxes=boxes,
+            )
             outcome.add_layer(result, quality)
         return outcome
 

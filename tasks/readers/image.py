@@ -54,9 +54,11 @@ def too_large(image: Image.Image) -> str | None:
     per_pixel = 4 if wide else 2 if image.mode.startswith("I;16") else 1
     if image.width * image.height * per_pixel <= MAX_DECODE_BYTES:
         return None
-    return (f"the page image is {image.width} × {image.height} pixels ({image.mode}): decoding it would take "
-            f"{image.width * image.height * per_pixel >> 20} MiB, over korpus's {MAX_DECODE_BYTES >> 20} MiB a page — "
-            "scan it at a lower resolution or save it as JPEG")  # fmt: skip
+    return (
+        f"the page image is {image.width} × {image.height} pixels ({image.mode}): decoding it would take "
+        f"{image.width * image.height * per_pixel >> 20} MiB, over korpus's {MAX_DECODE_BYTES >> 20} MiB a page — "
+        "scan it at a lower resolution or save it as JPEG"
+    )
 
 
 def image_dpi(image: Image.Image) -> int:

@@ -89,8 +89,12 @@ def _part_text(part: Message) -> str:
 
 
 def _is_body(part: Message) -> bool:
-    return (part.get_content_maintype() == "text" and part.get_content_subtype() in ("plain", "html")
-            and part.get_content_disposition() != "attachment" and not part.get_filename())  # fmt: skip
+    return (
+        part.get_content_maintype() == "text"
+        and part.get_content_subtype() in ("plain", "html")
+        and part.get_content_disposition() != "attachment"
+        and not part.get_filename()
+    )
 
 
 def _body(part: Message) -> str:
@@ -137,8 +141,14 @@ def _file_name(part: Message, number: int) -> str:
         inner = part.get_payload()[0] if isinstance(part.get_payload(), list) else None
         subject = decode_header(next(iter(_raw(inner, "Subject")), None)) if inner is not None else ""
         return f"{subject[:60] or f'письмо {number}'}.eml"
-    extension = {"text/plain": ".txt", "text/html": ".html", "application/pdf": ".pdf", "image/jpeg": ".jpg",
-                 "image/png": ".png", "image/tiff": ".tif"}.get(part.get_content_type(), ".bin")  # fmt: skip
+    extension = {
+        "text/plain": ".txt",
+        "text/html": ".html",
+        "application/pdf": ".pdf",
+        "image/jpeg": ".jpg",
+        "image/png": ".png",
+        "image/tiff": ".tif",
+    }.get(part.get_content_type(), ".bin")
     return f"вложение {number}{extension}"
 
 

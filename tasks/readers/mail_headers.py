@@ -99,8 +99,9 @@ def people(values: list[str]) -> list[tuple[str, str]]:
 
 
 def who(people: list[tuple[str, str]]) -> str:
-    return ", ".join(f"{name} <{address}>" if name and address and name != address else name or address
-                     for name, address in people)  # fmt: skip
+    return ", ".join(
+        f"{name} <{address}>" if name and address and name != address else name or address for name, address in people
+    )
 
 
 def short_who(people: list[tuple[str, str]]) -> str:

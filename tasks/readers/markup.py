@@ -38,9 +38,36 @@ from tasks.readers.text import decode_text
 
 _SKIPPED = {"script", "style", "template", "head"}  # head: its title is read on the way (`in_title`)
 _REPARSED = {"iframe", "noembed", "noframes"}  # raw text to an HTML5 parser: parsed again as markup
-_BLOCKS = {"p", "div", "section", "article", "main", "header", "footer", "aside", "nav", "blockquote", "pre",
-           "ul", "ol", "dl", "dt", "dd", "table", "form", "fieldset", "address", "figure", "figcaption", "center",
-           "body", "html", "iframe", "noembed", "noframes"}  # fmt: skip
+_BLOCKS = {
+    "p",
+    "div",
+    "section",
+    "article",
+    "main",
+    "header",
+    "footer",
+    "aside",
+    "nav",
+    "blockquote",
+    "pre",
+    "ul",
+    "ol",
+    "dl",
+    "dt",
+    "dd",
+    "table",
+    "form",
+    "fieldset",
+    "address",
+    "figure",
+    "figcaption",
+    "center",
+    "body",
+    "html",
+    "iframe",
+    "noembed",
+    "noframes",
+}
 _DECLARED = re.compile(rb"""<meta[^>]+charset\s*=\s*["']?\s*([A-Za-z0-9_\-]+)""", re.I)
 
 
@@ -396,8 +423,7 @@ def epub_text(path: Path) -> tuple[str, str]:
     return "\n\n".join(c for c in chapters if c.strip()), "utf-8"
 
 
-FORMS = {".fb2": "fb2", ".xml": "xml", ".rss": "xml", ".atom": "xml", ".mht": "mht", ".mhtml": "mht",
-         ".epub": "epub"}  # fmt: skip
+FORMS = {".fb2": "fb2", ".xml": "xml", ".rss": "xml", ".atom": "xml", ".mht": "mht", ".mhtml": "mht", ".epub": "epub"}
 
 
 class MarkupReader:
@@ -408,9 +434,13 @@ class MarkupReader:
         outcome = ParseOutcome(page_count=1)
         path = Path(source.path)
         form = FORMS.get(Path(source.source_id).suffix.lower(), "html")
-        read_form = {"fb2": lambda: fb2_text(path.read_bytes()), "xml": lambda: xml_text(path.read_bytes()),
-                     "mht": lambda: mht_text(path.read_bytes()), "epub": lambda: epub_text(path),
-                     "html": lambda: html_text(path.read_bytes())}[form]  # fmt: skip
+        read_form = {
+            "fb2": lambda: fb2_text(path.read_bytes()),
+            "xml": lambda: xml_text(path.read_bytes()),
+            "mht": lambda: mht_text(path.read_bytes()),
+            "epub": lambda: epub_text(path),
+            "html": lambda: html_text(path.read_bytes()),
+        }[form]
         try:
             text, encoding = read_form()
         except UnreadableSourceError as exc:

@@ -72,8 +72,17 @@ def converted_pdf(source: Source, settings: Settings) -> Path:
         suffix = Path(source.source_id).suffix.lower()
         original = Path(tmp) / f"document{suffix}"
         shutil.copyfile(source.path, original)  # LibreOffice reads a copy; the source is never touched
-        command = [soffice(), f"-env:UserInstallation=file://{profile}", "--headless", "--norestore",
-                   "--convert-to", "pdf", "--outdir", tmp, str(original)]  # fmt: skip
+        command = [
+            soffice(),
+            f"-env:UserInstallation=file://{profile}",
+            "--headless",
+            "--norestore",
+            "--convert-to",
+            "pdf",
+            "--outdir",
+            tmp,
+            str(original),
+        ]
         try:
             # its own process group, killed whole: soffice hands the work to soffice.bin, which a plain
             # subprocess timeout would leave running

@@ -29,15 +29,33 @@ def layer_pages(source: Source, path: str, settings: Settings, engine: str = "py
         return outcome
     for layer in layers:
         if layer.blank:  # a blank page (a separator, a back side): not OCR'd, no chunk, no item
-            outcome.pages.append(PageResult(source_id=source.source_id, source_version=source.version,
-                                            page=layer.page, text="", method="blank", engine=engine, tier=0,
-                                            size=layer.size))  # fmt: skip
+            outcome.pages.append(
+                PageResult(
+                    source_id=source.source_id,
+                    source_version=source.version,
+                    page=layer.page,
+                    text="",
+                    method="blank",
+                    engine=engine,
+                    tier=0,
+                    size=layer.size,
+                )
+            )
             continue
         result = PageResult(
-            source_id=source.source_id, source_version=source.version, page=layer.page, text=layer.text,
-            method="text-layer", engine=engine, units=layer.units, tier=0, quality=layer.quality.score,
-            quality_reasons=layer.quality.reasons, size=layer.size, boxes=layer.boxes,
-        )  # fmt: skip
+            source_id=source.source_id,
+            source_version=source.version,
+            page=layer.page,
+            text=layer.text,
+            method="text-layer",
+            engine=engine,
+            units=layer.units,
+            tier=0,
+            quality=layer.quality.score,
+            quality_reasons=layer.quality.reasons,
+            size=layer.size,
+            boxes=layer.boxes,
+        )
         outcome.add_layer(result, layer.quality)
     return outcome
 

@@ -203,8 +203,14 @@ def csv_sheets(path: Path, name: str | None = None) -> Iterator[tuple[str, Itera
     yield name or path.stem, ((number, _trimmed([cell_text(c) for c in row])) for number, row in enumerate(reader, 1))
 
 
-FORMATS = {".xlsx": xlsx_sheets, ".xlsm": xlsx_sheets, ".xls": xls_sheets, ".ods": ods_sheets,
-           ".csv": csv_sheets, ".tsv": csv_sheets}  # fmt: skip
+FORMATS = {
+    ".xlsx": xlsx_sheets,
+    ".xlsm": xlsx_sheets,
+    ".xls": xls_sheets,
+    ".ods": ods_sheets,
+    ".csv": csv_sheets,
+    ".tsv": csv_sheets,
+}
 
 
 # --- rows → blocks ---------------------------------------------------------------------------------------------
@@ -279,11 +285,18 @@ class SheetReader:
             for sheet, rows in sheets:
                 for first, last, text in sheet_blocks(rows):
                     number = len(outcome.pages) + 1
-                    outcome.pages.append(PageResult(
-                        source_id=source.source_id, source_version=source.version, page=number, text=text,
-                        method="spreadsheet", engine=f"{read_sheets.__name__.removesuffix('_sheets')}",
-                        units=[table_unit(text)], label=rows_label(sheet, first, last),
-                    ))  # fmt: skip
+                    outcome.pages.append(
+                        PageResult(
+                            source_id=source.source_id,
+                            source_version=source.version,
+                            page=number,
+                            text=text,
+                            method="spreadsheet",
+                            engine=f"{read_sheets.__name__.removesuffix('_sheets')}",
+                            units=[table_unit(text)],
+                            label=rows_label(sheet, first, last),
+                        )
+                    )
         except UnreadableSourceError as exc:
             return ParseOutcome(problems=[problem(source, ReasonCode.unreadable_file, str(exc))])
         outcome.page_count = len(outcome.pages)

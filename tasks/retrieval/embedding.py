@@ -30,18 +30,19 @@ logger = logging.getLogger("korpus.embedding")
 class _SentenceTransformerModel:
     """A sentence-transformers folder on torch."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, batch_size: int) -> None:
         from sentence_transformers import SentenceTransformer
 
+        self.batch_size = batch_size
         self._model = SentenceTransformer(str(path), device="cpu", local_files_only=True)
         self.prompts: dict[str, str] = dict(self._model.prompts or {})
         self.dims = int(self._model.get_embedding_dimension())
 
-    def encode(self, texts: list[str], prompt_name: str | None, batch_size: int) -> np.ndarray:
+    def encode(self, texts: list[str], prompt_name: str | None) -> np.ndarray:
         return self._model.encode(
             texts,
             prompt_name=prompt_name,
-            batch_size=batch_size,
+            batch_size=self.batch_size,
             normalize_embeddings=True,
             convert_to_numpy=True,
             show_progress_bar=False,
@@ -104,7 +105,7 @@ class _OnnxModel:
         self.batched = str(manifest.get("weights", "")).startswith("fp32")
         self._pad = self._tokenizer.token_to_id("<pad>") or 0
 
-    def encode(self, texts: list[str], prompt_name: str | None, batch_size: int) -> np.ndarray:
+    def encode(self, texts: list[str], prompt_name: str | None) -> np.ndarray:
         prefix = self.prompts.get(prompt_name or "", "")
         out = np.zeros((len(texts), self.dims), dtype=np.float32)
         encodings = self._tokenizer.encode_batch([prefix + t for t in texts])
@@ -134,7 +135,9 @@ class Embedder:
     """
 
     def __init__(self, model_path: Path, batch_size: int = 16, threads: int = 0) -> None:
-        """`threads`: cores one ONNX run uses (0: every core this process may use); torch sets its own."""
+        """`batch_size`: texts per forward pass of a sentence-transformers folder (an ONNX folder sizes its batches
+        by tokens, `TOKEN_BUDGET`); `threads`: cores one ONNX run uses (0: every core this process may use); torch
+        sets its own."""
         self.model_path = Path(model_path)
         self.batch_size = batch_size
         self.threads = threads
@@ -156,7 +159,7 @@ class Embedder:
                 if self.backend == "onnx":
                     self._model = _OnnxModel(self.model_path, self.threads)
                 else:
-                    self._model = _SentenceTransformerModel(self.model_path)
+                    self._model = _SentenceTransformerModel(self.model_path, self.batch_size)
 
     @property
     def dims(self) -> int:
@@ -170,7 +173,7 @@ class Embedder:
         # from several threads, each run on `threads` cores: a refresh's embedding tasks on a two-thread worker
         # run side by side, one core each (1 thread: 73 texts/s, 2: 108, two runs of 1 side by side: 125).
         with self._lock if isinstance(self._model, _SentenceTransformerModel) else nullcontext():
-            vectors = self._model.encode(texts, prompt, self.batch_size)
+            vectors = self._model.encode(texts, prompt)
         return np.asarray(vectors, dtype=np.float32)
 
     def embed_passages(self, texts: list[str]) -> np.ndarray:

@@ -69,10 +69,18 @@ class Retriever:
         from tasks.retrieval.rerank import shared_reranker
 
         reranker = shared_reranker(str(settings.rerank_model)) if settings.rerank_model is not None else None
-        return cls(backend, depth=settings.rrf_depth, rrf_k=settings.rrf_k, min_coverage=settings.hybrid_min_coverage,
-                   lexical_coverage=settings.hybrid_lexical_coverage, fusion=settings.hybrid_fusion,
-                   alpha=settings.hybrid_alpha, alpha_low=settings.hybrid_alpha_low, reranker=reranker,
-                   rerank_top=settings.rerank_top)  # fmt: skip
+        return cls(
+            backend,
+            depth=settings.rrf_depth,
+            rrf_k=settings.rrf_k,
+            min_coverage=settings.hybrid_min_coverage,
+            lexical_coverage=settings.hybrid_lexical_coverage,
+            fusion=settings.hybrid_fusion,
+            alpha=settings.hybrid_alpha,
+            alpha_low=settings.hybrid_alpha_low,
+            reranker=reranker,
+            rerank_top=settings.rerank_top,
+        )
 
     def check(self, mode: str, vector: np.ndarray | None) -> None:
         """Refuse what cannot be searched, with a message for a person."""
@@ -156,9 +164,15 @@ class Retriever:
                 rankings.append(lexical)
             sides["bm25"] = lexical
             if explain is not None:
-                explain.update(terms=terms, typo_variants=variants, coverage=coverage,
-                               min_coverage=self.min_coverage, bm25_joined=joined,
-                               lexical_coverage=self.lexical_coverage, dense_joined=not alone)  # fmt: skip
+                explain.update(
+                    terms=terms,
+                    typo_variants=variants,
+                    coverage=coverage,
+                    min_coverage=self.min_coverage,
+                    bm25_joined=joined,
+                    lexical_coverage=self.lexical_coverage,
+                    dense_joined=not alone,
+                )
         if mode in HYBRID_MODES or mode == "dense":
             sides["dense"] = dense
             if not alone:
@@ -171,8 +185,12 @@ class Retriever:
         # meta parts set aside: after every document hit, in the order the sides found them
         fused += [(key, 0.0) for key in aside]
         if explain is not None:
-            explain.update(backend=self.backend.name, identifier_pins=len(exact), meta_aside=len(aside),
-                           collection_question=collection)  # fmt: skip
+            explain.update(
+                backend=self.backend.name,
+                identifier_pins=len(exact),
+                meta_aside=len(aside),
+                collection_question=collection,
+            )
         return fused, len(exact), sides
 
     def _convex(
@@ -188,9 +206,16 @@ class Retriever:
         first and set-aside meta parts last, as in the routed fusion."""
         fused = pin_first(exact, convex_fuse(lexical, dense, alpha, "minmax")) + [(key, 0.0) for key in aside]
         if explain is not None:
-            explain.update(fusion="convex", alpha=alpha, bm25_joined=bool(lexical), dense_joined=bool(dense),
-                           dense_scores=dict(dense), backend=self.backend.name, identifier_pins=len(exact),
-                           meta_aside=len(aside))  # fmt: skip
+            explain.update(
+                fusion="convex",
+                alpha=alpha,
+                bm25_joined=bool(lexical),
+                dense_joined=bool(dense),
+                dense_scores=dict(dense),
+                backend=self.backend.name,
+                identifier_pins=len(exact),
+                meta_aside=len(aside),
+            )
         return fused, len(exact), {"bm25": [k for k, _ in lexical], "dense": [k for k, _ in dense]}
 
     def _set_aside(
@@ -232,8 +257,10 @@ class Retriever:
             return [hit for _key, hit in found]
         ranks = {side: {key: n + 1 for n, key in enumerate(keys)} for side, keys in sides.items()}
         for key, hit in found:
-            hit["explain"] = {"bm25_rank": ranks.get("bm25", {}).get(key),
-                              "dense_rank": ranks.get("dense", {}).get(key)}  # fmt: skip
+            hit["explain"] = {
+                "bm25_rank": ranks.get("bm25", {}).get(key),
+                "dense_rank": ranks.get("dense", {}).get(key),
+            }
         return [hit for _key, hit in found]
 
     def exact_occurrences(self, text: str, scopes: Sequence[str], limit: int = 500) -> dict[str, Any]:

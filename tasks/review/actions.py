@@ -122,8 +122,9 @@ def _mirror(index: SqliteIndex, settings: Settings) -> None:
     except OpenSearchException as exc:  # refused outright (not a transient fault): the decision stands all the same
         report = {"pending": True, "error": str(exc)}
     if report.get("pending"):
-        logging.getLogger(__name__).warning("review decision not mirrored to OpenSearch yet (pending): %s",
-                                            report["error"])  # fmt: skip
+        logging.getLogger(__name__).warning(
+            "review decision not mirrored to OpenSearch yet (pending): %s", report["error"]
+        )
 
 
 Write = Callable[[SqliteIndex], None] | None
@@ -150,9 +151,13 @@ def _still_as_read(
 
 
 def apply_batch(
-    item_ids: Sequence[str], action: Action, reviewer: str, note: str, settings: Settings,
+    item_ids: Sequence[str],
+    action: Action,
+    reviewer: str,
+    note: str,
+    settings: Settings,
     scopes: Sequence[str] | None = None,
-) -> dict[str, str]:  # fmt: skip
+) -> dict[str, str]:
     """The same decision for many items, one by one: item id → outcome, or `refused: …` for an item it could not
     be applied to (the others still are)."""
     if action is Action.edit:
@@ -169,8 +174,10 @@ def apply_batch(
 def _retry(item: dict[str, Any]) -> tuple[str, str, Write]:
     retryable = {ReasonCode.reader_crashed.value, ReasonCode.reader_timed_out.value, ReasonCode.unreadable_file.value}
     if item["page"] is not None or item["chunk"] is not None or not retryable & set(item["reasons"]):
-        raise ReviewError("retry is for a file refused as a whole because it could not be read (reader-crashed, "
-                          "unreadable-file); this item is about a page or a chunk")  # fmt: skip
+        raise ReviewError(
+            "retry is for a file refused as a whole because it could not be read (reader-crashed, "
+            "unreadable-file); this item is about a page or a chunk"
+        )
     return "the next refresh reads the file again", "retry", None
 
 
@@ -236,8 +243,14 @@ def _edit(
         raise ReviewError("the page text is empty: reject the item instead")
     source = _page_source(index, item, "edit")
     now = datetime.now(UTC).isoformat(timespec="seconds")
-    page = PageResult(source_id=source.source_id, source_version=source.version, page=item["page"], text=text,
-                      method="manual", engine=f"manual: {reviewer.strip()}, {now}")  # fmt: skip
+    page = PageResult(
+        source_id=source.source_id,
+        source_version=source.version,
+        page=item["page"],
+        text=text,
+        method="manual",
+        engine=f"manual: {reviewer.strip()}, {now}",
+    )
     count = token_counter(str(embed_model_path(settings)))
     chunks, _empty = build_chunks(source, [page], settings.chunk_policy, count=count, language=settings.language)
     if not chunks:
@@ -269,5 +282,12 @@ def _page_source(index: SqliteIndex, item: dict[str, Any], action: str) -> Sourc
         raise ReviewError(f"{item['source_id']} version {item['source_version'][:12]} is no longer current")
     if not Path(row["path"]).is_file() or file_sha256(Path(row["path"])) != row["version"]:
         raise ReviewError(f"the source file {row['path']} is gone or has changed; refresh first")
-    return Source(source_id=row["source_id"], version=row["version"], path=row["path"], kind=SourceKind(row["kind"]),
-                  owner=row["owner"], access=row["access"], tenant=row["tenant"])  # fmt: skip
+    return Source(
+        source_id=row["source_id"],
+        version=row["version"],
+        path=row["path"],
+        kind=SourceKind(row["kind"]),
+        owner=row["owner"],
+        access=row["access"],
+        tenant=row["tenant"],
+    )

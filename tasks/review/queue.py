@@ -55,8 +55,14 @@ class QueuePage:
     kinds: list[str] = field(default_factory=list)
 
     def as_dict(self) -> dict[str, Any]:
-        return {"items": self.items, "total": self.total, "counts": self.counts, "unscoped": self.unscoped,
-                "folders": self.folders, "kinds": self.kinds}  # fmt: skip
+        return {
+            "items": self.items,
+            "total": self.total,
+            "counts": self.counts,
+            "unscoped": self.unscoped,
+            "folders": self.folders,
+            "kinds": self.kinds,
+        }
 
 
 def _where(query: QueueQuery, with_reason: bool = True) -> tuple[str, list[Any]]:
@@ -83,8 +89,20 @@ def queue_page(index: SqliteIndex, query: QueueQuery) -> QueuePage:
     conn = index.conn
     where, params = _where(query)
     total = conn.execute(f"SELECT count(*) {_FROM}{where}", params).fetchall()[0][0]
-    names = ("item_id", "source_id", "source_version", "page", "t_start", "chunk_id", "reasons", "detail",
-             "first_seen", "status", "access", "kind")  # fmt: skip
+    names = (
+        "item_id",
+        "source_id",
+        "source_version",
+        "page",
+        "t_start",
+        "chunk_id",
+        "reasons",
+        "detail",
+        "first_seen",
+        "status",
+        "access",
+        "kind",
+    )
     rows = conn.execute(
         "SELECT q.item_id, q.source_id, q.source_version, q.page, q.t_start, q.chunk_id, q.reasons, q.detail, "
         f"q.first_seen, q.status, {_ACCESS}, {_KIND} {_FROM}{where} "

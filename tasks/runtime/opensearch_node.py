@@ -37,10 +37,15 @@ MAIN_CLASS = "org.korpus.opensearch.KorpusNode"
 STATE_FILE = "nodes.json"
 STARTUP_SECONDS = 180.0  # a loaded 2-core machine; an idle one is healthy in ~7 s
 JVM_OPTIONS = (
-    "-XX:+UseG1GC", "-Dlog4j2.formatMsgNoLookups=true", "-Dio.netty.noUnsafe=true",
-    "-Dio.netty.noKeySetOptimization=true", "-Dio.netty.recycler.maxCapacityPerThread=0",
-    "-Djava.locale.providers=SPI,COMPAT", "-Dfile.encoding=UTF-8", "-XX:+ExitOnOutOfMemoryError",
-)  # fmt: skip
+    "-XX:+UseG1GC",
+    "-Dlog4j2.formatMsgNoLookups=true",
+    "-Dio.netty.noUnsafe=true",
+    "-Dio.netty.noKeySetOptimization=true",
+    "-Dio.netty.recycler.maxCapacityPerThread=0",
+    "-Djava.locale.providers=SPI,COMPAT",
+    "-Dfile.encoding=UTF-8",
+    "-XX:+ExitOnOutOfMemoryError",
+)
 
 
 class NodeError(RuntimeError):
@@ -63,9 +68,11 @@ class NodeProcess:
 
 def java() -> str:
     """The JVM: KORPUS_JAVA, else JAVA_HOME's, else the one on PATH (17+; OpenSearch 2.19 runs on 17)."""
-    for candidate in (os.environ.get("KORPUS_JAVA"),
-                      os.environ.get("JAVA_HOME") and str(Path(os.environ["JAVA_HOME"]) / "bin" / "java"),
-                      shutil.which("java")):  # fmt: skip
+    for candidate in (
+        os.environ.get("KORPUS_JAVA"),
+        os.environ.get("JAVA_HOME") and str(Path(os.environ["JAVA_HOME"]) / "bin" / "java"),
+        shutil.which("java"),
+    ):
         if candidate and Path(candidate).is_file():
             return candidate
     raise NodeError("no java found: install a JDK 17+ (apt openjdk-17-jdk-headless) or set KORPUS_JAVA")
@@ -113,9 +120,15 @@ def health(url: str, timeout: float = 2.0) -> dict[str, Any] | None:
 
 
 def start(
-    home: Path, nodes: int = 1, port: int | None = 9200, heap_mb: int = 1024, detach: bool = True,
-    timeout: float = STARTUP_SECONDS, log: IO[str] | None = None, project: Path = NODE_PROJECT,
-) -> list[NodeProcess]:  # fmt: skip
+    home: Path,
+    nodes: int = 1,
+    port: int | None = 9200,
+    heap_mb: int = 1024,
+    detach: bool = True,
+    timeout: float = STARTUP_SECONDS,
+    log: IO[str] | None = None,
+    project: Path = NODE_PROJECT,
+) -> list[NodeProcess]:
     """Start `nodes` JVMs on loopback with their data under `home/node-N`, wait for the cluster's health, record
     them. HTTP ports from `port` (or free ones); the first node's URL is the cluster's. Raises NodeError with the
     failing node's log when a node exits or the cluster is not healthy in `timeout` s; nothing is left running."""
@@ -134,8 +147,16 @@ def start(
             (node_home / "logs").mkdir(parents=True, exist_ok=True)
             process = _launch(jvm, cp, heap_mb, node_home, name, http_port, transport_port, transport_ports, names)
             handles.append(process)
-            started.append(NodeProcess(name, process.pid, psutil.Process(process.pid).create_time(), http_port,
-                                       transport_port, str(node_home)))  # fmt: skip
+            started.append(
+                NodeProcess(
+                    name,
+                    process.pid,
+                    psutil.Process(process.pid).create_time(),
+                    http_port,
+                    transport_port,
+                    str(node_home),
+                )
+            )
         _wait_healthy(started, handles, nodes, timeout, log)
     except BaseException:
         for node in started:
@@ -155,20 +176,46 @@ def start(
 _LEASHES: list[subprocess.Popen[bytes]] = []
 
 
-def _launch(jvm: str, cp: str, heap_mb: int, node_home: Path, name: str, http_port: int, transport_port: int,
-            transport_ports: list[int], names: list[str]) -> subprocess.Popen[bytes]:  # fmt: skip
+def _launch(
+    jvm: str,
+    cp: str,
+    heap_mb: int,
+    node_home: Path,
+    name: str,
+    http_port: int,
+    transport_port: int,
+    transport_ports: list[int],
+    names: list[str],
+) -> subprocess.Popen[bytes]:
     """One node's JVM, leashed by its standard input, in a session of its own, its output in its log."""
     with open(node_home / "logs" / "node.log", "ab") as out:
         return subprocess.Popen(
-            [jvm, f"-Xms{heap_mb}m", f"-Xmx{heap_mb}m", *JVM_OPTIONS, f"-Djava.io.tmpdir={node_home}", "-cp", cp,
-             MAIN_CLASS, str(node_home), name, str(http_port), str(transport_port),
-             ",".join(map(str, transport_ports)), ",".join(names)],
-            stdin=subprocess.PIPE, stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
-        )  # fmt: skip
+            [
+                jvm,
+                f"-Xms{heap_mb}m",
+                f"-Xmx{heap_mb}m",
+                *JVM_OPTIONS,
+                f"-Djava.io.tmpdir={node_home}",
+                "-cp",
+                cp,
+                MAIN_CLASS,
+                str(node_home),
+                name,
+                str(http_port),
+                str(transport_port),
+                ",".join(map(str, transport_ports)),
+                ",".join(names),
+            ],
+            stdin=subprocess.PIPE,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
 
 
-def restart_node(home: Path, name: str, heap_mb: int = 1024, timeout: float = STARTUP_SECONDS,
-                 project: Path = NODE_PROJECT) -> NodeProcess:  # fmt: skip
+def restart_node(
+    home: Path, name: str, heap_mb: int = 1024, timeout: float = STARTUP_SECONDS, project: Path = NODE_PROJECT
+) -> NodeProcess:
     """Start one recorded node of a cluster again — after it was killed — with its ports, name and data, wait until
     the cluster counts every recorded node again (its shards may still be recovering), detach it and record it."""
     nodes = recorded(home)
@@ -176,17 +223,32 @@ def restart_node(home: Path, name: str, heap_mb: int = 1024, timeout: float = ST
     if recorded_process(record) is not None:
         raise NodeError(f"{name} is running (pid {record['pid']})")
     node_home = Path(record["home"])
-    process = _launch(java(), classpath(project), heap_mb, node_home, name, record["http_port"],
-                      record["transport_port"], [n["transport_port"] for n in nodes],
-                      [n["name"] for n in nodes])  # fmt: skip
-    node = NodeProcess(name, process.pid, psutil.Process(process.pid).create_time(), record["http_port"],
-                       record["transport_port"], str(node_home))  # fmt: skip
+    process = _launch(
+        java(),
+        classpath(project),
+        heap_mb,
+        node_home,
+        name,
+        record["http_port"],
+        record["transport_port"],
+        [n["transport_port"] for n in nodes],
+        [n["name"] for n in nodes],
+    )
+    node = NodeProcess(
+        name,
+        process.pid,
+        psutil.Process(process.pid).create_time(),
+        record["http_port"],
+        record["transport_port"],
+        str(node_home),
+    )
     deadline = time.monotonic() + timeout
     try:
         while True:
             if process.poll() is not None:
-                raise NodeError(f"OpenSearch {name} exited ({process.returncode}) while restarting:\n"
-                                + _tail(node_home))  # fmt: skip
+                raise NodeError(
+                    f"OpenSearch {name} exited ({process.returncode}) while restarting:\n" + _tail(node_home)
+                )
             state = health(node.url)
             if state and state.get("number_of_nodes") == len(nodes):
                 break
@@ -204,23 +266,29 @@ def restart_node(home: Path, name: str, heap_mb: int = 1024, timeout: float = ST
 
 
 def _wait_healthy(
-    started: list[NodeProcess], handles: list[subprocess.Popen[bytes]], nodes: int, timeout: float,
+    started: list[NodeProcess],
+    handles: list[subprocess.Popen[bytes]],
+    nodes: int,
+    timeout: float,
     log: IO[str] | None,
-) -> None:  # fmt: skip
+) -> None:
     wanted = {"green"} if nodes > 1 else {"green", "yellow"}
     deadline = time.monotonic() + timeout
     said = 0.0
     while True:
         for node, process in zip(started, handles, strict=True):
             if process.poll() is not None:
-                raise NodeError(f"OpenSearch {node.name} exited ({process.returncode}) while starting:\n"
-                                + _tail(Path(node.home)))  # fmt: skip
+                raise NodeError(
+                    f"OpenSearch {node.name} exited ({process.returncode}) while starting:\n" + _tail(Path(node.home))
+                )
         state = health(started[0].url)
         if state and state.get("number_of_nodes") == nodes and state.get("status") in wanted:
             return
         if time.monotonic() > deadline:
-            raise NodeError(f"OpenSearch was not healthy in {timeout:.0f} s (last answer: {state}):\n"
-                            + _tail(Path(started[0].home)))  # fmt: skip
+            raise NodeError(
+                f"OpenSearch was not healthy in {timeout:.0f} s (last answer: {state}):\n"
+                + _tail(Path(started[0].home))
+            )
         if log is not None and time.monotonic() - said > 10:
             said = time.monotonic()
             log.write(f"waiting for {nodes} node(s): {state['status'] if state else 'not answering yet'}\n")
@@ -250,8 +318,14 @@ def status(home: Path) -> list[dict[str, Any]]:
         if recorded_process(node) is None:
             continue
         state = health(f"http://127.0.0.1:{node['http_port']}")
-        out.append({"name": node["name"], "url": f"http://127.0.0.1:{node['http_port']}", "pid": node["pid"],
-                    "health": state["status"] if state else "not answering"})  # fmt: skip
+        out.append(
+            {
+                "name": node["name"],
+                "url": f"http://127.0.0.1:{node['http_port']}",
+                "pid": node["pid"],
+                "health": state["status"] if state else "not answering",
+            }
+        )
     return out
 
 

@@ -101,8 +101,12 @@ def ensure_server(port: int = 4200) -> str:
         with open(home / "korpus-server.log", "ab") as log:
             server = subprocess.Popen(
                 [sys.executable, "-m", "prefect", "server", "start", "--host", "127.0.0.1", "--port", str(port)],
-                env=env, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
-            )  # fmt: skip
+                env=env,
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
         api_url = f"http://127.0.0.1:{port}/api"
         deadline = time.monotonic() + STARTUP_SECONDS
         while not _healthy(api_url):
@@ -111,8 +115,14 @@ def ensure_server(port: int = 4200) -> str:
                 tail = (home / "korpus-server.log").read_text(encoding="utf-8", errors="replace")[-1500:]
                 raise RuntimeError(f"the local Prefect server did not start (log {home / 'korpus-server.log'}): {tail}")
             time.sleep(0.5)
-        state = {"pid": server.pid, "created": psutil.Process(server.pid).create_time(), "port": port,
-                 "api_url": api_url, "ui_url": f"http://127.0.0.1:{port}", "home": str(home)}  # fmt: skip
+        state = {
+            "pid": server.pid,
+            "created": psutil.Process(server.pid).create_time(),
+            "port": port,
+            "api_url": api_url,
+            "ui_url": f"http://127.0.0.1:{port}",
+            "home": str(home),
+        }
         (home / STATE_FILE).write_text(json.dumps(state), encoding="utf-8")
         return api_url
 

@@ -125,10 +125,18 @@ class ReaderChild:
         from_parent, to_child = os.pipe()  # (read end, write end)
         from_child, to_parent = os.pipe()
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "tasks.runtime.reader_child", str(from_parent), str(to_parent),
-             str(self.limits.memory_mb)],
-            pass_fds=(from_parent, to_parent), stdin=subprocess.DEVNULL, close_fds=True,
-        )  # fmt: skip
+            [
+                sys.executable,
+                "-m",
+                "tasks.runtime.reader_child",
+                str(from_parent),
+                str(to_parent),
+                str(self.limits.memory_mb),
+            ],
+            pass_fds=(from_parent, to_parent),
+            stdin=subprocess.DEVNULL,
+            close_fds=True,
+        )
         os.close(from_parent)
         os.close(to_parent)
         self.send, self.conn, self.served = (

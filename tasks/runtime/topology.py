@@ -42,8 +42,16 @@ from tasks.runtime.processes import recorded_process
 
 REPO = Path(__file__).resolve().parents[2]
 STATE = "topology.json"
-ORDER = ["postgres", "opensearch", "prefect-server", "dask-scheduler", "dask-worker-1", "dask-worker-2",
-         "prefect-worker", "serve"]  # fmt: skip
+ORDER = [
+    "postgres",
+    "opensearch",
+    "prefect-server",
+    "dask-scheduler",
+    "dask-worker-1",
+    "dask-worker-2",
+    "prefect-worker",
+    "serve",
+]
 START_SECONDS = 180.0
 
 
@@ -63,9 +71,16 @@ class Topology:
     (deployments/prefect.yaml; a test passes a copy with a shorter schedule). `settings_env`: KORPUS_* settings every
     part shares (model paths, …)."""
 
-    def __init__(self, home: Path, root: Path, data: Path, prefect_file: Path | None = None,
-                 settings_env: dict[str, str] | None = None, opensearch_heap_mb: int = 512,
-                 lost_after: int | None = None) -> None:  # fmt: skip
+    def __init__(
+        self,
+        home: Path,
+        root: Path,
+        data: Path,
+        prefect_file: Path | None = None,
+        settings_env: dict[str, str] | None = None,
+        opensearch_heap_mb: int = 512,
+        lost_after: int | None = None,
+    ) -> None:
         self.home, self.root, self.data = home, root, data
         self.lost_after = lost_after
         self.prefect_file = prefect_file or REPO / "deployments" / "prefect.yaml"
@@ -121,11 +136,18 @@ class Topology:
         """What every korpus and Prefect process of the topology sees."""
         env = dict(os.environ, **self.settings_env)
         env.setdefault("PREFECT_FLOWS_HEARTBEAT_FREQUENCY", "30")  # korpus-run-lost reads a lost run by them
-        env.update(PREFECT_API_URL=self.api_url, PREFECT_SERVER_ANALYTICS_ENABLED="false",
-                   PREFECT_HOME=str(self.home / "prefect"), KORPUS_DATA=str(self.data),
-                   KORPUS_SOURCE_ROOT=str(self.root), KORPUS_REPO=str(REPO), KORPUS_DASK_ADDRESS=self.dask_address,
-                   KORPUS_BACKEND="opensearch", KORPUS_OPENSEARCH_URL=self.opensearch_url,
-                   PYTHONPATH=os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])))  # fmt: skip
+        env.update(
+            PREFECT_API_URL=self.api_url,
+            PREFECT_SERVER_ANALYTICS_ENABLED="false",
+            PREFECT_HOME=str(self.home / "prefect"),
+            KORPUS_DATA=str(self.data),
+            KORPUS_SOURCE_ROOT=str(self.root),
+            KORPUS_REPO=str(REPO),
+            KORPUS_DASK_ADDRESS=self.dask_address,
+            KORPUS_BACKEND="opensearch",
+            KORPUS_OPENSEARCH_URL=self.opensearch_url,
+            PYTHONPATH=os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])),
+        )
         return env
 
     # --- parts ----------------------------------------------------------------------------------------------------
@@ -134,28 +156,83 @@ class Topology:
         """(argv, environment, user) of a process part."""
         bin_dir, env = Path(sys.executable).parent, self.env()
         if part == "postgres":
-            return ([_pg_bin("postgres"), "-D", str(self.pg_dir / "data"), "-p", str(self.ports["postgres"]),
-                     "-k", str(self.pg_dir), "-c", "listen_addresses=127.0.0.1"], env, self._pg_user())  # fmt: skip
+            return (
+                [
+                    _pg_bin("postgres"),
+                    "-D",
+                    str(self.pg_dir / "data"),
+                    "-p",
+                    str(self.ports["postgres"]),
+                    "-k",
+                    str(self.pg_dir),
+                    "-c",
+                    "listen_addresses=127.0.0.1",
+                ],
+                env,
+                self._pg_user(),
+            )
         if part == "prefect-server":
             env["PREFECT_API_DATABASE_CONNECTION_URL"] = (
                 f"postgresql+asyncpg://korpus@127.0.0.1:{self.ports['postgres']}/prefect"
             )
             env["PREFECT_SERVER_SERVICES_SCHEDULER_LOOP_SECONDS"] = env.get(
-                "PREFECT_SERVER_SERVICES_SCHEDULER_LOOP_SECONDS", "10")  # fmt: skip
-            return ([sys.executable, "-m", "prefect", "server", "start", "--host", "127.0.0.1", "--port",
-                     str(self.ports["prefect"])], env, None)  # fmt: skip
+                "PREFECT_SERVER_SERVICES_SCHEDULER_LOOP_SECONDS", "10"
+            )
+            return (
+                [
+                    sys.executable,
+                    "-m",
+                    "prefect",
+                    "server",
+                    "start",
+                    "--host",
+                    "127.0.0.1",
+                    "--port",
+                    str(self.ports["prefect"]),
+                ],
+                env,
+                None,
+            )
         if part == "dask-scheduler":
-            return ([str(bin_dir / "dask"), "scheduler", "--host", "127.0.0.1", "--port", str(self.ports["dask"]),
-                     "--no-dashboard"], env, None)  # fmt: skip
+            return (
+                [
+                    str(bin_dir / "dask"),
+                    "scheduler",
+                    "--host",
+                    "127.0.0.1",
+                    "--port",
+                    str(self.ports["dask"]),
+                    "--no-dashboard",
+                ],
+                env,
+                None,
+            )
         if part.startswith("dask-worker-"):
-            return ([str(bin_dir / "dask"), "worker", self.dask_address, "--nthreads", "1", "--name", part,
-                     "--no-dashboard", "--memory-limit", "0"], env, None)  # fmt: skip
+            return (
+                [
+                    str(bin_dir / "dask"),
+                    "worker",
+                    self.dask_address,
+                    "--nthreads",
+                    "1",
+                    "--name",
+                    part,
+                    "--no-dashboard",
+                    "--memory-limit",
+                    "0",
+                ],
+                env,
+                None,
+            )
         if part == "prefect-worker":
             env.setdefault("PREFECT_WORKER_QUERY_SECONDS", "2")
             return ([sys.executable, "-m", "prefect", "worker", "start", "--pool", "korpus"], env, None)
         if part == "serve":
-            return ([str(bin_dir / "korpus"), "serve", "--port", str(self.ports["serve"]), "--data", str(self.data)],
-                    env, None)  # fmt: skip
+            return (
+                [str(bin_dir / "korpus"), "serve", "--port", str(self.ports["serve"]), "--data", str(self.data)],
+                env,
+                None,
+            )
         raise ValueError(f"no such part: {part} (parts: {', '.join(ORDER)})")
 
     def _pg_user(self) -> str | None:
@@ -201,8 +278,16 @@ class Topology:
             self._init_postgres()
         argv, env, user = self._command(part)
         with open(self._log(part), "ab") as log:
-            process = subprocess.Popen(argv, env=env, cwd=REPO, stdout=log, stderr=subprocess.STDOUT,
-                                       stdin=subprocess.DEVNULL, start_new_session=True, user=user)  # fmt: skip
+            process = subprocess.Popen(
+                argv,
+                env=env,
+                cwd=REPO,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                start_new_session=True,
+                user=user,
+            )
         self.state["parts"][part] = {"pid": process.pid, "created": psutil.Process(process.pid).create_time()}
         self._write()
         ready, deadline = self._ready(part), time.monotonic() + timeout
@@ -219,20 +304,39 @@ class Topology:
         if (self.pg_dir / "data" / "PG_VERSION").is_file():
             return
         if self._pg_user():  # PostgreSQL refuses root; its user must reach the directory (not a 0700 pytest tmp)
-            self.state["pg_dir"] = str(Path(os.environ.get("TMPDIR", "/tmp")) / f"korpus-pg-{os.getpid()}-"
-                                       f"{abs(hash(str(self.home))) % 10**8}")  # fmt: skip
+            self.state["pg_dir"] = str(
+                Path(os.environ.get("TMPDIR", "/tmp")) / f"korpus-pg-{os.getpid()}-{abs(hash(str(self.home))) % 10**8}"
+            )
         self.pg_dir.mkdir(parents=True, exist_ok=True)
         user = self._pg_user()
         if user:
             entry = pwd.getpwnam(user)
             os.chown(self.pg_dir, entry.pw_uid, entry.pw_gid)
-        subprocess.run([_pg_bin("initdb"), "-D", str(self.pg_dir / "data"), "-U", "korpus", "--auth=trust",
-                        "-E", "UTF8", "--no-locale"], check=True, capture_output=True, user=user, cwd="/")  # fmt: skip
+        subprocess.run(
+            [
+                _pg_bin("initdb"),
+                "-D",
+                str(self.pg_dir / "data"),
+                "-U",
+                "korpus",
+                "--auth=trust",
+                "-E",
+                "UTF8",
+                "--no-locale",
+            ],
+            check=True,
+            capture_output=True,
+            user=user,
+            cwd="/",
+        )
         self._write()
 
     def _create_database(self) -> None:
-        done = subprocess.run([_pg_bin("createdb"), "-h", "127.0.0.1", "-p", str(self.ports["postgres"]), "-U",
-                               "korpus", "prefect"], capture_output=True, text=True)  # fmt: skip
+        done = subprocess.run(
+            [_pg_bin("createdb"), "-h", "127.0.0.1", "-p", str(self.ports["postgres"]), "-U", "korpus", "prefect"],
+            capture_output=True,
+            text=True,
+        )
         if done.returncode and "already exists" not in done.stderr:
             raise TopologyError(f"createdb prefect: {done.stderr}")
 
@@ -261,10 +365,13 @@ class Topology:
     def deploy(self) -> None:
         """The work pool and every deployment of `prefect_file`, on this topology's server."""
         env = self.env()
-        for args in (["work-pool", "create", "korpus", "--type", "process", "--overwrite"],
-                     ["--no-prompt", "deploy", "--prefect-file", str(self.prefect_file), "--all"]):  # fmt: skip
-            done = subprocess.run([sys.executable, "-m", "prefect", *args], env=env, cwd=REPO, capture_output=True,
-                                  text=True, timeout=300)  # fmt: skip
+        for args in (
+            ["work-pool", "create", "korpus", "--type", "process", "--overwrite"],
+            ["--no-prompt", "deploy", "--prefect-file", str(self.prefect_file), "--all"],
+        ):
+            done = subprocess.run(
+                [sys.executable, "-m", "prefect", *args], env=env, cwd=REPO, capture_output=True, text=True, timeout=300
+            )
             if done.returncode:
                 raise TopologyError(f"prefect {' '.join(args)}: {done.stdout[-2000:]}{done.stderr[-2000:]}")
         self._lost_run_automation(env)
@@ -278,12 +385,18 @@ class Topology:
         lost = next(a for a in spec["automations"] if a["name"] == "korpus-run-lost")
         if self.lost_after:
             lost["trigger"]["within"] = self.lost_after
-        listed = subprocess.run([sys.executable, "-m", "prefect", "automation", "ls"], env=env, capture_output=True,
-                                text=True, timeout=120)  # fmt: skip
+        listed = subprocess.run(
+            [sys.executable, "-m", "prefect", "automation", "ls"], env=env, capture_output=True, text=True, timeout=120
+        )
         if "korpus-run-lost" in listed.stdout:
             return
-        done = subprocess.run([sys.executable, "-m", "prefect", "automation", "create", "--from-json",
-                               json.dumps(lost)], env=env, capture_output=True, text=True, timeout=120)  # fmt: skip
+        done = subprocess.run(
+            [sys.executable, "-m", "prefect", "automation", "create", "--from-json", json.dumps(lost)],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
         if done.returncode:
             raise TopologyError(f"prefect automation create: {done.stdout[-2000:]}{done.stderr[-2000:]}")
 

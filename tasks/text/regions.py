@@ -67,8 +67,11 @@ def align(text: str, words: Sequence[Box]) -> list[tuple[int, int, Box]]:
         for k in range(size):
             placed[first_token + k].append(first_word + k)
             used.add(first_word + k)
-    halves = {_norm(w.text.rstrip(_HYPHENS)) + _norm(words[i + 1].text): i for i, w in enumerate(words[:-1])
-              if w.text[-1:] in _HYPHENS}  # fmt: skip
+    halves = {
+        _norm(w.text.rstrip(_HYPHENS)) + _norm(words[i + 1].text): i
+        for i, w in enumerate(words[:-1])
+        if w.text[-1:] in _HYPHENS
+    }
     passes: list[tuple[Callable[[str], str], bool]] = [(str, False), (_norm, False), (str, True), (_norm, True)]
     for key, reuse in passes:  # free words first; then a word the text repeats (a table's header) is shared
         by_key: dict[str, list[int]] = defaultdict(list)
@@ -109,8 +112,13 @@ def encode(text: str, aligned: list[tuple[int, int, Box]]) -> str:
     """The compact form kept on the page: CRC-32 of the text, then int32 rows, zlib, base64."""
     if not aligned:
         return ""
-    rows = np.array([(s, e, round(b.x0 * _SCALE), round(b.y0 * _SCALE), round(b.x1 * _SCALE),
-                      round(b.y1 * _SCALE), b.line) for s, e, b in aligned], dtype="<i4")  # fmt: skip
+    rows = np.array(
+        [
+            (s, e, round(b.x0 * _SCALE), round(b.y0 * _SCALE), round(b.x1 * _SCALE), round(b.y1 * _SCALE), b.line)
+            for s, e, b in aligned
+        ],
+        dtype="<i4",
+    )
     head = np.array([zlib.crc32(text.encode("utf-8"))], dtype="<u4").tobytes()
     return base64.b64encode(zlib.compress(head + rows.tobytes(), 6)).decode("ascii")
 
@@ -154,16 +162,28 @@ def regions(page: PageResult, start: int, end: int) -> list[Region]:
     for _s, _e, x0, y0, x1, y1, line in chosen.tolist():
         box = lines.setdefault(line, [x0, y0, x1, y1])
         box[:] = [min(box[0], x0), min(box[1], y0), max(box[2], x1), max(box[3], y1)]
-    return [Region(page=page.page, x0=b[0] / _SCALE, y0=b[1] / _SCALE, x1=b[2] / _SCALE, y1=b[3] / _SCALE,
-                   width=width, height=height) for b in lines.values()]  # fmt: skip
+    return [
+        Region(
+            page=page.page,
+            x0=b[0] / _SCALE,
+            y0=b[1] / _SCALE,
+            x1=b[2] / _SCALE,
+            y1=b[3] / _SCALE,
+            width=width,
+            height=height,
+        )
+        for b in lines.values()
+    ]
 
 
 def pack(found: Sequence[Region]) -> str | None:
     """A chunk's regions as the index stores them: `[[page, x0, y0, x1, y1, width, height, whole], …]`."""
     if not found:
         return None
-    return json.dumps([[r.page, r.x0, r.y0, r.x1, r.y1, round(r.width, 1), round(r.height, 1), int(r.whole_page)]
-                       for r in found], separators=(",", ":"))  # fmt: skip
+    return json.dumps(
+        [[r.page, r.x0, r.y0, r.x1, r.y1, round(r.width, 1), round(r.height, 1), int(r.whole_page)] for r in found],
+        separators=(",", ":"),
+    )
 
 
 def unpack(stored: str | None) -> list[dict]:

@@ -339,8 +339,12 @@ def _find_tables(page) -> list[tuple[tuple[float, float, float, float], list[str
     try:
         found = page.find_tables()
     except Exception as exc:  # find_tables is heuristic; a page it cannot read simply has no ruled tables
-        logger.warning("page %s: table detection failed (%s: %s); its text is read without ruled tables",
-                       page.number + 1, type(exc).__name__, exc)  # fmt: skip
+        logger.warning(
+            "page %s: table detection failed (%s: %s); its text is read without ruled tables",
+            page.number + 1,
+            type(exc).__name__,
+            exc,
+        )
         return []
     tables = []
     for table in found.tables:

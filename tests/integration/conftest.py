@@ -147,8 +147,10 @@ def prefect_server(tmp_path_factory: pytest.TempPathFactory) -> str:
     log = open(tmp_path_factory.mktemp("log") / "server.log", "w")
     proc = subprocess.Popen(
         [sys.executable, "-m", "prefect", "server", "start", "--host", "127.0.0.1", "--port", str(port)],
-        env=env, stdout=log, stderr=subprocess.STDOUT,
-    )  # fmt: skip
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
     url = f"http://127.0.0.1:{port}/api"
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline:
@@ -249,11 +251,21 @@ def browser(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
     os.environ["SE_OFFLINE"] = "true"  # selenium never looks for a driver online: the driver is given
     options = webdriver.ChromeOptions()
     options.binary_location = str(CHROMIUM)
-    for arg in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                "--disable-background-networking", "--disable-component-update", "--disable-sync",
-                "--disable-dev-shm-usage", "--window-size=1400,1000", "--lang=ru",
-                "--autoplay-policy=no-user-gesture-required",
-                f"--user-data-dir={tmp_path_factory.mktemp('chromium')}"):  # fmt: skip
+    for arg in (
+        "--headless=new",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-quic",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        "--disable-dev-shm-usage",
+        "--window-size=1400,1000",
+        "--lang=ru",
+        "--autoplay-policy=no-user-gesture-required",
+        f"--user-data-dir={tmp_path_factory.mktemp('chromium')}",
+    ):
         options.add_argument(arg)
     driver = webdriver.Chrome(service=Service(str(CHROMEDRIVER)), options=options)
     driver.set_page_load_timeout(60)

@@ -44,9 +44,12 @@ def scan_with_noise_page(path: Path, seed: int, first_page: str | None = None) -
     doc = pymupdf.open()
     if first_page:
         doc.new_page(width=595, height=842).insert_textbox(
-            pymupdf.Rect(60, 60, 540, 780), first_page, fontsize=12, fontname="dejavu",
+            pymupdf.Rect(60, 60, 540, 780),
+            first_page,
+            fontsize=12,
+            fontname="dejavu",
             fontfile="/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf",
-        )  # fmt: skip
+        )
     png = noise_png(path.with_suffix(".png"), seed)
     doc.new_page(width=595, height=842).insert_image(pymupdf.Rect(0, 0, 595, 842), filename=str(png))
     png.unlink()

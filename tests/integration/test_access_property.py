@@ -34,14 +34,44 @@ from tasks.retrieval.evaluation import Expected, Question, evaluate
 pytestmark = pytest.mark.integration
 SCOPES = ("public", "hr", "finance", "legal")
 TENANT_SCOPES = ("acme/public", "acme/hr")  # tenant `acme`, access rules named as the default tenant's
-KEYS = {"k-pub": ["public"], "k-hr": ["public", "hr"], "k-fin": ["finance"], "k-all": list(SCOPES),
-        "k-acme": ["acme/public"], "k-acme-all": list(TENANT_SCOPES), "k-both": ["public", "acme/public"]}  # fmt: skip
-TOPICS = ("приказ о премировании сотрудников", "договор поставки насосов", "протокол заседания комиссии",
-          "служебная записка об отпусках")  # fmt: skip
-WORDS = ["приказ", "премировании", "договор", "поставки", "насосов", "протокол", "комиссии", "записка", "отпусках",
-         "сотрудников", "устаревший", "отозванный", *SCOPES]  # fmt: skip
-SIGNED = {"public": "Смирнов А. Б.", "hr": "Кузнецова Е. В.", "finance": "Попов И. И.", "legal": "Лебедева О. П.",
-          "acme/public": "Орлов П. С.", "acme/hr": "Зайцева М. Н."}  # fmt: skip
+KEYS = {
+    "k-pub": ["public"],
+    "k-hr": ["public", "hr"],
+    "k-fin": ["finance"],
+    "k-all": list(SCOPES),
+    "k-acme": ["acme/public"],
+    "k-acme-all": list(TENANT_SCOPES),
+    "k-both": ["public", "acme/public"],
+}
+TOPICS = (
+    "приказ о премировании сотрудников",
+    "договор поставки насосов",
+    "протокол заседания комиссии",
+    "служебная записка об отпусках",
+)
+WORDS = [
+    "приказ",
+    "премировании",
+    "договор",
+    "поставки",
+    "насосов",
+    "протокол",
+    "комиссии",
+    "записка",
+    "отпусках",
+    "сотрудников",
+    "устаревший",
+    "отозванный",
+    *SCOPES,
+]
+SIGNED = {
+    "public": "Смирнов А. Б.",
+    "hr": "Кузнецова Е. В.",
+    "finance": "Попов И. И.",
+    "legal": "Лебедева О. П.",
+    "acme/public": "Орлов П. С.",
+    "acme/hr": "Зайцева М. Н.",
+}
 ACCESS: dict[str, str] = {}  # source id → the scope that may see it (access rule; tenant/access outside the default)
 RETIRED: set[str] = set()  # chunk ids that must never come back
 
@@ -55,10 +85,15 @@ def served(models: dict[str, Path], tmp_path_factory: pytest.TempPathFactory) ->
 
         def publish(source: Source, texts: list[str]) -> list[Chunk]:
             chunks = page_chunks(source, texts)
-            pages = [PageResult(source_id=source.source_id, source_version=source.version, page=n, text=text,
-                                method="plain-text") for n, text in enumerate(texts, start=1)]  # fmt: skip
-            index.publish_version(source, chunks, embedder.embed_passages([c.text for c in chunks]), pages,
-                                  embed_model=embedder.name)  # fmt: skip
+            pages = [
+                PageResult(
+                    source_id=source.source_id, source_version=source.version, page=n, text=text, method="plain-text"
+                )
+                for n, text in enumerate(texts, start=1)
+            ]
+            index.publish_version(
+                source, chunks, embedder.embed_passages([c.text for c in chunks]), pages, embed_model=embedder.name
+            )
             return chunks
 
         for scope in (*SCOPES, *TENANT_SCOPES):
@@ -66,28 +101,50 @@ def served(models: dict[str, Path], tmp_path_factory: pytest.TempPathFactory) ->
             for n, topic in enumerate(TOPICS):
                 source_id = f"{scope}/документ_{n}.txt"
                 ACCESS[source_id] = scope
-                source = Source(source_id=source_id, version=f"{scope}{n}".replace("/", "").ljust(64, "0"),
-                                path="/x", kind=SourceKind.text, owner="Архив", access=access,
-                                tenant=tenant or None)  # fmt: skip
+                source = Source(
+                    source_id=source_id,
+                    version=f"{scope}{n}".replace("/", "").ljust(64, "0"),
+                    path="/x",
+                    kind=SourceKind.text,
+                    owner="Архив",
+                    access=access,
+                    tenant=tenant or None,
+                )
                 signed = f"Подписал(а) {SIGNED[scope]}."
                 publish(
                     source, [f"{topic.capitalize()} ({scope}), раздел {i}. Номер 7{n}{i}. {signed}" for i in range(3)]
                 )
         # a public document's old version, superseded by a new one; a chunk withdrawn by a reviewer
-        old = Source(source_id="public/меняется.txt", version="a" * 64, path="/x", kind=SourceKind.text,
-                     owner="Архив", access="public")  # fmt: skip
+        old = Source(
+            source_id="public/меняется.txt",
+            version="a" * 64,
+            path="/x",
+            kind=SourceKind.text,
+            owner="Архив",
+            access="public",
+        )
         RETIRED.update(c.chunk_id for c in publish(old, ["Устаревший приказ о премировании сотрудников."]))
         publish(old.model_copy(update={"version": "b" * 64}), ["Новый приказ о премировании сотрудников."])
         ACCESS["public/меняется.txt"] = "public"
-        pulled = Source(source_id="public/отозван.txt", version="c" * 64, path="/x", kind=SourceKind.text,
-                        owner="Архив", access="public")  # fmt: skip
+        pulled = Source(
+            source_id="public/отозван.txt",
+            version="c" * 64,
+            path="/x",
+            kind=SourceKind.text,
+            owner="Архив",
+            access="public",
+        )
         withdrawn = publish(pulled, ["Отозванный протокол заседания комиссии."])
         index.withdraw_chunk(withdrawn[0].chunk_id)
         RETIRED.add(withdrawn[0].chunk_id)
         ACCESS["public/отозван.txt"] = "public"
         # The meta-documents of each scope, built from that scope's sources (their registers name its signer).
-        refresh_meta(index, FactCache(settings.meta_cache_dir), lambda chunks: embedder.embed_passages(
-            [c.text for c in chunks]), embedder.name)  # fmt: skip
+        refresh_meta(
+            index,
+            FactCache(settings.meta_cache_dir),
+            lambda chunks: embedder.embed_passages([c.text for c in chunks]),
+            embedder.name,
+        )
         for row in index.sources():
             if row["kind"] == "meta" and row["lifecycle"] == "current":
                 ACCESS[row["source_id"]] = scope_of(row["access"], row["tenant"])
@@ -103,11 +160,18 @@ def client(served: Settings) -> TestClient:
 _queries = st.lists(st.sampled_from(WORDS), min_size=1, max_size=4).map(" ".join)
 _scope_params = st.one_of(
     st.none(),
-    st.lists(st.sampled_from([*SCOPES, *TENANT_SCOPES, "HR", " hr ", "рublic", "*", "", "acme", "acme/*",
-                              "public,hr,finance,legal"]), max_size=3).map(",".join),
-)  # fmt: skip
-_extras = st.dictionaries(st.sampled_from(["access", "access_rule", "tenant", "filter", "scope", "lifecycle"]),
-                          st.sampled_from(["hr", "legal", "*", "superseded", "quarantined"]), max_size=2)  # fmt: skip
+    st.lists(
+        st.sampled_from(
+            [*SCOPES, *TENANT_SCOPES, "HR", " hr ", "рublic", "*", "", "acme", "acme/*", "public,hr,finance,legal"]
+        ),
+        max_size=3,
+    ).map(",".join),
+)
+_extras = st.dictionaries(
+    st.sampled_from(["access", "access_rule", "tenant", "filter", "scope", "lifecycle"]),
+    st.sampled_from(["hr", "legal", "*", "superseded", "quarantined"]),
+    max_size=2,
+)
 FUZZ = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 
 
@@ -130,8 +194,13 @@ def _allowed(key: str | None, requested: str | None) -> tuple[int, set[str]]:
 
 
 @FUZZ
-@given(key=st.sampled_from([*KEYS, None, "wrong-key"]), requested=_scope_params, extras=_extras, q=_queries,
-       mode=st.sampled_from([m for m in SEARCH_MODES if m != "hybrid+rerank"]))  # fmt: skip
+@given(
+    key=st.sampled_from([*KEYS, None, "wrong-key"]),
+    requested=_scope_params,
+    extras=_extras,
+    q=_queries,
+    mode=st.sampled_from([m for m in SEARCH_MODES if m != "hybrid+rerank"]),
+)
 def test_api_never_answers_beyond_the_granted_scopes(
     client: TestClient, key: str | None, requested: str | None, extras: dict, q: str, mode: str
 ) -> None:
@@ -171,15 +240,19 @@ def test_api_never_answers_beyond_the_granted_scopes(
 
 
 @settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(scopes=st.lists(st.sampled_from([*SCOPES, *TENANT_SCOPES]), min_size=1, max_size=3, unique=True), q=_queries,
-       mode=st.sampled_from(["bm25", "hybrid", "dense"]))  # fmt: skip
+@given(
+    scopes=st.lists(st.sampled_from([*SCOPES, *TENANT_SCOPES]), min_size=1, max_size=3, unique=True),
+    q=_queries,
+    mode=st.sampled_from(["bm25", "hybrid", "dense"]),
+)
 def test_cli_search_and_exact_stay_inside_the_scopes_given(
     served: Settings, scopes: list[str], q: str, mode: str
 ) -> None:
     runner = CliRunner()
     given_scopes = ",".join(scopes)
-    found = runner.invoke(cli, ["search", q, "--scopes", given_scopes, "--mode", mode, "-k", "50", "--json", "--data",
-                                str(served.data)])  # fmt: skip
+    found = runner.invoke(
+        cli, ["search", q, "--scopes", given_scopes, "--mode", mode, "-k", "50", "--json", "--data", str(served.data)]
+    )
     assert found.exit_code == 0, found.output
     hits = json.loads(found.stdout)
     assert all(ACCESS[h["source_id"]] in scopes for h in hits) and not {h["chunk_id"] for h in hits} & RETIRED

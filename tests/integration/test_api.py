@@ -32,8 +32,9 @@ def test_api_keys_map_to_scopes_server_side(keyed: TestClient) -> None:
     assert keyed.get("/search", params={"q": "премия"}, headers={"X-API-Key": "wrong"}).status_code == 401
     public = {"X-API-Key": "k-public"}
     assert keyed.get("/search", params={"q": "премия", "scopes": "hr"}, headers=public).status_code == 403
-    assert HR_ORDER not in {h["source_id"] for h in keyed.get("/search", params={"q": "премия Смирновой"},
-                                                              headers=public).json()}  # fmt: skip
+    assert HR_ORDER not in {
+        h["source_id"] for h in keyed.get("/search", params={"q": "премия Смирновой"}, headers=public).json()
+    }
     hr = {"Authorization": "Bearer k-hr"}
     hits = keyed.get("/search", params={"q": "премия Смирновой", "k": 3}, headers=hr).json()
     assert hits[0]["source_id"] == HR_ORDER

@@ -15,14 +15,26 @@ from .conftest import Refreshed
 pytestmark = pytest.mark.integration
 runner = CliRunner()
 HIT_KEYS = {
-    "chunk_id", "source_id", "source_version", "page", "t_start", "t_end", "section_path", "text", "score",
-    "lifecycle", "access", "exception", "regions",
-}  # fmt: skip
+    "chunk_id",
+    "source_id",
+    "source_version",
+    "page",
+    "t_start",
+    "t_end",
+    "section_path",
+    "text",
+    "score",
+    "lifecycle",
+    "access",
+    "exception",
+    "regions",
+}
 
 
 def test_search_json_prints_cited_hits(refreshed: Refreshed) -> None:
-    result = runner.invoke(app, ["search", "ремонт кровли склада", "--json", "-k", "3", "--data",
-                                 str(refreshed.settings.data)])  # fmt: skip
+    result = runner.invoke(
+        app, ["search", "ремонт кровли склада", "--json", "-k", "3", "--data", str(refreshed.settings.data)]
+    )
     assert result.exit_code == 0, result.output
     hits = json.loads(result.stdout)
     assert 1 <= len(hits) <= 3
@@ -51,8 +63,9 @@ def test_eval_on_the_sample_archive_reports_no_leaks(refreshed: Refreshed) -> No
     questions = Path(__file__).resolve().parents[2] / "eval" / "sample-archive.jsonl"
     reports = {}
     for retriever in ("bm25", "hybrid"):
-        result = runner.invoke(app, ["eval", str(questions), "--retriever", retriever, "--json", "--data",
-                                     str(refreshed.settings.data)])  # fmt: skip
+        result = runner.invoke(
+            app, ["eval", str(questions), "--retriever", retriever, "--json", "--data", str(refreshed.settings.data)]
+        )
         assert result.exit_code == 0, result.output
         reports[retriever] = json.loads(result.stdout)
     for report in reports.values():
@@ -71,8 +84,10 @@ def test_eval_on_the_sample_archive_reports_no_leaks(refreshed: Refreshed) -> No
 
 
 def test_explain_says_how_a_noisy_two_question_message_was_ranked(refreshed: Refreshed) -> None:
-    message = ("Здравствуйте! Где акт про огнетушитли с истёкшим сроком поверки? "
-               "Кто поставляет насосы по договору? Заранее спасибо!")  # fmt: skip
+    message = (
+        "Здравствуйте! Где акт про огнетушитли с истёкшим сроком поверки? "
+        "Кто поставляет насосы по договору? Заранее спасибо!"
+    )
     result = runner.invoke(app, ["search", message, "--explain", "-k", "4", "--data", str(refreshed.settings.data)])
     assert result.exit_code == 0, result.output
     out = result.stdout
@@ -80,7 +95,8 @@ def test_explain_says_how_a_noisy_two_question_message_was_ranked(refreshed: Ref
     assert "question: Кто поставляет насосы по договору?" in out and "Здравствуйте" not in out
     assert "typo? 'огнетушитл' not in the index; also searched: огнетушител" in out
     assert "BM25 joins the fusion" in out or "dense ranks alone" in out
-    hits = json.loads(runner.invoke(app, ["search", message, "--json", "-k", "4", "--data",
-                                          str(refreshed.settings.data)]).stdout)  # fmt: skip
+    hits = json.loads(
+        runner.invoke(app, ["search", message, "--json", "-k", "4", "--data", str(refreshed.settings.data)]).stdout
+    )
     firsts = {h["question"]: h["source_id"] for h in reversed(hits)}
     assert firsts == {0: "сканы/акт_проверки_2001.pdf", 1: "договоры/договор_поставки_45-17.pdf"}

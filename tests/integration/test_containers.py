@@ -25,8 +25,7 @@ from tests.builders import zipped
 
 pytestmark = pytest.mark.integration
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "real-archive-2"
-MANIFEST = ("defaults: {owner: канцелярия, access: public}\n"
-            "rules:\n  - {match: 'кадры/**', access: hr}\n")  # fmt: skip
+MANIFEST = "defaults: {owner: канцелярия, access: public}\nrules:\n  - {match: 'кадры/**', access: hr}\n"
 
 
 def letter_with_an_archive() -> bytes:
@@ -36,8 +35,12 @@ def letter_with_an_archive() -> bytes:
     message["Subject"] = Header("Документы по премированию кладовщиков", "koi8-r")
     message["Date"] = "Mon, 12 May 2003 14:02:00 +0400"
     message.attach(MIMEText("Направляю документы по премированию, архив во вложении.", "plain", "koi8-r"))
-    archive = zipped({"документы/акт.txt": "Акт проверки склада № 7: недостача ящиков не выявлена.".encode(),
-                      "документы/премии.csv": "ФИО;Сумма\nСмирнова А. В.;45 000\n".encode("cp1251")})  # fmt: skip
+    archive = zipped(
+        {
+            "документы/акт.txt": "Акт проверки склада № 7: недостача ящиков не выявлена.".encode(),
+            "документы/премии.csv": "ФИО;Сумма\nСмирнова А. В.;45 000\n".encode("cp1251"),
+        }
+    )
     part = MIMEApplication(archive, "zip")
     part.add_header("Content-Disposition", "attachment", filename=("utf-8", "", "документы.zip"))
     message.attach(part)
@@ -45,9 +48,12 @@ def letter_with_an_archive() -> bytes:
 
 
 def letter_with_a_cp1251_subject() -> bytes:
-    return (b"From: buh@example.ru\r\nTo: sklad@example.ru\r\nSubject: " + "Сверка остатков угля".encode("cp1251")
-            + b"\r\nContent-Type: text/plain; charset=windows-1251\r\n\r\n"
-            + "Прошу сверить остатки угля на складе к пятнице.".encode("cp1251"))  # fmt: skip
+    return (
+        b"From: buh@example.ru\r\nTo: sklad@example.ru\r\nSubject: "
+        + "Сверка остатков угля".encode("cp1251")
+        + b"\r\nContent-Type: text/plain; charset=windows-1251\r\n\r\n"
+        + "Прошу сверить остатки угля на складе к пятнице.".encode("cp1251")
+    )
 
 
 @pytest.fixture(scope="module")
@@ -78,9 +84,13 @@ def test_nothing_is_unsupported_and_children_are_in_the_catalog(refreshed: tuple
         items = index.quarantine_items("open")
         rows = {r["source_id"]: r for r in index.sources() if r["lifecycle"] == "current"}
     assert not [i for i in items if "unsupported-type" in i["reasons"]], items
-    for child in ("почта/flanker_enclosed_rfc822.eml › thanks.eml", "почта/mimekit_tnef_koi8r.eml › winmail.dat",
-                  "кадры/премии.eml › документы.zip", "кадры/премии.eml › документы.zip › документы/акт.txt",
-                  "кадры/премии.eml › документы.zip › документы/премии.csv"):  # fmt: skip
+    for child in (
+        "почта/flanker_enclosed_rfc822.eml › thanks.eml",
+        "почта/mimekit_tnef_koi8r.eml › winmail.dat",
+        "кадры/премии.eml › документы.zip",
+        "кадры/премии.eml › документы.zip › документы/акт.txt",
+        "кадры/премии.eml › документы.zip › документы/премии.csv",
+    ):
         assert rows[child]["chunks"] > 0, child
     assert rows["кадры/премии.eml › документы.zip › документы/премии.csv"]["kind"] == "sheet"
     assert {r["access"] for k, r in rows.items() if k.startswith("кадры/")} == {"hr"}

@@ -28,11 +28,15 @@ from .conftest import _free_port
 pytestmark = pytest.mark.integration
 MANIFEST = "defaults:\n  access: public\n  owner: Канцелярия\n"
 PAGES = {
-    "акт.pdf": [["АКТ № 5", "приёмки насосов на склад", "Приняты без замечаний."],
-                ["Приложение 1", "Перечень насосов", "Насос НД-1, насос НД-2"]],
-    "опись.pdf": [["ОПИСЬ ДЕЛ", "архивного фонда № 12", "за 1998 год"],
-                  ["Дело 1. Приказы", "по личному составу", "Дело 2. Переписка"]],
-}  # fmt: skip
+    "акт.pdf": [
+        ["АКТ № 5", "приёмки насосов на склад", "Приняты без замечаний."],
+        ["Приложение 1", "Перечень насосов", "Насос НД-1, насос НД-2"],
+    ],
+    "опись.pdf": [
+        ["ОПИСЬ ДЕЛ", "архивного фонда № 12", "за 1998 год"],
+        ["Дело 1. Приказы", "по личному составу", "Дело 2. Переписка"],
+    ],
+}
 
 
 def _archive(root: Path) -> Path:
@@ -62,13 +66,37 @@ def _cluster(prefect_server: str, tmp_path: Path) -> Iterator[tuple[str, dict[st
     address = f"tcp://127.0.0.1:{port}"
     bin_dir = Path(sys.executable).parent
     logs = [open(tmp_path / f"{name}.log", "w") for name in ("scheduler", "w1", "w2")]
-    procs = [subprocess.Popen([str(bin_dir / "dask"), "scheduler", "--host", "127.0.0.1", "--port", str(port),
-                               "--no-dashboard"], env=env, stdout=logs[0], stderr=subprocess.STDOUT)]  # fmt: skip
+    procs = [
+        subprocess.Popen(
+            [str(bin_dir / "dask"), "scheduler", "--host", "127.0.0.1", "--port", str(port), "--no-dashboard"],
+            env=env,
+            stdout=logs[0],
+            stderr=subprocess.STDOUT,
+        )
+    ]
     for name, log in zip(("w1", "w2"), logs[1:], strict=True):
         resources = ["--resources", "GPU=1"] if name == "w1" else []
-        procs.append(subprocess.Popen([str(bin_dir / "dask"), "worker", address, "--nthreads", "1", "--name", name,
-                                       "--no-dashboard", "--memory-limit", "0", *resources], env=env,
-                                      cwd=Path(__file__).parents[2], stdout=log, stderr=subprocess.STDOUT))  # fmt: skip
+        procs.append(
+            subprocess.Popen(
+                [
+                    str(bin_dir / "dask"),
+                    "worker",
+                    address,
+                    "--nthreads",
+                    "1",
+                    "--name",
+                    name,
+                    "--no-dashboard",
+                    "--memory-limit",
+                    "0",
+                    *resources,
+                ],
+                env=env,
+                cwd=Path(__file__).parents[2],
+                stdout=log,
+                stderr=subprocess.STDOUT,
+            )
+        )
     from distributed import Client
 
     deadline = time.monotonic() + 120
@@ -108,8 +136,9 @@ def test_refresh_on_a_two_worker_cluster_equals_a_local_cluster_run(
 
     root = _archive(tmp_path / "archive")
     local = Settings(data=tmp_path / "local-data", meta_documents=False)
-    distributed = Settings(data=tmp_path / "cluster-data", meta_documents=False, dask_address=cluster,
-                           dask_embed_resources="GPU=1")  # fmt: skip
+    distributed = Settings(
+        data=tmp_path / "cluster-data", meta_documents=False, dask_address=cluster, dask_embed_resources="GPU=1"
+    )
     with temporary_settings(updates={PREFECT_API_URL: prefect_server}):
         on_cluster = run_refresh(root, distributed)
         on_local = run_refresh(root, local)
@@ -117,8 +146,11 @@ def test_refresh_on_a_two_worker_cluster_equals_a_local_cluster_run(
     assert on_cluster["ocr_engine_calls"] == 4 and on_cluster["quarantined"] == 0
     assert _served(distributed) == _served(local) and len(_served(local)) >= 2
     with Client(cluster) as client:  # both worker processes ran tasks of the refresh to completion
-        done = client.run(lambda dask_worker: sorted({str(entry[0]).split("-")[0] for entry in dask_worker.state.log
-                                                      if entry[2] == "memory"}))  # fmt: skip
+        done = client.run(
+            lambda dask_worker: sorted(
+                {str(entry[0]).split("-")[0] for entry in dask_worker.state.log if entry[2] == "memory"}
+            )
+        )
         names = {info["name"]: done[address] for address, info in client.scheduler_info()["workers"].items()}
     assert len(done) == 2 and all(names.values()), names
     # the embedding asked for GPU=1: only the GPU worker took it; the OCR pages went to both

@@ -46,8 +46,9 @@ def webhook() -> Iterator[tuple[str, list[dict]]]:
 
 
 def _prefect(env: dict[str, str], *args: str) -> str:
-    done = subprocess.run([sys.executable, "-m", "prefect", *args], env=env, cwd=REPO, capture_output=True,
-                          text=True, timeout=180)  # fmt: skip
+    done = subprocess.run(
+        [sys.executable, "-m", "prefect", *args], env=env, cwd=REPO, capture_output=True, text=True, timeout=180
+    )
     assert done.returncode == 0, f"prefect {' '.join(args)}:\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
     return done.stdout
 
@@ -76,8 +77,14 @@ def test_nightly_deployment_runs_on_a_process_worker(
     (root / "korpus.yaml").write_text(MANIFEST, encoding="utf-8")
     (root / "протокол.txt").write_text("Протокол заседания комиссии по списанию имущества от 5 мая 2022 года.")
     (root / "старый_слой.txt").write_text("npoTOKon Necepa MocKBa OTPH 1031851041431 cocTaB KoMnccnn BbInoJIHeHo")
-    env = dict(os.environ, PREFECT_API_URL=prefect_server, KORPUS_REPO=str(REPO), KORPUS_SOURCE_ROOT=str(root),
-               KORPUS_DATA=str(data), KORPUS_REVIEW_URL="http://127.0.0.1:8765/review")  # fmt: skip
+    env = dict(
+        os.environ,
+        PREFECT_API_URL=prefect_server,
+        KORPUS_REPO=str(REPO),
+        KORPUS_SOURCE_ROOT=str(root),
+        KORPUS_DATA=str(data),
+        KORPUS_REVIEW_URL="http://127.0.0.1:8765/review",
+    )
 
     automation = yaml.safe_load((REPO / "deployments" / "automations.yaml").read_text(encoding="utf-8"))
     block_id = _notification_block(prefect_server, hook_url)
@@ -87,8 +94,13 @@ def test_nightly_deployment_runs_on_a_process_worker(
     _prefect(env, "work-pool", "create", "korpus", "--type", "process")
     _prefect(env, "--no-prompt", "deploy", "--prefect-file", "deployments/prefect.yaml", "--all")
     log = open(tmp_path / "worker.log", "w")
-    worker = subprocess.Popen([sys.executable, "-m", "prefect", "worker", "start", "--pool", "korpus"], env=env,
-                              cwd=REPO, stdout=log, stderr=subprocess.STDOUT)  # fmt: skip
+    worker = subprocess.Popen(
+        [sys.executable, "-m", "prefect", "worker", "start", "--pool", "korpus"],
+        env=env,
+        cwd=REPO,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
     try:
         with temporary_settings(updates={PREFECT_API_URL: prefect_server}), get_client(sync_client=True) as client:
             nightly = client.read_deployment_by_name("corpus_refresh/nightly")

@@ -64,8 +64,12 @@ def test_onnx_default_reads_what_the_torch_model_reads_and_agrees_with_it(models
     token ids (truncated at 512 with the special tokens), and the torch vectors up to float rounding."""
     onnx, torch_model = Embedder(models["embed"]), Embedder(models["embed-torch"])
     assert (onnx.backend, torch_model.backend) == ("onnx", "sentence-transformers")
-    texts = ["Ремонт кровли склада № 3 назначен на 12.05.1998.", "«Ёлочки» и  двойные пробелы, ё/е",
-             "Протокол заседания комиссии. " * 200, "ok"]  # fmt: skip
+    texts = [
+        "Ремонт кровли склада № 3 назначен на 12.05.1998.",
+        "«Ёлочки» и  двойные пробелы, ё/е",
+        "Протокол заседания комиссии. " * 200,
+        "ok",
+    ]
     onnx.warm_up()
     torch_model.warm_up()
     st_ids = torch_model._model._model.tokenizer(["passage: " + t for t in texts], truncation=True, max_length=512)

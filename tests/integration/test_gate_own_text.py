@@ -15,27 +15,40 @@ from tasks.retrieval.retriever import retrieve
 from tests.builders import zipped
 
 pytestmark = pytest.mark.integration
-LINES = ["Смета на ремонт кровли склада № 3.", "Kзпл=0,2 — коэффициент к заработной плате рабочих.",
-         "Kмат=1,1 — коэффициент к стоимости материалов.", "Kтр=0,05 — транспортные расходы подрядчика.",
-         "Hp=0,94 — накладные расходы по смете.",
-         "Итого по смете с учётом коэффициентов: 1 204 500 рублей."]  # fmt: skip
+LINES = [
+    "Смета на ремонт кровли склада № 3.",
+    "Kзпл=0,2 — коэффициент к заработной плате рабочих.",
+    "Kмат=1,1 — коэффициент к стоимости материалов.",
+    "Kтр=0,05 — транспортные расходы подрядчика.",
+    "Hp=0,94 — накладные расходы по смете.",
+    "Итого по смете с учётом коэффициентов: 1 204 500 рублей.",
+]
 
 
 def odt(lines: list[str]) -> bytes:
     """A minimal OpenDocument text file: the paragraphs as LibreOffice would store them."""
     body = "".join(f"<text:p>{line}</text:p>" for line in lines)
-    content = ('<?xml version="1.0" encoding="UTF-8"?><office:document-content '
-               'xmlns:office="urn:oasis:names:tc:opendocument:xmlns:office:1.0" '
-               'xmlns:text="urn:oasis:names:tc:opendocument:xmlns:text:1.0" office:version="1.2">'
-               f"<office:body><office:text>{body}</office:text></office:body></office:document-content>")  # fmt: skip
-    manifest = ('<?xml version="1.0" encoding="UTF-8"?><manifest:manifest '
-                'xmlns:manifest="urn:oasis:names:tc:opendocument:xmlns:manifest:1.0" manifest:version="1.2">'
-                '<manifest:file-entry manifest:full-path="/" '
-                'manifest:media-type="application/vnd.oasis.opendocument.text"/>'
-                '<manifest:file-entry manifest:full-path="content.xml" manifest:media-type="text/xml"/>'
-                "</manifest:manifest>")  # fmt: skip
-    return zipped({"mimetype": b"application/vnd.oasis.opendocument.text", "content.xml": content.encode(),
-                   "META-INF/manifest.xml": manifest.encode()})  # fmt: skip
+    content = (
+        '<?xml version="1.0" encoding="UTF-8"?><office:document-content '
+        'xmlns:office="urn:oasis:names:tc:opendocument:xmlns:office:1.0" '
+        'xmlns:text="urn:oasis:names:tc:opendocument:xmlns:text:1.0" office:version="1.2">'
+        f"<office:body><office:text>{body}</office:text></office:body></office:document-content>"
+    )
+    manifest = (
+        '<?xml version="1.0" encoding="UTF-8"?><manifest:manifest '
+        'xmlns:manifest="urn:oasis:names:tc:opendocument:xmlns:manifest:1.0" manifest:version="1.2">'
+        '<manifest:file-entry manifest:full-path="/" '
+        'manifest:media-type="application/vnd.oasis.opendocument.text"/>'
+        '<manifest:file-entry manifest:full-path="content.xml" manifest:media-type="text/xml"/>'
+        "</manifest:manifest>"
+    )
+    return zipped(
+        {
+            "mimetype": b"application/vnd.oasis.opendocument.text",
+            "content.xml": content.encode(),
+            "META-INF/manifest.xml": manifest.encode(),
+        }
+    )
 
 
 def test_a_word_files_own_mixed_script_text_is_indexed(tmp_path: Path) -> None:

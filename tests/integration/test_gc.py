@@ -65,8 +65,9 @@ def test_gc_removes_expired_versions_and_what_only_they_needed(models: dict[str,
     root.mkdir()
     (root / "korpus.yaml").write_text("defaults:\n  owner: Архив\n  access: public\n", encoding="utf-8")
     settings = Settings(data=data)
-    subprocess.run(["espeak-ng", "-v", "ru", "-w", str(root / "совещание.wav"), "Совещание о ремонте склада."],
-                   check=True)  # fmt: skip
+    subprocess.run(
+        ["espeak-ng", "-v", "ru", "-w", str(root / "совещание.wav"), "Совещание о ремонте склада."], check=True
+    )
     for round_ in range(4):  # every file changed three times (the recording stays as it is)
         _write(root, round_)
         summary = run_refresh(root, settings)
@@ -119,8 +120,9 @@ def test_gc_removes_expired_versions_and_what_only_they_needed(models: dict[str,
         assert {s for s, _ in still_open} >= {"мусор.txt", "программа.exe"}
         assert len([1 for s, _ in still_open if s in ("мусор.txt", "программа.exe")]) == 2, still_open
         expired = [i for i in index.quarantine_items("resolved") if i["source_id"] in ("мусор.txt", "программа.exe")]
-        assert len(expired) == 6 and all(index.quarantine_item(i["item_id"])["decisions"][-1]["action"] == "expired"
-                                         for i in expired)  # fmt: skip
+        assert len(expired) == 6 and all(
+            index.quarantine_item(i["item_id"])["decisions"][-1]["action"] == "expired" for i in expired
+        )
         # the audit trail keeps ids, reasons and decisions; the expired versions' text is gone from it
         for item in (index.quarantine_item(i["item_id"]) for i in expired):
             assert item["reasons"] and not item["evidence"] and item["chunk"] is None and not item["readings"], item
@@ -161,13 +163,15 @@ def test_a_gc_killed_midway_leaves_every_version_whole_or_gone(
         run_refresh(root, settings)
     time.sleep(1.1)  # past the catalog's whole second: the last round's superseded versions are older than 0 days
     script = GC_SCRIPT.format(root=str(REPO), data=str(data))
-    killed = subprocess.run([sys.executable, "-c", script], env={**os.environ, "KORPUS_CRASH_AT": point},
-                            capture_output=True, timeout=300)  # fmt: skip
+    killed = subprocess.run(
+        [sys.executable, "-c", script], env={**os.environ, "KORPUS_CRASH_AT": point}, capture_output=True, timeout=300
+    )
     assert killed.returncode == -9, killed.stderr[-2000:]
     with SqliteIndex(settings.index_path) as index:
         for source_id, version in index.conn.execute("SELECT source_id, version FROM sources").fetchall():
-            chunks = index.conn.execute("SELECT count(*) FROM chunks WHERE source_id = ? AND source_version = ?",
-                                        (source_id, version)).fetchall()[0][0]  # fmt: skip
+            chunks = index.conn.execute(
+                "SELECT count(*) FROM chunks WHERE source_id = ? AND source_version = ?", (source_id, version)
+            ).fetchall()[0][0]
             assert chunks == 1, (source_id, version, chunks)  # a version is whole while its row is there
         orphans = index.conn.execute(
             "SELECT count(*) FROM chunks c WHERE NOT EXISTS (SELECT 1 FROM sources s "

@@ -91,8 +91,13 @@ def _kill_and_rerun(point: str, before: tuple[Path, Path, dict], tmp_path: Path)
     script = CRASH.format(repo=str(REPO), root=str(root), data=str(data))
     log = tmp_path / "crashed.log"
     with open(log, "w") as out:  # a file, not a pipe: the killed run's Prefect server child may hold a pipe open
-        done = subprocess.run([sys.executable, "-c", script], env={**os.environ, "KORPUS_CRASH_AT": point},
-                              stdout=out, stderr=subprocess.STDOUT, timeout=600)  # fmt: skip
+        done = subprocess.run(
+            [sys.executable, "-c", script],
+            env={**os.environ, "KORPUS_CRASH_AT": point},
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            timeout=600,
+        )
     assert done.returncode == -9, f"{point} was never reached: {log.read_text()[-1500:]}"
     cached = len(list((data / "cache" / "pages").rglob("p*-tesseract-*.json")))
     calls: list[int] = []

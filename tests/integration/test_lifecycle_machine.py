@@ -74,8 +74,7 @@ pytestmark = pytest.mark.integration
 
 SCOPES = ("public", "hr", "finance")
 TENANTS = ("default", "acme")
-PRINCIPALS = (("public",), ("hr",), ("public", "hr"), ("finance",), SCOPES, ("acme/public",),
-              ("public", "acme/hr"))  # fmt: skip
+PRINCIPALS = (("public",), ("hr",), ("public", "hr"), ("finance",), SCOPES, ("acme/public",), ("public", "acme/hr"))
 NAMES = ("приказ.txt", "записка.txt", "отдел/протокол.txt", "почта/письмо.eml")
 LETTER = "почта/письмо.eml"  # a container: its attachment is a child source that takes the letter's access
 ATTACHMENT = LETTER + " › вложение.txt"
@@ -96,8 +95,11 @@ QUERIES = ("приказ сотрудников", "протокол комисс
 def scan(content: str) -> bytes:
     """A PDF of the content's paragraphs, then a page with only a frame drawn on it: OCR finds no text there, so
     the document has a page item — kept out whole under `quarantine_whole_document`."""
-    pdf = pymupdf.open(stream=typeset_pdf([[("p", part)] for part in content.split("\n\n") if part != UNREADABLE]
-                                          or [[("p", "Пусто.")]]))  # fmt: skip
+    pdf = pymupdf.open(
+        stream=typeset_pdf(
+            [[("p", part)] for part in content.split("\n\n") if part != UNREADABLE] or [[("p", "Пусто.")]]
+        )
+    )
     pdf.new_page().draw_rect(pymupdf.Rect(60, 60, 500, 700))
     pdf.set_metadata({})
     return pdf.tobytes(no_new_id=True)
@@ -162,8 +164,9 @@ def refresh_inline(root: Path, settings: Settings, vectors: Vectors) -> None:
             if settings.quarantine_whole_document and any(p.page for p in o.problems):  # as refresh_stream does
                 problems += [*o.problems, refresh_tasks.whole_document(s, o)]
                 continue
-            group.append(refresh_tasks.Ready(s, o, quarantined_pages=any(p.page for p in o.problems),
-                                             problems=list(o.problems)))  # fmt: skip
+            group.append(
+                refresh_tasks.Ready(s, o, quarantined_pages=any(p.page for p in o.problems), problems=list(o.problems))
+            )
         cut, refused_items = refresh_tasks.chunk_and_gate.fn(group, settings, None)
         for ready, (count, passed) in zip(group, cut, strict=True):
             ready.chunks, ready.passed = count, passed
@@ -207,9 +210,15 @@ class Archive(RuleBasedStateMachine):
             node, proxy, self.faults = self.cluster
             self.faults.down = False
             prefix = f"m{uuid.uuid4().hex[:10]}"
-            self.settings = self.settings.model_copy(update={
-                "backend": "opensearch", "opensearch_url": proxy, "opensearch_prefix": prefix,
-                "retry_attempts": 1, "retry_backoff": 0.0})  # fmt: skip
+            self.settings = self.settings.model_copy(
+                update={
+                    "backend": "opensearch",
+                    "opensearch_url": proxy,
+                    "opensearch_prefix": prefix,
+                    "retry_attempts": 1,
+                    "retry_backoff": 0.0,
+                }
+            )
             # searches ask the node itself: whatever it holds, through the backend korpus serves with
             self.serving = self.settings.model_copy(update={"opensearch_url": node})
         self.labels: dict[str, tuple[str, str]] = {}  # manifest rules: source id → (access, tenant)
@@ -334,14 +343,20 @@ class Archive(RuleBasedStateMachine):
         return scope if sha == version else None
 
     @precondition(lambda self: self.refreshed)
-    @rule(data=st.data(), action=st.sampled_from([Action.release, Action.reject, Action.edit, Action.reocr,
-                                                  Action.retry]), reviewer=st.sampled_from(PRINCIPALS))  # fmt: skip
+    @rule(
+        data=st.data(),
+        action=st.sampled_from([Action.release, Action.reject, Action.edit, Action.reocr, Action.retry]),
+        reviewer=st.sampled_from(PRINCIPALS),
+    )
     def decide(self, data: st.DataObject, action: Action, reviewer: tuple[str, ...]) -> None:
         self._decide(data, action, reviewer, [dict(self.read)])
 
     @precondition(lambda self: self.refreshed)
-    @rule(data=st.data(), action=st.sampled_from([Action.release, Action.reject, Action.edit, Action.retry]),
-          reviewer=st.sampled_from(PRINCIPALS))  # fmt: skip
+    @rule(
+        data=st.data(),
+        action=st.sampled_from([Action.release, Action.reject, Action.edit, Action.retry]),
+        reviewer=st.sampled_from(PRINCIPALS),
+    )
     def decide_while_a_refresh_runs(self, data: st.DataObject, action: Action, reviewer: tuple[str, ...]) -> None:
         """The review page in use while a refresh runs: the refresh in another thread (its own connections), the
         decision here; it lands before or after the refresh's writes, or is refused — under the scope the model gave
@@ -457,8 +472,11 @@ class Archive(RuleBasedStateMachine):
                 f"{scope_sql('s.tenant', 's.access')} = v.visible)"
             ).fetchall()
             assert not stray, stray
-            for source_id, row in {s["source_id"]: s for s in index.sources() if s["lifecycle"] == "current"
-                                   and not s["source_id"].startswith(META_PREFIX)}.items():  # fmt: skip
+            for source_id, row in {
+                s["source_id"]: s
+                for s in index.sources()
+                if s["lifecycle"] == "current" and not s["source_id"].startswith(META_PREFIX)
+            }.items():
                 # a version is current only for the bytes the last refresh read, and only for a file still there
                 assert self.read.get(source_id, (None,))[0] == row["version"], (source_id, self.read.get(source_id))
 
@@ -482,10 +500,16 @@ def vectors(models: dict[str, Path]) -> Vectors:
 def test_access_and_lifecycle_hold_over_random_sequences(vectors: Vectors, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(refresh_tasks.events, "sources_indexed", lambda *_a, **_k: None)  # no Prefect run here
     monkeypatch.setattr(Archive, "vectors", vectors, raising=False)
-    monkeypatch.setattr(Archive.TestCase, "settings", settings(
-        max_examples=int(os.environ.get("MACHINE_EXAMPLES", "200")), stateful_step_count=10, deadline=None,
-        suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
-    ))  # fmt: skip
+    monkeypatch.setattr(
+        Archive.TestCase,
+        "settings",
+        settings(
+            max_examples=int(os.environ.get("MACHINE_EXAMPLES", "200")),
+            stateful_step_count=10,
+            deadline=None,
+            suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
+        ),
+    )
     Archive.TestCase().runTest()
 
 
@@ -500,10 +524,16 @@ def test_access_holds_with_meta_documents_and_whole_document_quarantine(
     monkeypatch.setattr(Archive, "vectors", vectors, raising=False)
     monkeypatch.setattr(Archive, "names", (*NAMES, SCAN))
     monkeypatch.setattr(Archive, "options", {"meta_documents": True, "quarantine_whole_document": True})
-    monkeypatch.setattr(Archive.TestCase, "settings", settings(
-        max_examples=int(os.environ.get("MACHINE_EXAMPLES", "10")), stateful_step_count=8, deadline=None,
-        suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
-    ))  # fmt: skip
+    monkeypatch.setattr(
+        Archive.TestCase,
+        "settings",
+        settings(
+            max_examples=int(os.environ.get("MACHINE_EXAMPLES", "10")),
+            stateful_step_count=8,
+            deadline=None,
+            suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
+        ),
+    )
     Archive.TestCase().runTest()
 
 
@@ -515,10 +545,16 @@ def test_access_and_lifecycle_hold_on_the_opensearch_mirror_through_outages(
     Fewer sequences than on SQLite: each sync waits for the cluster's refresh (`refresh=wait_for`, up to 1 s)."""
     monkeypatch.setattr(refresh_tasks.events, "sources_indexed", lambda *_a, **_k: None)
     monkeypatch.setattr(Archive, "vectors", vectors, raising=False)
-    monkeypatch.setattr(Archive.TestCase, "settings", settings(
-        max_examples=25, stateful_step_count=10, deadline=None,
-        suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
-    ))  # fmt: skip
+    monkeypatch.setattr(
+        Archive.TestCase,
+        "settings",
+        settings(
+            max_examples=25,
+            stateful_step_count=10,
+            deadline=None,
+            suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
+        ),
+    )
     faults = Faults(path="/")
     with fault_proxy(opensearch_url, faults) as proxy:
         monkeypatch.setattr(Archive, "cluster", (opensearch_url, proxy, faults))
@@ -544,8 +580,10 @@ def test_relabel_then_release_through_the_cli(models: dict[str, Path], tmp_path:
         return result.stdout
 
     ok("refresh", "--root", str(root))
-    (root / "korpus.yaml").write_text("defaults:\n  owner: Архив\n  access: public\nrules:\n  - match: записка.txt\n"
-                                      "    access: hr\n", encoding="utf-8")  # fmt: skip
+    (root / "korpus.yaml").write_text(
+        "defaults:\n  owner: Архив\n  access: public\nrules:\n  - match: записка.txt\n    access: hr\n",
+        encoding="utf-8",
+    )
     ok("refresh", "--root", str(root))
     with SqliteIndex(data / "korpus.db") as index:
         (item,) = [i for i in index.quarantine_items("open") if i["chunk_id"]]
@@ -663,8 +701,10 @@ def test_a_refused_versions_items_follow_a_relabel(
     with SqliteIndex(settings.index_path) as index:
         (item,) = index.quarantine_items("open")
         assert queue_page(index, QueueQuery(scopes=["public"], status="all")).total == 1
-    (root / "korpus.yaml").write_text("defaults:\n  owner: Архив\n  access: public\nrules:\n  - match: двоичный.txt\n"
-                                      "    access: hr\n", encoding="utf-8")  # fmt: skip
+    (root / "korpus.yaml").write_text(
+        "defaults:\n  owner: Архив\n  access: public\nrules:\n  - match: двоичный.txt\n    access: hr\n",
+        encoding="utf-8",
+    )
     refresh_inline(root, settings, vectors)
     with SqliteIndex(settings.index_path) as index:
         assert index.quarantine_item(item["item_id"])["access"] == "hr"

@@ -38,12 +38,19 @@ def lucene(tmp_path_factory: pytest.TempPathFactory) -> dict:
     sentences = (FIXTURE / "sentences.txt").read_text(encoding="utf-8")
     run = subprocess.run(
         ["java", "-cp", f"{classpath}{os.pathsep}{classes}", "KorpusAnalyze"],
-        input=sentences.encode("utf-8"), capture_output=True, check=True, timeout=300,
-    )  # fmt: skip
+        input=sentences.encode("utf-8"),
+        capture_output=True,
+        check=True,
+        timeout=300,
+    )
     version, stop, *rows = run.stdout.decode("utf-8").split("\n")
     texts = [line for line in sentences.split("\n") if line.strip()]
-    return {"version": version, "stop": set(stop.split("\t")), "tokens": [r.split("\t") if r else [] for r in rows],
-            "texts": texts}  # fmt: skip
+    return {
+        "version": version,
+        "stop": set(stop.split("\t")),
+        "tokens": [r.split("\t") if r else [] for r in rows],
+        "texts": texts,
+    }
 
 
 def test_lucene_runs_the_version_opensearch_builds_on(lucene: dict) -> None:

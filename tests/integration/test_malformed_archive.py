@@ -41,8 +41,9 @@ ROOT_IS_ALL_POWERFUL = os.geteuid() == 0  # root reads a chmod-000 file: then it
 def text_pdf(text: str = TEXT, width: float = 595, height: float = 842, fontsize: float = 11) -> bytes:
     doc = pymupdf.open()
     page = doc.new_page(width=width, height=height)
-    page.insert_textbox(pymupdf.Rect(50, 50, width - 50, height - 50), text, fontsize=fontsize, fontfile=FONT,
-                        fontname="dv")  # fmt: skip
+    page.insert_textbox(
+        pymupdf.Rect(50, 50, width - 50, height - 50), text, fontsize=fontsize, fontfile=FONT, fontname="dv"
+    )
     return doc.tobytes()
 
 
@@ -53,8 +54,10 @@ def broken_xref(data: bytes) -> bytes:
 
 
 def zero_pages() -> bytes:
-    return (b"%PDF-1.4\n1 0 obj\n<< /Type /Catalog /Pages 2 0 R >>\nendobj\n2 0 obj\n<< /Type /Pages /Kids [] "
-            b"/Count 0 >>\nendobj\ntrailer\n<< /Root 1 0 R >>\n%%EOF\n")  # fmt: skip
+    return (
+        b"%PDF-1.4\n1 0 obj\n<< /Type /Catalog /Pages 2 0 R >>\nendobj\n2 0 obj\n<< /Type /Pages /Kids [] "
+        b"/Count 0 >>\nendobj\ntrailer\n<< /Root 1 0 R >>\n%%EOF\n"
+    )
 
 
 def jbig2_corrupt() -> bytes:
@@ -62,8 +65,11 @@ def jbig2_corrupt() -> bytes:
     doc = pymupdf.open()
     page = doc.new_page()
     image = doc.get_new_xref()
-    doc.update_object(image, "<< /Type /XObject /Subtype /Image /Width 800 /Height 1000 /ColorSpace /DeviceGray "
-                             "/BitsPerComponent 1 /Filter /JBIG2Decode >>")  # fmt: skip
+    doc.update_object(
+        image,
+        "<< /Type /XObject /Subtype /Image /Width 800 /Height 1000 /ColorSpace /DeviceGray "
+        "/BitsPerComponent 1 /Filter /JBIG2Decode >>",
+    )
     doc.update_stream(image, random.Random(2).randbytes(4000), new=True, compress=False)
     doc.xref_set_key(page.xref, "Resources", f"<< /XObject << /Im0 {image} 0 R >> >>")
     contents = doc.get_new_xref()
@@ -168,10 +174,16 @@ def drawn_pdf() -> bytes:
 def owner_password_pdf() -> bytes:
     """Restrictions (no printing) under an owner password, and no user password: it opens like any PDF."""
     doc = pymupdf.open()
-    doc.new_page().insert_textbox(pymupdf.Rect(50, 50, 545, 792), "Акт приёмки насосной станции, подписан.",
-                                  fontsize=11, fontfile=FONT, fontname="dv")  # fmt: skip
-    return doc.tobytes(encryption=pymupdf.PDF_ENCRYPT_AES_256, owner_pw="owner", user_pw="",
-                       permissions=pymupdf.PDF_PERM_ACCESSIBILITY)  # fmt: skip
+    doc.new_page().insert_textbox(
+        pymupdf.Rect(50, 50, 545, 792),
+        "Акт приёмки насосной станции, подписан.",
+        fontsize=11,
+        fontfile=FONT,
+        fontname="dv",
+    )
+    return doc.tobytes(
+        encryption=pymupdf.PDF_ENCRYPT_AES_256, owner_pw="owner", user_pw="", permissions=pymupdf.PDF_PERM_ACCESSIBILITY
+    )
 
 
 def blank_djvu(folder: Path) -> bytes:
@@ -280,8 +292,10 @@ def build(root: Path, outside: Path) -> tuple[dict[str, set[ReasonCode]], set[st
         "office/битый.docx": (b"PK\x03\x04" + rnd.randbytes(200), {ReasonCode.unreadable_file}),
         "office/текст.doc": ("это не документ Word".encode(), {ReasonCode.unreadable_file}),
         "office/битый.odt": (b"PK\x03\x04" + rnd.randbytes(64), {ReasonCode.unreadable_file}),
-        "text/неизвестная_кодировка.txt": (bytes(rnd.randrange(128, 256) for _ in range(2000)),
-                                           {ReasonCode.unreadable_file}),
+        "text/неизвестная_кодировка.txt": (
+            bytes(rnd.randrange(128, 256) for _ in range(2000)),
+            {ReasonCode.unreadable_file},
+        ),
         "text/двоичный.txt": (b"\x7fELF\x02\x01\x01\x00" * 100, {ReasonCode.unreadable_file}),
         "text/пустой.txt": (b"", {ReasonCode.unreadable_file}),
         "audio/битый.wav": (b"RIFF\x24\x00\x00\x00WAVEfmt ", {ReasonCode.unreadable_file}),
@@ -290,14 +304,18 @@ def build(root: Path, outside: Path) -> tuple[dict[str, set[ReasonCode]], set[st
         "audio/пустой.ogg": (b"", {ReasonCode.unreadable_file}),
         "прочее/программа.exe": (b"MZ" + rnd.randbytes(100), {ReasonCode.unsupported_type}),
         "прочее/без_расширения": ("текст без расширения".encode(), {ReasonCode.unsupported_type}),
-    }  # fmt: skip
+    }
     work = outside / "work"
     work.mkdir()
     bad |= {
-        "img/два_кадра_второй_обрезан.tif": (two_frame_tiff_cut_short(),
-                                             {ReasonCode.ocr_failed, ReasonCode.empty_text}),
-        "img/обрезан_наполовину.jpg": (jpeg_cut_in_half(), {ReasonCode.ocr_failed, ReasonCode.unreadable_file,
-                                                             ReasonCode.empty_text, ReasonCode.page_quality}),
+        "img/два_кадра_второй_обрезан.tif": (
+            two_frame_tiff_cut_short(),
+            {ReasonCode.ocr_failed, ReasonCode.empty_text},
+        ),
+        "img/обрезан_наполовину.jpg": (
+            jpeg_cut_in_half(),
+            {ReasonCode.ocr_failed, ReasonCode.unreadable_file, ReasonCode.empty_text, ReasonCode.page_quality},
+        ),
         "img/битая_crc.png": (png_bad_crc(), {ReasonCode.unreadable_file, ReasonCode.ocr_failed}),
         "djvu/декодер_зависает.djvu": (blank_djvu(work), {ReasonCode.ocr_failed}),
         "pdf/рендер_падает.pdf": (drawn_pdf(), {ReasonCode.ocr_failed}),
@@ -314,11 +332,15 @@ def build(root: Path, outside: Path) -> tuple[dict[str, set[ReasonCode]], set[st
         "pdf/один_байт.pdf": (b"%", {ReasonCode.unreadable_file}),
         "веб/битая.epub": (b"PK\x03\x04" + rnd.randbytes(300), {ReasonCode.unreadable_file}),
         "pdf/читатель_падает.pdf": (text_pdf("Документ, на котором читатель падает."), {ReasonCode.reader_crashed}),
-        "веб/обрезанная.rss": ('<?xml version="1.0"?><rss><channel><title>Новости</title><item><title>Новость о '
-                               "ремонте".encode(), {ReasonCode.unreadable_file}),
+        "веб/обрезанная.rss": (
+            '<?xml version="1.0"?><rss><channel><title>Новости</title><item><title>Новость о ремонте'.encode(),
+            {ReasonCode.unreadable_file},
+        ),
         os.fsdecode("имена/".encode() + "Приказ.txt".encode("cp1251")): (
-            "Приказ, имя которого записано в cp1251.".encode(), {ReasonCode.unreadable_file}),
-    }  # fmt: skip
+            "Приказ, имя которого записано в cp1251.".encode(),
+            {ReasonCode.unreadable_file},
+        ),
+    }
     for rel, (data, _) in bad.items():
         (root / rel).parent.mkdir(parents=True, exist_ok=True)
         (root / rel).write_bytes(data)
@@ -379,12 +401,17 @@ def build(root: Path, outside: Path) -> tuple[dict[str, set[ReasonCode]], set[st
     }
     # containers: a zip bomb (its list and its first members read, the rest refused by the ratio limit), a
     # member named out of the archive
-    good |= {"прочее/бомба.zip": zip_bomb(), "прочее/бомба.zip › опись.txt": None,
-             "архивы/обход.zip": zipped({"../../вне.txt": b"x", "внутри.txt": "Записка внутри архива.".encode()}),
-             "архивы/обход.zip › внутри.txt": None}  # fmt: skip
-    expected |= {"прочее/бомба.zip › нули_0.txt": {ReasonCode.unreadable_file},  # 50 MB of NUL bytes: not text
-                 **{f"прочее/бомба.zip › нули_{n}.txt": {ReasonCode.unreadable_file} for n in (1, 2, 3)},
-                 "архивы/обход.zip › member-1": {ReasonCode.unreadable_file}}  # fmt: skip
+    good |= {
+        "прочее/бомба.zip": zip_bomb(),
+        "прочее/бомба.zip › опись.txt": None,
+        "архивы/обход.zip": zipped({"../../вне.txt": b"x", "внутри.txt": "Записка внутри архива.".encode()}),
+        "архивы/обход.zip › внутри.txt": None,
+    }
+    expected |= {
+        "прочее/бомба.zip › нули_0.txt": {ReasonCode.unreadable_file},  # 50 MB of NUL bytes: not text
+        **{f"прочее/бомба.zip › нули_{n}.txt": {ReasonCode.unreadable_file} for n in (1, 2, 3)},
+        "архивы/обход.zip › member-1": {ReasonCode.unreadable_file},
+    }
     for rel, data in good.items():
         if data is None:  # a member of a container: written by nobody but the unpacker
             continue
@@ -459,8 +486,11 @@ def test_a_malformed_archive_is_contained(tmp_path: Path, monkeypatch: pytest.Mo
     assert sorted(summary["changed_during_run"]) == ["исчезает.txt", "меняется.txt"]
     with SqliteIndex(settings.index_path) as index:
         items = index.quarantine_items("open")
-        indexed = {s["source_id"] for s in index.sources() if s["lifecycle"] == "current" and s["chunks"]
-                   and s["kind"] != "meta"}  # fmt: skip
+        indexed = {
+            s["source_id"]
+            for s in index.sources()
+            if s["lifecycle"] == "current" and s["chunks"] and s["kind"] != "meta"
+        }
     by_source: dict[str, set[str]] = {}
     for item in items:
         by_source.setdefault(item["source_id"], set()).update(item["reasons"])
@@ -484,7 +514,8 @@ def test_a_malformed_archive_is_contained(tmp_path: Path, monkeypatch: pytest.Mo
         assert not retrieve(index.searcher, "пароль сейфа", None, ["public"], k=5, mode="bm25")
         assert retrieve(index.searcher, "длинным именем файла", None, ["public"], k=1, mode="bm25")
         assert retrieve(index.searcher, "после фрейма", None, ["public"], k=1, mode="bm25")[0]["source_id"] == (
-            "веб/iframe_открыт.html")  # fmt: skip
+            "веб/iframe_открыт.html"
+        )
         assert retrieve(index.searcher, "уровень 3999", None, ["public"], k=1, mode="bm25")[0]["source_id"] == (
             "веб/вложенные_фреймы.html"
         )  # the deepest level's text is there
@@ -568,8 +599,9 @@ def test_a_failed_meta_build_withdraws_the_registers_it_would_leave_wrong(
     root.mkdir()
     manifest = "defaults:\n  owner: Архив\n  access: public\n"
     (root / "korpus.yaml").write_text(manifest, encoding="utf-8")
-    (root / "письмо.txt").write_text("Директор завода Сергей Николаевич Лапин подписал приказ 12 марта 2001 года.",
-                                     encoding="utf-8")  # fmt: skip
+    (root / "письмо.txt").write_text(
+        "Директор завода Сергей Николаевич Лапин подписал приказ 12 марта 2001 года.", encoding="utf-8"
+    )
     (root / "записка.txt").write_text("Записка о ремонте крыши склада.", encoding="utf-8")
     settings = Settings(data=tmp_path / "data")
     flows.corpus_refresh.run_refresh(root, settings)
@@ -591,8 +623,9 @@ def test_a_failed_meta_build_withdraws_the_registers_it_would_leave_wrong(
     with SqliteIndex(settings.index_path) as index:
         assert not retrieve(index.searcher, "Лапин", None, ["public"], k=5, mode="bm25")
     status = CliRunner().invoke(app, ["status", "--json", "--data", str(settings.data)])
-    assert status.exit_code == 3 and any("meta-document build failed" in r
-                                         for r in json.loads(status.stdout)["degraded"])  # fmt: skip
+    assert status.exit_code == 3 and any(
+        "meta-document build failed" in r for r in json.loads(status.stdout)["degraded"]
+    )
     monkeypatch.undo()
     flows.corpus_refresh.run_refresh(root, settings)  # nothing changed in the files: the registers are built again
     assert meta_rows()

@@ -117,10 +117,12 @@ def test_meta_chunks_say_what_they_are_and_respect_access(built) -> None:
         chunks = index.source_chunks("korpus://meta/public/Реестр лиц")
         assert chunks and all(c["text"].startswith(f"[Реестр лиц · часть {c['page']}]") for c in chunks)
         embedder = shared_embedder(str(embed_model_path(settings)))
-        for question, title in [("какие документы есть в коллекции?", "Оглавление коллекции"),
-                                ("перечисли всех людей, которые упоминаются", "Реестр лиц"),
-                                ("список организаций и их ИНН", "Реестр организаций"),
-                                ("построй хронологию событий", "Хронология событий")]:  # fmt: skip
+        for question, title in [
+            ("какие документы есть в коллекции?", "Оглавление коллекции"),
+            ("перечисли всех людей, которые упоминаются", "Реестр лиц"),
+            ("список организаций и их ИНН", "Реестр организаций"),
+            ("построй хронологию событий", "Хронология событий"),
+        ]:
             hits = retrieve(index.searcher, question, embedder.embed_query(question), ["public"], k=3)
             assert any(h["source_id"] == f"korpus://meta/public/{title}" for h in hits), (question, hits)
         restricted = [p for p in truth.persons if p.restricted]
@@ -188,9 +190,28 @@ def test_a_scope_with_no_documents_left_has_its_meta_documents_retired(built, tm
         assert "hr" not in {scope.split("/")[-1] for scope in index.meta_fingerprints()}
 
 
-WORDS = ["Саша", "Петровна", "Иванович", "Елена", "Смирнову", "Кузнецовым", "Ткаченко", "Е.", "В.", "А.А.",
-         "Анне", "Ответственным", "Москве", "Ищенное", "Жан-Поль", "Сартр", "О'Коннор", "Мария", "Игоревичу",
-         "Белову"]  # fmt: skip
+WORDS = [
+    "Саша",
+    "Петровна",
+    "Иванович",
+    "Елена",
+    "Смирнову",
+    "Кузнецовым",
+    "Ткаченко",
+    "Е.",
+    "В.",
+    "А.А.",
+    "Анне",
+    "Ответственным",
+    "Москве",
+    "Ищенное",
+    "Жан-Поль",
+    "Сартр",
+    "О'Коннор",
+    "Мария",
+    "Игоревичу",
+    "Белову",
+]
 
 
 @settings(max_examples=300, deadline=None)

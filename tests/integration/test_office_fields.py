@@ -24,27 +24,40 @@ TYPES = (
     '+xml"/><Default Extension="xml" ContentType="application/xml"/><Override PartName="/word/document.xml" '
     'ContentType="application/vnd.openxmlformats-officedocument.wordprocessingml.document.main+xml"/></Types>'
 )
-RELS = ('<?xml version="1.0" encoding="UTF-8"?><Relationships xmlns="http://schemas.openxmlformats.org/package/2006/'
-        'relationships"><Relationship Id="rId1" Type="http://schemas.openxmlformats.org/officeDocument/2006/'
-        'relationships/officeDocument" Target="word/document.xml"/></Relationships>')  # fmt: skip
+RELS = (
+    '<?xml version="1.0" encoding="UTF-8"?><Relationships xmlns="http://schemas.openxmlformats.org/package/2006/'
+    'relationships"><Relationship Id="rId1" Type="http://schemas.openxmlformats.org/officeDocument/2006/'
+    'relationships/officeDocument" Target="word/document.xml"/></Relationships>'
+)
 
 
 def docx_with_a_filename_field() -> bytes:
-    body = ('<w:p><w:r><w:t>Приказ о проведении проверки склада.</w:t></w:r></w:p>'
-            '<w:p><w:r><w:t xml:space="preserve">Файл: </w:t></w:r><w:fldSimple w:instr=" FILENAME \\p ">'
-            '<w:r><w:t>C:\\Docs\\приказ.docx</w:t></w:r></w:fldSimple></w:p>'
-            '<w:p><w:r><w:t>Ответственный: начальник склада.</w:t></w:r></w:p>')  # fmt: skip
-    document = ('<?xml version="1.0" encoding="UTF-8"?><w:document xmlns:w="http://schemas.openxmlformats.org/'
-                f'wordprocessingml/2006/main"><w:body>{body}</w:body></w:document>')  # fmt: skip
-    return zipped({"[Content_Types].xml": TYPES.encode(), "_rels/.rels": RELS.encode(),
-                   "word/document.xml": document.encode()})  # fmt: skip
+    body = (
+        "<w:p><w:r><w:t>Приказ о проведении проверки склада.</w:t></w:r></w:p>"
+        '<w:p><w:r><w:t xml:space="preserve">Файл: </w:t></w:r><w:fldSimple w:instr=" FILENAME \\p ">'
+        "<w:r><w:t>C:\\Docs\\приказ.docx</w:t></w:r></w:fldSimple></w:p>"
+        "<w:p><w:r><w:t>Ответственный: начальник склада.</w:t></w:r></w:p>"
+    )
+    document = (
+        '<?xml version="1.0" encoding="UTF-8"?><w:document xmlns:w="http://schemas.openxmlformats.org/'
+        f'wordprocessingml/2006/main"><w:body>{body}</w:body></w:document>'
+    )
+    return zipped(
+        {"[Content_Types].xml": TYPES.encode(), "_rels/.rels": RELS.encode(), "word/document.xml": document.encode()}
+    )
 
 
 def test_a_filename_field_shows_the_sources_name_not_the_conversion_copys_path(tmp_path: Path) -> None:
     path = tmp_path / "приказ.docx"
     path.write_bytes(docx_with_a_filename_field())
-    source = Source(source_id="приказы/приказ.docx", version=hashlib.sha256(path.read_bytes()).hexdigest(),
-                    path=str(path), kind=SourceKind.office, owner="склад", access="public")  # fmt: skip
+    source = Source(
+        source_id="приказы/приказ.docx",
+        version=hashlib.sha256(path.read_bytes()).hexdigest(),
+        path=str(path),
+        kind=SourceKind.office,
+        owner="склад",
+        access="public",
+    )
     outcome = OfficeReader().read(source, Settings(data=tmp_path / "data"))
     assert not outcome.problems and len(outcome.pages) == 1
     page = outcome.pages[0]
@@ -62,8 +75,14 @@ def test_the_page_image_ocr_reads_does_not_show_the_conversion_copys_path(tmp_pa
 
     path = tmp_path / "приказ.docx"
     path.write_bytes(docx_with_a_filename_field())
-    source = Source(source_id="приказ.docx", version=hashlib.sha256(path.read_bytes()).hexdigest(), path=str(path),
-                    kind=SourceKind.office, owner="склад", access="public")  # fmt: skip
+    source = Source(
+        source_id="приказ.docx",
+        version=hashlib.sha256(path.read_bytes()).hexdigest(),
+        path=str(path),
+        kind=SourceKind.office,
+        owner="склад",
+        access="public",
+    )
     image = OfficeReader().page_image(source, 1, Settings(data=tmp_path / "data"))(300, "png")
     read = ocr_page_words(image.data, dpi=image.dpi).text
     # unhidden, Russian OCR read the path as «Файл: /5тр/Когри$-оЙсе- м984а\\м/аоситепЕ.аосх»: nothing follows now

@@ -42,10 +42,13 @@ def _publish(
     vector: np.ndarray | None = None,
     tenant: str = "default",
 ) -> Source:
-    source = Source(source_id=source_id, version=version, path="/x", kind=SourceKind.text, owner="o", access=access,
-                    tenant=tenant)  # fmt: skip
-    pages = [PageResult(source_id=source_id, source_version=version, page=i + 1, text=t, method="plain-text")
-             for i, t in enumerate(texts)]  # fmt: skip
+    source = Source(
+        source_id=source_id, version=version, path="/x", kind=SourceKind.text, owner="o", access=access, tenant=tenant
+    )
+    pages = [
+        PageResult(source_id=source_id, source_version=version, page=i + 1, text=t, method="plain-text")
+        for i, t in enumerate(texts)
+    ]
     chunks, _ = page_chunks(source, pages)
     row = np.ones(DIMS, dtype=np.float32) if vector is None else np.asarray(vector, dtype=np.float32)
     index.publish_version(source, chunks, np.stack([row] * len(chunks)))
@@ -125,8 +128,12 @@ def test_a_tenant_sees_only_its_own_scopes_on_every_mode(index: OpenSearchIndex)
     on BM25, kNN, hybrid, exact and count (the cluster's filter; the catalog check is tested in test_mirror)."""
     _publish(index, "ours.txt", "v1", ["Договор поставки насосов, Смирнова А. В."], vector=_axis(0))
     _publish(index, "acme.txt", "v1", ["Договор поставки насосов, Смирнова А. В."], vector=_axis(0), tenant="acme")
-    for scopes, seen in ((["public"], {"ours.txt"}), (["acme/public"], {"acme.txt"}), (["acme/hr"], set()),
-                         (["public", "acme/public"], {"ours.txt", "acme.txt"})):  # fmt: skip
+    for scopes, seen in (
+        (["public"], {"ours.txt"}),
+        (["acme/public"], {"acme.txt"}),
+        (["acme/hr"], set()),
+        (["public", "acme/public"], {"ours.txt", "acme.txt"}),
+    ):
         for mode in ("bm25", "dense", "hybrid-rrf"):
             hits = retrieve(index, "договор поставки насосов", _axis(0), scopes, mode=mode, k=5)
             assert {h["source_id"] for h in hits} == seen, (scopes, mode)

@@ -51,8 +51,14 @@ def test_bulk_dropped_mid_sync_is_retried_and_nothing_is_lost(
     faults = Faults(script=["drop-after", "503", "drop-before"])
     with fault_proxy(opensearch_url, faults) as url:
         # Meta-documents off: the bulks this test counts are the files' own.
-        settings = Settings(data=tmp_path / "data", backend="opensearch", opensearch_url=url,
-                            opensearch_prefix=os_prefix, retry_backoff=0.05, meta_documents=False)  # fmt: skip
+        settings = Settings(
+            data=tmp_path / "data",
+            backend="opensearch",
+            opensearch_url=url,
+            opensearch_prefix=os_prefix,
+            retry_backoff=0.05,
+            meta_documents=False,
+        )
         summary = run_refresh(tmp_path / "root", settings)
     # Staging bulk: applied then dropped, 503, dropped unsent, then through; the switch bulk went through first time.
     assert faults.seen == ["drop-after", "503", "drop-before", "ok", "ok"]
@@ -70,8 +76,14 @@ def test_cluster_down_leaves_the_mirror_pending_until_it_returns(
     faults = Faults()
     runner = CliRunner()
     with fault_proxy(opensearch_url, faults) as url:
-        environment = {"BACKEND": "opensearch", "OPENSEARCH_URL": url, "OPENSEARCH_PREFIX": os_prefix,
-                       "RETRY_BACKOFF": "0.05", "RETRY_ATTEMPTS": "3", "META_DOCUMENTS": "false"}  # fmt: skip
+        environment = {
+            "BACKEND": "opensearch",
+            "OPENSEARCH_URL": url,
+            "OPENSEARCH_PREFIX": os_prefix,
+            "RETRY_BACKOFF": "0.05",
+            "RETRY_ATTEMPTS": "3",
+            "META_DOCUMENTS": "false",
+        }
         for key, value in environment.items():
             monkeypatch.setenv(f"KORPUS_{key}", value)
         settings = Settings(data=tmp_path / "data")
@@ -126,9 +138,15 @@ def test_a_decision_the_cluster_cannot_receive_is_withheld_from_it(
     (root / "записка.txt").write_text(f"{GARBAGE}\n\nПриказ о переводе сотрудника в отдел кадров.\n", encoding="utf-8")
     faults = Faults()
     with fault_proxy(opensearch_url, faults) as url:
-        settings = Settings(data=tmp_path / "data", backend="opensearch", opensearch_url=url,
-                            opensearch_prefix=os_prefix, retry_attempts=2, retry_backoff=0.05,
-                            meta_documents=False)  # fmt: skip
+        settings = Settings(
+            data=tmp_path / "data",
+            backend="opensearch",
+            opensearch_url=url,
+            opensearch_prefix=os_prefix,
+            retry_attempts=2,
+            retry_backoff=0.05,
+            meta_documents=False,
+        )
         run_refresh(root, settings)
         with SqliteIndex(settings.index_path) as index:
             (item,) = [i for i in index.quarantine_items("open") if i["chunk_id"]]

@@ -23,10 +23,15 @@ def test_mirror_serves_what_the_catalog_serves(
     refreshed: Refreshed, opensearch_url: str, os_prefix: str, tmp_path: Path
 ) -> None:
     data = refreshed.copy_index(tmp_path / "data")
-    settings = refreshed.settings.model_copy(update={
-        "data": data, "backend": "opensearch", "opensearch_url": opensearch_url, "opensearch_prefix": os_prefix,
-        "api_keys": {"k-public": ["public"], "k-hr": ["public", "hr"]},
-    })  # fmt: skip
+    settings = refreshed.settings.model_copy(
+        update={
+            "data": data,
+            "backend": "opensearch",
+            "opensearch_url": opensearch_url,
+            "opensearch_prefix": os_prefix,
+            "api_keys": {"k-public": ["public"], "k-hr": ["public", "hr"]},
+        }
+    )
     cluster = opensearch_index(settings)
     with SqliteIndex(settings.index_path) as catalog:
         first = cluster.sync_from(catalog)
@@ -112,8 +117,9 @@ def test_refresh_flow_mirrors_each_run(models, opensearch_url: str, os_prefix: s
     root.mkdir()
     (root / "korpus.yaml").write_text("defaults:\n  owner: o\n  access: public\n", encoding="utf-8")
     (root / "записка.txt").write_text("Служебная записка о ремонте кровли склада.\n", encoding="utf-8")
-    settings = Settings(data=tmp_path / "data", backend="opensearch", opensearch_url=opensearch_url,
-                        opensearch_prefix=os_prefix)  # fmt: skip
+    settings = Settings(
+        data=tmp_path / "data", backend="opensearch", opensearch_url=opensearch_url, opensearch_prefix=os_prefix
+    )
     first = run_refresh(root, settings)
     with SqliteIndex(settings.index_path) as catalog:
         assert first["opensearch"]["indexed"] == catalog.chunk_count() > first["chunks_indexed"] > 0  # + meta-documents
@@ -139,9 +145,15 @@ def test_the_viewer_and_cite_follow_a_hit_the_cluster_found(
     from korpus.apps.cli import app as cli
 
     data = refreshed.copy_index(tmp_path / "data")
-    settings = refreshed.settings.model_copy(update={
-        "data": data, "backend": "opensearch", "opensearch_url": opensearch_url, "opensearch_prefix": os_prefix,
-        "api_keys": {"k-public": ["public"], "k-hr": ["public", "hr"]}})  # fmt: skip
+    settings = refreshed.settings.model_copy(
+        update={
+            "data": data,
+            "backend": "opensearch",
+            "opensearch_url": opensearch_url,
+            "opensearch_prefix": os_prefix,
+            "api_keys": {"k-public": ["public"], "k-hr": ["public", "hr"]},
+        }
+    )
     with SqliteIndex(settings.index_path) as catalog:
         opensearch_index(settings).sync_from(catalog)
     client = TestClient(create_app(settings))
@@ -153,8 +165,11 @@ def test_the_viewer_and_cite_follow_a_hit_the_cluster_found(
     hr_hit = next(h for h in hr if h["source_id"] == HR_ORDER)
     assert client.get(hr_hit["view"], headers={"X-API-Key": "k-public"}).status_code == 404
     runner = CliRunner()
-    env = {"KORPUS_BACKEND": "opensearch", "KORPUS_OPENSEARCH_URL": opensearch_url,
-           "KORPUS_OPENSEARCH_PREFIX": os_prefix}  # fmt: skip
+    env = {
+        "KORPUS_BACKEND": "opensearch",
+        "KORPUS_OPENSEARCH_URL": opensearch_url,
+        "KORPUS_OPENSEARCH_PREFIX": os_prefix,
+    }
     cited = runner.invoke(cli, ["cite", scan["chunk_id"], "--json", "--data", str(data)], env=env)
     assert cited.exit_code == 0 and '"page"' in cited.stdout, cited.output
     refused = runner.invoke(cli, ["cite", hr_hit["chunk_id"], "--data", str(data)], env=env)

@@ -23,8 +23,7 @@ KORPUS = str(Path(sys.executable).with_name("korpus"))  # the console script, as
 
 def _korpus(home: Path, *args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
     env = dict(os.environ, KORPUS_HOME=str(home))
-    return subprocess.run([KORPUS, *args], env=env, capture_output=True, text=True,
-                          timeout=timeout)  # fmt: skip
+    return subprocess.run([KORPUS, *args], env=env, capture_output=True, text=True, timeout=timeout)
 
 
 def _gone(pid: int, within: float = 60) -> bool:
@@ -65,8 +64,15 @@ def test_a_start_killed_before_the_node_is_healthy_leaves_no_jvm(tmp_path: Path)
     deadline = time.monotonic() + 60
     jvm = None
     while jvm is None and time.monotonic() < deadline:
-        jvm = next((p for p in psutil.process_iter(["cmdline"]) if str(tmp_path) in " ".join(p.info["cmdline"] or [])
-                    and "KorpusNode" in " ".join(p.info["cmdline"] or [])), None)  # fmt: skip
+        jvm = next(
+            (
+                p
+                for p in psutil.process_iter(["cmdline"])
+                if str(tmp_path) in " ".join(p.info["cmdline"] or [])
+                and "KorpusNode" in " ".join(p.info["cmdline"] or [])
+            ),
+            None,
+        )
         time.sleep(0.1)
     assert jvm is not None, "the JVM never started"
     starter.send_signal(signal.SIGKILL)

@@ -42,8 +42,9 @@ def vlm_url() -> str:
 
 
 def _source(path: Path) -> Source:
-    return Source(source_id=path.name, version=file_sha256(path), path=str(path), kind=SourceKind.pdf, owner="o",
-                  access="public")  # fmt: skip
+    return Source(
+        source_id=path.name, version=file_sha256(path), path=str(path), kind=SourceKind.pdf, owner="o", access="public"
+    )
 
 
 def _noise_page_pdf(path: Path) -> Path:
@@ -127,8 +128,9 @@ def test_searchable_pdf_reads_back_in_russian_and_stays_small(tmp_path: Path) ->
 def test_a_giant_page_is_rendered_at_a_lower_resolution(tmp_path: Path) -> None:
     doc = pymupdf.open()
     page = doc.new_page(width=14_400, height=14_400)  # 200 × 200 inches: 3.6 gigapixels at 300 dpi
-    page.insert_text((100, 200), "Протокол", fontsize=120, fontfile="/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf",
-                     fontname="dv")  # fmt: skip
+    page.insert_text(
+        (100, 200), "Протокол", fontsize=120, fontfile="/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf", fontname="dv"
+    )
     path = tmp_path / "giant.pdf"
     doc.save(path)
     with pymupdf.open(path) as opened:
@@ -161,8 +163,9 @@ def test_refresh_killed_mid_document_never_redoes_a_finished_page(tmp_path: Path
     data = tmp_path / "data"
     cache = data / "cache" / "pages"
     script = KILL_SCRIPT.format(root=str(Path(__file__).resolve().parents[2]), archive=str(archive), data=str(data))
-    proc = subprocess.Popen([sys.executable, "-c", script], env=dict(os.environ), stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL)  # fmt: skip
+    proc = subprocess.Popen(
+        [sys.executable, "-c", script], env=dict(os.environ), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
     deadline = time.monotonic() + 180
     while time.monotonic() < deadline and len(list(cache.rglob("p*-tesseract-*.json"))) < 2:
         time.sleep(0.1)

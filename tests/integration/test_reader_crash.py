@@ -76,8 +76,9 @@ def test_a_segfault_an_allocation_and_a_hang_are_each_one_files_item(
     assert second["changes"] == {"unchanged": 9} and second["quarantined"] == 0, second
 
     monkeypatch.delenv("KORPUS_FAULT_READ")  # say the reader was fixed; a reviewer asks for one file again
-    retried = CliRunner().invoke(app, ["review", "retry", items["segv.pdf"]["item_id"], "--reviewer", "р",
-                                       "--data", str(settings.data)])  # fmt: skip
+    retried = CliRunner().invoke(
+        app, ["review", "retry", items["segv.pdf"]["item_id"], "--reviewer", "р", "--data", str(settings.data)]
+    )
     assert retried.exit_code == 0, retried.output
     third = run_refresh(root, settings)
     with SqliteIndex(settings.index_path) as index:

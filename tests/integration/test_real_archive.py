@@ -206,13 +206,20 @@ def test_web_pages_an_ebook_and_a_macro_word_file_are_refreshed_and_found(models
     assert summary["quarantined"] == 0, summary["quarantine_reasons"]
     with SqliteIndex(settings.index_path) as index:
         chunks = {s["source_id"]: s["chunks"] for s in index.sources() if s["lifecycle"] == "current"}
-        assert set(chunks) == {"tika_resume.html", "dedoc_example.html", "tika_test.fb2", "poi_45690_wikipedia.docm",
-                               "poi_57925_budget.xls"}  # fmt: skip
+        assert set(chunks) == {
+            "tika_resume.html",
+            "dedoc_example.html",
+            "tika_test.fb2",
+            "poi_45690_wikipedia.docm",
+            "poi_57925_budget.xls",
+        }
         assert all(chunks.values()), chunks
-        for query, source_id in (("зарегистрированных компаний просмотрели резюме", "tika_resume.html"),
-                                 ("Поясним за непонятное", "dedoc_example.html"),
-                                 ("тестовый файл FictionBook", "tika_test.fb2"),
-                                 ("внутреннего финансирования бюджетов", "poi_57925_budget.xls")):  # fmt: skip
+        for query, source_id in (
+            ("зарегистрированных компаний просмотрели резюме", "tika_resume.html"),
+            ("Поясним за непонятное", "dedoc_example.html"),
+            ("тестовый файл FictionBook", "tika_test.fb2"),
+            ("внутреннего финансирования бюджетов", "poi_57925_budget.xls"),
+        ):
             hits = retrieve(index.searcher, query, None, ["public"], k=1, mode="bm25")
             assert hits and hits[0]["source_id"] == source_id, (query, hits[:1])
             assert hits[0]["text"].startswith(f"[{source_id}"), hits[0]["text"][:80]

@@ -71,8 +71,9 @@ def test_two_refreshes_started_together_never_interleave(models, tmp_path: Path)
     env = {**os.environ, "KORPUS_REFRESH_WAIT": "600", "KORPUS_META_DOCUMENTS": "false"}
     script = "from korpus.apps.cli import app; app()"
     command = [sys.executable, "-c", script, "refresh", "--root", str(root), "--data", str(data), "--json"]
-    runs = [subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-            for _ in range(2)]  # fmt: skip
+    runs = [
+        subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in range(2)
+    ]
     outputs = [run.communicate(timeout=900) for run in runs]
     assert [run.returncode for run in runs] == [0, 0], [o[1][-2000:] for o in outputs]
     summaries = [json.loads(out[out.index("{") :]) for out, _ in outputs]

@@ -117,5 +117,6 @@ def test_every_progress_milestone_ends_at_100_percent_or_says_why(refreshed: Ref
     assert artifacts, "the first refresh left no progress artifacts"
     assert all(a.data == 100.0 for a in artifacts), [(a.description, a.data) for a in artifacts if a.data != 100.0]
     recordings = [a.description for a in artifacts if "мин записи" in (a.description or "")]
-    assert recordings and all("без речи" in d or d.split("→ ")[1].split("/")[0] == d.split("/")[1].split()[0]
-                              for d in recordings)  # fmt: skip
+    assert recordings and all(
+        "без речи" in d or d.split("→ ")[1].split("/")[0] == d.split("/")[1].split()[0] for d in recordings
+    )

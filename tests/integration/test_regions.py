@@ -49,8 +49,10 @@ def _misses(pdf: Path, cited: list[tuple[dict, str]]) -> list[str]:
     return missed
 
 
-@pytest.mark.parametrize("source_id", ["digital/alpaca_tz.pdf", "digital/gost_multipage_table_2.pdf",
-                                       "digital/short_lines.pdf", "office/alpaca_tz.docx"])  # fmt: skip
+@pytest.mark.parametrize(
+    "source_id",
+    ["digital/alpaca_tz.pdf", "digital/gost_multipage_table_2.pdf", "digital/short_lines.pdf", "office/alpaca_tz.docx"],
+)
 def test_born_digital_regions_hold_the_words_pymupdf_finds(real_refreshed: tuple, source_id: str) -> None:
     root, settings, _summary = real_refreshed
     cited = _cited(settings, source_id)
@@ -75,8 +77,9 @@ def _crop_reads(source: Source, settings: Settings, region: dict, rotation: int)
         crop = page.convert("L").crop(tuple(round(v) for v in box)).rotate(-rotation, expand=True)
         out = io.BytesIO()
         crop.save(out, "PNG")
-    done = subprocess.run(["tesseract", "-", "-", "-l", "rus", "--psm", "7"], input=out.getvalue(),
-                          capture_output=True, check=True)  # fmt: skip
+    done = subprocess.run(
+        ["tesseract", "-", "-", "-l", "rus", "--psm", "7"], input=out.getvalue(), capture_output=True, check=True
+    )
     return done.stdout.decode("utf-8")
 
 
@@ -154,15 +157,21 @@ def test_a_djvu_pages_hidden_text_gives_its_word_boxes(tmp_path: Path) -> None:
     from tasks.readers.djvu import DjvuReader, page_dpi
 
     djvu = tmp_path / "тз.djvu"
-    shutil.copyfile(Path(__file__).resolve().parents[1] / "fixtures" / "real-archive" / "scans" /
-                    "example_with_table7.djvu", djvu)  # fmt: skip
+    shutil.copyfile(
+        Path(__file__).resolve().parents[1] / "fixtures" / "real-archive" / "scans" / "example_with_table7.djvu", djvu
+    )
     _w, height, dpi = page_dpi(str(djvu), 1)
-    zones = (f"(page 0 0 2480 {height} (line 100 3300 1200 3400 (word 100 3300 600 3400 \"Техническое\") "
-             "(word 650 3300 1200 3400 \"задание\")) (line 100 3100 900 3200 (word 100 3100 500 3200 \"на\") "
-             "(word 550 3100 900 3200 \"поставку\")))")  # fmt: skip
+    zones = (
+        f'(page 0 0 2480 {height} (line 100 3300 1200 3400 (word 100 3300 600 3400 "Техническое") '
+        '(word 650 3300 1200 3400 "задание")) (line 100 3100 900 3200 (word 100 3100 500 3200 "на") '
+        '(word 550 3100 900 3200 "поставку")))'
+    )
     (tmp_path / "zones.sexp").write_text(zones, encoding="utf-8")
-    subprocess.run(["djvused", str(djvu), "-e", f"select 1; remove-txt; set-txt {tmp_path / 'zones.sexp'}; save"],
-                   check=True, capture_output=True)  # fmt: skip
+    subprocess.run(
+        ["djvused", str(djvu), "-e", f"select 1; remove-txt; set-txt {tmp_path / 'zones.sexp'}; save"],
+        check=True,
+        capture_output=True,
+    )
     source = Source(source_id="тз.djvu", version="v" * 64, path=str(djvu), kind="djvu", owner="o", access="public")
     outcome = DjvuReader().read(source, Settings(data=tmp_path / "data"))
     page = next(p for p in outcome.pages if p.page == 1)
@@ -170,6 +179,8 @@ def test_a_djvu_pages_hidden_text_gives_its_word_boxes(tmp_path: Path) -> None:
     chunks, _ = build_chunks(source, [page])
     s = 72 / dpi
     lines = {(r.x0, r.y0, r.x1, r.y1) for c in chunks for r in c.regions}
-    expected = {(100 * s, (height - 3400) * s, 1200 * s, (height - 3300) * s),
-                (100 * s, (height - 3200) * s, 900 * s, (height - 3100) * s)}  # fmt: skip
+    expected = {
+        (100 * s, (height - 3400) * s, 1200 * s, (height - 3300) * s),
+        (100 * s, (height - 3200) * s, 900 * s, (height - 3100) * s),
+    }
     assert {tuple(round(v, 1) for v in box) for box in lines} == {tuple(round(v, 1) for v in b) for b in expected}

@@ -36,8 +36,9 @@ def tiny_embedder(models: dict[str, Path], tmp_path_factory: pytest.TempPathFact
         shutil.copy(models["embed"] / name, hf / name)
     tokenizer = PreTrainedTokenizerFast.from_pretrained(str(hf))
     torch.manual_seed(3)
-    config = BertConfig(vocab_size=len(tokenizer), hidden_size=24, num_hidden_layers=1, num_attention_heads=2,
-                        intermediate_size=48)  # fmt: skip
+    config = BertConfig(
+        vocab_size=len(tokenizer), hidden_size=24, num_hidden_layers=1, num_attention_heads=2, intermediate_size=48
+    )
     BertModel(config, add_pooling_layer=False).save_pretrained(str(hf))
     transformer = Transformer(str(hf), max_seq_length=128)
     model = SentenceTransformer(modules=[transformer, Pooling(24, pooling_mode="mean"), Normalize()], device="cpu")

@@ -41,8 +41,9 @@ def _archive(root: Path) -> None:
 
 def _changes(root: Path) -> None:
     """The manifest moves one file to `hr`, another is deleted, and enough new work arrives to take a while."""
-    (root / "korpus.yaml").write_text("defaults:\n  owner: Архив\n  access: public\nrules:\n"
-                                      f"  - match: {MOVED}\n    access: hr\n", encoding="utf-8")  # fmt: skip
+    (root / "korpus.yaml").write_text(
+        f"defaults:\n  owner: Архив\n  access: public\nrules:\n  - match: {MOVED}\n    access: hr\n", encoding="utf-8"
+    )
     (root / REMOVED).unlink()
     for n in range(3):
         (root / f"скан_{n}.pdf").write_bytes(
@@ -74,9 +75,13 @@ def test_a_moved_or_removed_file_is_not_served_from_the_refreshs_first_step(
 ) -> None:
     settings = Settings(data=tmp_path / "data", meta_documents=False)
     if backend == "opensearch":
-        settings = settings.model_copy(update={"backend": "opensearch",
-                                               "opensearch_url": request.getfixturevalue("opensearch_url"),
-                                               "opensearch_prefix": request.getfixturevalue("os_prefix")})  # fmt: skip
+        settings = settings.model_copy(
+            update={
+                "backend": "opensearch",
+                "opensearch_url": request.getfixturevalue("opensearch_url"),
+                "opensearch_prefix": request.getfixturevalue("os_prefix"),
+            }
+        )
     root = tmp_path / "archive"
     _archive(root)
     run_refresh(root, settings)

@@ -31,9 +31,14 @@ def tiny_cross_encoder(models: dict[str, Path], tmp_path_factory: pytest.TempPat
     tokenizer = PreTrainedTokenizerFast.from_pretrained(str(folder))
     torch.manual_seed(7)
     config = BertConfig(
-        vocab_size=len(tokenizer), hidden_size=16, num_hidden_layers=1, num_attention_heads=2, intermediate_size=32,
-        num_labels=1, initializer_range=0.5,  # wide weights: scores far apart, so the order is not rounding noise
-    )  # fmt: skip
+        vocab_size=len(tokenizer),
+        hidden_size=16,
+        num_hidden_layers=1,
+        num_attention_heads=2,
+        intermediate_size=32,
+        num_labels=1,
+        initializer_range=0.5,  # wide weights: scores far apart, so the order is not rounding noise
+    )
     BertForSequenceClassification(config).save_pretrained(str(folder))
     return folder
 

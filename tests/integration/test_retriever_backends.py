@@ -37,8 +37,9 @@ class Store:
 def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Store]:
     if request.param == "sqlite":
         index = SqliteIndex(tmp_path / "korpus.db")
-        yield Store(index.searcher, lambda s, c, v: index.publish_version(s, c, v, 1, embed_model="m"),
-                    index.retire_source)  # fmt: skip
+        yield Store(
+            index.searcher, lambda s, c, v: index.publish_version(s, c, v, 1, embed_model="m"), index.retire_source
+        )
         index.close()
         return
     from opensearchpy import OpenSearch
@@ -51,10 +52,18 @@ def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Store]:
     yield Store(cluster, cluster.publish_version, cluster.retire_source)
 
 
-def _publish(store: Store, source_id: str, version: str, text: str, access: str = "public",
-             vector: list[float] | None = None) -> None:  # fmt: skip
-    source = Source(source_id=source_id, version=version, path="/x", kind=SourceKind.text, owner="o", access=access,
-                    tenant="default")  # fmt: skip
+def _publish(
+    store: Store, source_id: str, version: str, text: str, access: str = "public", vector: list[float] | None = None
+) -> None:
+    source = Source(
+        source_id=source_id,
+        version=version,
+        path="/x",
+        kind=SourceKind.text,
+        owner="o",
+        access=access,
+        tenant="default",
+    )
     page = PageResult(source_id=source_id, source_version=version, page=1, text=text, method="plain-text")
     chunks, _ = page_chunks(source, [page])
     vectors = np.tile(np.asarray(vector or [1.0] * DIMS, dtype=np.float32), (len(chunks), 1))
@@ -113,7 +122,9 @@ def test_exact_occurrences_and_counts_honour_scopes(store: Store) -> None:
     found = retriever.exact_occurrences("ремонт кровли", ["public"])
     assert found["by_source"] == {"кровля.txt": 1} and found["occurrences"][0]["page"] == 1
     assert retriever.count_mentions("ремонт кровли", ["public", "hr"])["by_source"] == {
-        "кровля.txt": 1, "премия.txt": 1}  # fmt: skip
+        "кровля.txt": 1,
+        "премия.txt": 1,
+    }
     assert retriever.count_mentions("ремонт кровли", [])["total"] == 0
 
 

@@ -101,8 +101,9 @@ def test_release_refuses_a_chunk_cut_by_a_retired_policy(corpus: tuple[Path, Set
                 (old.source_id, old.source_version, old.chunk_id, old.model_dump_json()),
             )
     try:
-        result = runner.invoke(app, ["review", "release", "old-release-item", "--reviewer", "x", "--data",
-                                     str(settings.data)])  # fmt: skip
+        result = runner.invoke(
+            app, ["review", "release", "old-release-item", "--reviewer", "x", "--data", str(settings.data)]
+        )
         assert result.exit_code == 2 and "policy-not-approved" in result.output
         assert all(h["chunk_id"] != "old-release-chunk" for h in _search(settings, "npoTOKon Necepa"))
     finally:
@@ -164,15 +165,17 @@ def test_review_flow_in_the_prefect_ui_form(corpus: tuple[Path, Settings], prefe
     _root, settings = corpus
     item = _item(settings, "старый_слой.txt")
     id_file = tmp_path / "flow_run_id"
-    script = REVIEW_SCRIPT.format(root=str(Path(__file__).resolve().parents[2]), id_file=str(id_file), item=item,
-                                  data=str(settings.data))  # fmt: skip
+    script = REVIEW_SCRIPT.format(
+        root=str(Path(__file__).resolve().parents[2]), id_file=str(id_file), item=item, data=str(settings.data)
+    )
     keys = {"k-petrova": {"name": "Петрова", "scopes": ["public"]}, "k-hr": {"name": "Кадры", "scopes": ["hr"]}}
     env = dict(os.environ, PREFECT_API_URL=prefect_server, KORPUS_REVIEW_KEYS=json.dumps(keys))
 
     def decide(run_input: dict) -> tuple[subprocess.Popen, object]:
         id_file.unlink(missing_ok=True)
-        proc = subprocess.Popen([sys.executable, "-c", script], env=env, stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE, text=True)  # fmt: skip
+        proc = subprocess.Popen(
+            [sys.executable, "-c", script], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        )
         with temporary_settings(updates={PREFECT_API_URL: prefect_server}), get_client(sync_client=True) as client:
             run = _paused_run(client, id_file)
             bad = client.resume_flow_run(run.id, run_input={"action": "delete", "reviewer_key": "k-petrova"})
@@ -197,8 +200,9 @@ def test_review_flow_in_the_prefect_ui_form(corpus: tuple[Path, Settings], prefe
     assert proc.returncode == 0, err[-2000:]
     assert "'action': 'release'" in out and "approved exception" in out and "'reviewer': 'Петрова'" in out
     with temporary_settings(updates={PREFECT_API_URL: prefect_server}), get_client(sync_client=True) as client:
-        artifacts = client.read_artifacts(artifact_filter=ArtifactFilter(flow_run_id=ArtifactFilterFlowRunId(
-            any_=[run.id])))  # fmt: skip
+        artifacts = client.read_artifacts(
+            artifact_filter=ArtifactFilter(flow_run_id=ArtifactFilterFlowRunId(any_=[run.id]))
+        )
         stored = json.dumps([a.data for a in artifacts], ensure_ascii=False)
         assert artifacts and item in stored and "text-quality" in stored
         assert "npoTOKon" not in stored and "старый_слой" not in stored

@@ -165,8 +165,12 @@ def test_reviewer_works_the_queue_in_a_browser(
     with SqliteIndex(settings.index_path) as index:
         statuses = {i["source_id"]: i["status"] for i in index.quarantine_items() if i["source_id"].startswith("ст")}
         trail = [d for i in index.quarantine_items() for d in index.quarantine_item(i["item_id"])["decisions"]]
-    assert statuses == {"старые/слой_1.txt": "released", "старые/слой_2.txt": "released",
-                        "старые/слой_3.txt": "released", "старые/слой_4.txt": "rejected"}  # fmt: skip
+    assert statuses == {
+        "старые/слой_1.txt": "released",
+        "старые/слой_2.txt": "released",
+        "старые/слой_3.txt": "released",
+        "старые/слой_4.txt": "rejected",
+    }
     assert len(trail) == 5 and {d["reviewer"] for d in trail} == {"Петрова"}
 
 

@@ -99,11 +99,13 @@ def test_a_reviewer_without_hr_cannot_open_an_hr_item(workbench: tuple[Settings,
     for path in (f"/review/items/{hr_item}", f"/review/items/{hr_item}/image", f"/review/api/items/{hr_item}"):
         assert client.get(path, headers={"X-API-Key": "rev-public"}).status_code == 404, path
         assert client.get(path, headers={"X-API-Key": "rev-all"}).status_code == 200, path
-    refused = client.post(f"/review/api/items/{hr_item}/decision", json={"action": "reject"},
-                          headers={"X-API-Key": "rev-public"})  # fmt: skip
+    refused = client.post(
+        f"/review/api/items/{hr_item}/decision", json={"action": "reject"}, headers={"X-API-Key": "rev-public"}
+    )
     assert refused.status_code == 409
-    batch = client.post("/review/api/decisions", json={"item_ids": [hr_item], "action": "reject"},
-                        headers={"X-API-Key": "rev-public"})  # fmt: skip
+    batch = client.post(
+        "/review/api/decisions", json={"item_ids": [hr_item], "action": "reject"}, headers={"X-API-Key": "rev-public"}
+    )
     assert batch.json()["outcomes"][hr_item].startswith("refused")
     assert _items(client, "rev-all", folder="кадры")["items"][0]["status"] == "open"
 
@@ -126,38 +128,53 @@ def test_edit_the_text_of_an_ocr_page_and_release_it(workbench: tuple[Settings, 
     assert _search(client, "гидрант вентиль слесарь Кузьмин") == [] or all(
         "Кузьмин" not in h["text"] for h in _search(client, "гидрант вентиль слесарь Кузьмин")
     )
-    done = client.post(f"/review/items/{item}/decision", data={"action": "edit", "text": CORRECTED, "note": "с листа"},
-                       headers={"X-API-Key": "rev-all"})  # fmt: skip
+    done = client.post(
+        f"/review/items/{item}/decision",
+        data={"action": "edit", "text": CORRECTED, "note": "с листа"},
+        headers={"X-API-Key": "rev-all"},
+    )
     assert done.status_code == 303 and "message=" in done.headers["location"]
     hits = _search(client, "гидрант вентиль слесарь Кузьмин")
     assert hits[0]["source_id"] == "сканы/опись.pdf" and hits[0]["page"] == 2
     assert hits[0]["text"].startswith("[опись.pdf · лист 2]") and "Кузьминым" in hits[0]["text"]
     with SqliteIndex(settings.index_path) as index:
         trail = index.quarantine_item(item)
-        pages = [json.loads(row[0]) for row in index.conn.execute(
-            "SELECT page FROM pages WHERE source_id = 'сканы/опись.pdf'")]  # fmt: skip
+        pages = [
+            json.loads(row[0])
+            for row in index.conn.execute("SELECT page FROM pages WHERE source_id = 'сканы/опись.pdf'")
+        ]
     assert trail["status"] == "resolved"
     assert trail["decisions"][-1]["reviewer"] == "Петрова" and trail["decisions"][-1]["text"] == CORRECTED
     manual = [p for p in pages if p["method"] == "manual"]
     assert len(manual) == 1 and manual[0]["page"] == 2 and "Петрова" in manual[0]["engine"]
     # a second edit replaces the first: the old words go, the new ones are found
-    again = client.post(f"/review/api/items/{item}/decision", json={"action": "edit", "text": "Гидрант исправен."},
-                        headers={"X-API-Key": "rev-all"})  # fmt: skip
+    again = client.post(
+        f"/review/api/items/{item}/decision",
+        json={"action": "edit", "text": "Гидрант исправен."},
+        headers={"X-API-Key": "rev-all"},
+    )
     assert again.status_code == 200, again.text
     assert all("Кузьминым" not in h["text"] for h in _search(client, "гидрант вентиль слесарь Кузьмин"))
-    empty = client.post(f"/review/api/items/{item}/decision", json={"action": "edit", "text": "  "},
-                        headers={"X-API-Key": "rev-all"})  # fmt: skip
+    empty = client.post(
+        f"/review/api/items/{item}/decision", json={"action": "edit", "text": "  "}, headers={"X-API-Key": "rev-all"}
+    )
     assert empty.status_code == 409 and "empty" in empty.json()["detail"]
 
 
 def test_reject_and_batch_release(workbench: tuple[Settings, TestClient]) -> None:
     settings, client = workbench
     ids = [_item_id(client, f"старые/слой_{n}.txt") for n in (1, 2, 3, 4)]
-    rejected = client.post(f"/review/items/{ids[3]}/decision", data={"action": "reject", "note": "мусор"},
-                           headers={"X-API-Key": "rev-public"})  # fmt: skip
+    rejected = client.post(
+        f"/review/items/{ids[3]}/decision",
+        data={"action": "reject", "note": "мусор"},
+        headers={"X-API-Key": "rev-public"},
+    )
     assert rejected.status_code == 303
-    batch = client.post("/review/batch", data={"action": "release", "item_id": ids[:3], "note": "единственные копии"},
-                        headers={"X-API-Key": "rev-public"})  # fmt: skip
+    batch = client.post(
+        "/review/batch",
+        data={"action": "release", "item_id": ids[:3], "note": "единственные копии"},
+        headers={"X-API-Key": "rev-public"},
+    )
     assert batch.status_code == 303 and "3" in batch.headers["location"]
     hits = _search(client, "npoTOKon Necepa")
     assert hits and hits[0]["source_id"] == "старые/слой_1.txt" and hits[0]["exception"] is True
@@ -169,8 +186,9 @@ def test_reject_and_batch_release(workbench: tuple[Settings, TestClient]) -> Non
         page = queue_page(index, QueueQuery(scopes=["public"], status="open"))
     assert statuses == {ids[0]: "released", ids[1]: "released", ids[2]: "released", ids[3]: "rejected"}
     assert all(i["item_id"] not in ids for i in page.items)
-    nothing = client.post("/review/api/decisions", json={"item_ids": ids[:1], "action": "edit"},
-                          headers={"X-API-Key": "rev-all"})  # fmt: skip
+    nothing = client.post(
+        "/review/api/decisions", json={"item_ids": ids[:1], "action": "edit"}, headers={"X-API-Key": "rev-all"}
+    )
     assert nothing.status_code == 422
 
 
@@ -186,11 +204,13 @@ def test_cli_edit_goes_through_the_same_decision(workbench: tuple[Settings, Test
     text = tmp_path / "лист.txt"
     text.write_text("Приказ о переводе табельщицы Мельниковой в цех номер четыре.", encoding="utf-8")
     runner = CliRunner()
-    done = runner.invoke(cli, ["review", "edit", item, "--text-file", str(text), "--reviewer", "Сидоров",
-                               "--data", str(settings.data)])  # fmt: skip
+    done = runner.invoke(
+        cli, ["review", "edit", item, "--text-file", str(text), "--reviewer", "Сидоров", "--data", str(settings.data)]
+    )
     assert done.exit_code == 0 and "edit →" in done.stdout, done.output
-    found = runner.invoke(cli, ["search", "табельщица Мельникова", "--json", "--scopes", "hr",
-                                "--data", str(settings.data)])  # fmt: skip
+    found = runner.invoke(
+        cli, ["search", "табельщица Мельникова", "--json", "--scopes", "hr", "--data", str(settings.data)]
+    )
     hits = [h for h in json.loads(found.stdout) if not h["source_id"].startswith(META_PREFIX)]
     assert hits[0]["source_id"] == "кадры/приказ.pdf" and hits[0]["page"] == 1 and hits[0]["access"] == "hr"
     assert _items(client, "rev-all", folder="кадры", status="resolved")["total"] == 1
@@ -205,9 +225,17 @@ def test_a_refused_chunk_has_its_words_highlighted_on_the_page(workbench: tuple[
         stored = next(index.stored_chunks([row["chunk_id"]])).chunk
         assert stored.regions  # the typed first page: its words' boxes
         refused = stored.model_copy(update={"chunk_id": "refused-" + stored.chunk_id})
-        item = QuarantineItem(source_id=stored.source_id, source_version=stored.source_version, page=1,
-                              chunk_id=refused.chunk_id, reasons=[ReasonCode.oversized], chunk=refused,
-                              evidence=refused.body, access="public", kind="pdf")  # fmt: skip
+        item = QuarantineItem(
+            source_id=stored.source_id,
+            source_version=stored.source_version,
+            page=1,
+            chunk_id=refused.chunk_id,
+            reasons=[ReasonCode.oversized],
+            chunk=refused,
+            evidence=refused.body,
+            access="public",
+            kind="pdf",
+        )
         index.record_quarantine([item])
     page = client.get(f"/review/items/{item.item_id}", headers={"X-API-Key": "rev-all"})
     assert page.status_code == 200 and page.text.count('class="region"') == len(stored.regions)
@@ -221,8 +249,9 @@ def test_the_review_flow_links_to_the_item_page_that_exists(review_archive: tupl
     from flows.quarantine_review import item_page, summarise
 
     _root, data = review_archive
-    settings = Settings(data=data, review_url="http://testserver/review", review_keys={"k": {"name": "р", "scopes":
-                        ["public", "hr"]}})  # fmt: skip
+    settings = Settings(
+        data=data, review_url="http://testserver/review", review_keys={"k": {"name": "р", "scopes": ["public", "hr"]}}
+    )
     with SqliteIndex(settings.index_path) as index:
         item_id = index.quarantine_items("open")[0]["item_id"]
     assert f"({item_page(settings, item_id)})" in summarise.fn([item_id], settings)

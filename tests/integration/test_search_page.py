@@ -101,8 +101,11 @@ def test_marks_filters_counts_pages_and_the_exact_mode(client: TestClient) -> No
     assert occurrences > 10 and len(_hits(paged)) == 10 and 'rel="next"' in paged
     second = client.get("/?q=договор&mode=exact&page=2").text
     assert len(_hits(second)) == min(10, occurrences - 10) and 'rel="prev"' in second
-    assert _hits(client.get("/?q=договор&mode=exact&page=99").text) == _hits(client.get(  # past the end: the last
-        f"/?q=договор&mode=exact&page={-(-occurrences // 10)}").text)  # fmt: skip
+    assert _hits(client.get("/?q=договор&mode=exact&page=99").text) == _hits(
+        client.get(  # past the end: the last
+            f"/?q=договор&mode=exact&page={-(-occurrences // 10)}"
+        ).text
+    )
 
     exact = client.get("/?q=" + quote("Северный ветер") + "&mode=exact").text
     assert re.search(r"Вхождений: [1-9]", exact) and "в файле:" in exact and "<mark>Северный ветер</mark>" in exact

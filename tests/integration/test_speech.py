@@ -29,9 +29,13 @@ STAMP = re.compile(r"^\[(\d\d):(\d\d):(\d\d)\] ", re.M)
 
 def _source(path: Path) -> Source:
     return Source(
-        source_id=path.name, version=file_sha256(path), path=str(path), kind=SourceKind.audio, owner="o",
+        source_id=path.name,
+        version=file_sha256(path),
+        path=str(path),
+        kind=SourceKind.audio,
+        owner="o",
         access="public",
-    )  # fmt: skip
+    )
 
 
 def _run(path: Path, settings: Settings) -> tuple[RecordingPlan, list, RecordingOutcome]:
@@ -81,8 +85,11 @@ def test_chunk_times_fall_inside_the_speech_they_hold(lecture: tuple) -> None:
 
 
 def test_words_stay_whole_across_window_edges(models: dict[str, Path], tmp_path: Path) -> None:
-    phrases = ["Решение суда вступило в законную силу.", "Заключение эксперта приложено к делу.",
-               "Свидетель с ним знаком давно."]  # fmt: skip
+    phrases = [
+        "Решение суда вступило в законную силу.",
+        "Заключение эксперта приложено к делу.",
+        "Свидетель с ним знаком давно.",
+    ]
     path = speech_recording(phrases, tmp_path / "edges.wav", pause=1.2)
     settings = Settings(data=tmp_path / "data", asr_window_seconds=4.0)
     plan, results, outcome = _run(path, settings)
@@ -97,10 +104,22 @@ def test_words_stay_whole_across_window_edges(models: dict[str, Path], tmp_path:
 
 def test_silence_and_hum_produce_no_repeated_lines(models: dict[str, Path], tmp_path: Path) -> None:
     path = _ffmpeg(
-        ["-f", "lavfi", "-i", "anoisesrc=d=45:c=pink:a=0.01", "-f", "lavfi", "-i", "sine=f=50:d=45",
-         "-filter_complex", "amix=inputs=2:weights=1 0.3", "-ar", "16000"],
+        [
+            "-f",
+            "lavfi",
+            "-i",
+            "anoisesrc=d=45:c=pink:a=0.01",
+            "-f",
+            "lavfi",
+            "-i",
+            "sine=f=50:d=45",
+            "-filter_complex",
+            "amix=inputs=2:weights=1 0.3",
+            "-ar",
+            "16000",
+        ],
         tmp_path / "hum.wav",
-    )  # fmt: skip
+    )
     settings = Settings(data=tmp_path / "data")
     source = _source(path)
     plan = prepare_recording(source, settings)

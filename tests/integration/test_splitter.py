@@ -37,8 +37,14 @@ def _answer(content: str = "", status: int = 200, sleep: float = 0.0) -> None:
 
 def _run(url: str, timeout: float = 5.0) -> tuple[list, LlmSplitter]:
     source = Source(source_id="a.pdf", version="ee" * 32, path="/a", kind=SourceKind.pdf, owner="o", access="public")
-    page = PageResult(source_id="a.pdf", source_version="ee" * 32, page=1, text=TEXT, method="text-layer",
-                      units=text_structure(TEXT, markdown=True))  # fmt: skip
+    page = PageResult(
+        source_id="a.pdf",
+        source_version="ee" * 32,
+        page=1,
+        text=TEXT,
+        method="text-layer",
+        units=text_structure(TEXT, markdown=True),
+    )
     splitter = LlmSplitter(url, model="splitter-test", timeout=timeout, retry=RetryPolicy(attempts=2, backoff=0.01))
     chunks, _ = build_chunks(source, [page], "structure-v1", count=chars_as_tokens, spans_override=splitter.page_spans)
     for chunk in chunks:
@@ -80,10 +86,19 @@ def test_bad_answers_fall_back_to_the_policy_and_are_counted(stand_in: str, scri
     _answer(**script)
     deterministic, _ = build_chunks(
         Source(source_id="a.pdf", version="ee" * 32, path="/a", kind=SourceKind.pdf, owner="o", access="public"),
-        [PageResult(source_id="a.pdf", source_version="ee" * 32, page=1, text=TEXT, method="text-layer",
-                    units=text_structure(TEXT, markdown=True))],
-        "structure-v1", count=chars_as_tokens,
-    )  # fmt: skip
+        [
+            PageResult(
+                source_id="a.pdf",
+                source_version="ee" * 32,
+                page=1,
+                text=TEXT,
+                method="text-layer",
+                units=text_structure(TEXT, markdown=True),
+            )
+        ],
+        "structure-v1",
+        count=chars_as_tokens,
+    )
     chunks, splitter = _run(stand_in, timeout=0.5)
     assert splitter.used == 0 and splitter.fallbacks == {reason: 1}
     assert [c.body for c in chunks] == [c.body for c in deterministic]
@@ -94,8 +109,14 @@ def test_a_restarting_server_is_retried_not_fallen_back_on(stand_in: str) -> Non
     _answer(json.dumps({"splits": [3]}))
     SCRIPT.unavailable, SCRIPT.drop, SCRIPT.faults[:] = 1, 1, []
     sent = len(SCRIPT.requests)
-    page = PageResult(source_id="a.pdf", source_version="ee" * 32, page=1, text=TEXT, method="text-layer",
-                      units=text_structure(TEXT, markdown=True))  # fmt: skip
+    page = PageResult(
+        source_id="a.pdf",
+        source_version="ee" * 32,
+        page=1,
+        text=TEXT,
+        method="text-layer",
+        units=text_structure(TEXT, markdown=True),
+    )
     splitter = LlmSplitter(stand_in, model="splitter-test", retry=RetryPolicy(attempts=4, backoff=0.01))
     with counting_retries() as retries:
         spans = splitter.page_spans(page)

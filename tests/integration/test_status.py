@@ -116,7 +116,9 @@ def test_status_and_health_say_degraded_with_every_reason(refreshed: Refreshed, 
             with index.conn:
                 index.conn.execute(
                     "INSERT INTO quarantine (item_id, source_id, reasons, first_seen, last_seen) VALUES "
-                    "(?, 'x.txt', '[\"empty-text\"]', '2026-01-01', '2026-01-01')", (f"grow-{n}",))  # fmt: skip
+                    "(?, 'x.txt', '[\"empty-text\"]', '2026-01-01', '2026-01-01')",
+                    (f"grow-{n}",),
+                )
             index.record_refresh(last)
     _code, report, _http, _health = verdict()
     assert [r for r in report["degraded"] if r.startswith("quarantine growing")], report["degraded"]

@@ -32,9 +32,13 @@ def test_a_letter_is_searchable_while_a_scan_is_still_being_read(
     (root / "письмо.txt").write_text("Письмо о поставке насосов на склад № 3 в марте.", encoding="utf-8")
     (root / "пустое.txt").write_text("\n", encoding="utf-8")  # quarantined empty-text with its own publish
     scan = pymupdf.open()
-    for n, lines in enumerate([["АКТ № 5", "приёмки насосов на склад", "Приняты без замечаний."],
-                               ["Приложение 1", "Перечень насосов", "Насос НД-1, насос НД-2"],
-                               ["ОПИСЬ ДЕЛ", "архивного фонда № 12", "за 1998 год"]]):  # fmt: skip
+    for n, lines in enumerate(
+        [
+            ["АКТ № 5", "приёмки насосов на склад", "Приняты без замечаний."],
+            ["Приложение 1", "Перечень насосов", "Насос НД-1, насос НД-2"],
+            ["ОПИСЬ ДЕЛ", "архивного фонда № 12", "за 1998 год"],
+        ]
+    ):
         scan.insert_pdf(pymupdf.open(stream=_scan_pdf(lines, seed=n)))
     scan.save(root / "акт.pdf")
 
@@ -108,10 +112,20 @@ def test_a_large_document_is_embedded_in_slices_and_each_chunk_keeps_its_own_vec
     root = tmp_path / "archive"
     root.mkdir()
     (root / "korpus.yaml").write_text(MANIFEST, encoding="utf-8")
-    topics = ["поставка насосов", "ремонт кровли", "отпуск сотрудников", "закупка бумаги", "охрана труда",
-              "пожарная безопасность", "график дежурств", "инвентаризация склада"]  # fmt: skip
-    body = "\n\n".join(f"{n + 1}. Раздел о теме «{t}». " + f"Подробности о теме {t} изложены здесь. " * 40
-                       for n, t in enumerate(topics))  # fmt: skip
+    topics = [
+        "поставка насосов",
+        "ремонт кровли",
+        "отпуск сотрудников",
+        "закупка бумаги",
+        "охрана труда",
+        "пожарная безопасность",
+        "график дежурств",
+        "инвентаризация склада",
+    ]
+    body = "\n\n".join(
+        f"{n + 1}. Раздел о теме «{t}». " + f"Подробности о теме {t} изложены здесь. " * 40
+        for n, t in enumerate(topics)
+    )
     (root / "регламент.txt").write_text(body, encoding="utf-8")
     settings = Settings(data=tmp_path / "data", meta_documents=False)
     run_refresh(root, settings)

@@ -82,9 +82,10 @@ def test_verify_hashes_every_file_and_finds_what_the_stat_hid(
     edited.write_text(LETTERS["письмо_3.txt"].replace("угля", "соли"), encoding="utf-8")
     stat = edited.stat()
     with SqliteIndex(settings.index_path) as index:
-        index.conn.execute("UPDATE file_readings SET size = ?, mtime_ns = ?, ctime_ns = ?, inode = ? "
-                           "WHERE source_id = ?", (stat.st_size, stat.st_mtime_ns, stat.st_ctime_ns, stat.st_ino,
-                                                   "письмо_3.txt"))  # fmt: skip
+        index.conn.execute(
+            "UPDATE file_readings SET size = ?, mtime_ns = ?, ctime_ns = ?, inode = ? WHERE source_id = ?",
+            (stat.st_size, stat.st_mtime_ns, stat.st_ctime_ns, stat.st_ino, "письмо_3.txt"),
+        )
 
     hashing.clear()
     trusted = run_refresh(root, settings)

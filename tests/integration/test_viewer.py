@@ -70,8 +70,9 @@ def test_the_viewer_keeps_the_access_rule_of_search(keyed: Settings) -> None:
     assert _view(client, "/view/korpus://meta/public/Реестр лиц").status_code == 404
     refused = client.post("/view/login", data={"key": "wrong", "next": f"/view/{SCAN}"}, follow_redirects=False)
     assert refused.status_code == 401
-    logged = client.post("/view/login", data={"key": "k-public", "next": "https://elsewhere.example/"},
-                         follow_redirects=False)  # fmt: skip
+    logged = client.post(
+        "/view/login", data={"key": "k-public", "next": "https://elsewhere.example/"}, follow_redirects=False
+    )
     assert logged.status_code == 303 and logged.headers["location"] == "/view/login"  # never off this server
     cookie = logged.headers["set-cookie"].lower()
     assert "httponly" in cookie and "samesite=strict" in cookie
@@ -102,16 +103,19 @@ def test_in_a_browser_the_highlight_is_on_the_words_and_the_arrow_opens_the_next
     hits = client.get("/search", params={"q": "ремонт кровли склада", "k": 3}, headers={"X-API-Key": "k-public"}).json()
     scan = next(h for h in hits if h["source_id"] == SCAN)
     _open_signed_in(browser, site, scan["view"])
-    WebDriverWait(browser, 60).until(lambda d: d.execute_script(
-        "const i = document.getElementById('page'); return i.complete && i.naturalWidth > 0"))  # fmt: skip
+    WebDriverWait(browser, 60).until(
+        lambda d: d.execute_script("const i = document.getElementById('page'); return i.complete && i.naturalWidth > 0")
+    )
     sheet = browser.find_element(By.ID, "page")
     shot = Image.open(io.BytesIO(browser.get_screenshot_as_png())).convert("RGB")
     scale = browser.execute_script("return window.devicePixelRatio") or 1
     left, top, width = sheet.location["x"], sheet.location["y"], sheet.size["width"]
     r = scan["regions"][0]
     k = width / r["width"]  # CSS pixels per point of the page as shown
-    inside = [shot.getpixel((round((left + x * k) * scale), round((top + (r["y0"] + r["y1"]) / 2 * k) * scale)))
-              for x in (r["x0"] + 1, (r["x0"] + r["x1"]) / 2, r["x1"] - 1)]  # fmt: skip
+    inside = [
+        shot.getpixel((round((left + x * k) * scale), round((top + (r["y0"] + r["y1"]) / 2 * k) * scale)))
+        for x in (r["x0"] + 1, (r["x0"] + r["x1"]) / 2, r["x1"] - 1)
+    ]
     middle = round((left + (r["x0"] + r["x1"]) / 2 * k) * scale)
     above = shot.getpixel((middle, round((top + r["y0"] * k - 12) * scale)))
     tinted = [p for p in inside if p[0] > 150 and p[2] < p[0] - 60]  # yellow over paper, or red frame
@@ -134,8 +138,9 @@ def test_in_a_browser_a_recording_plays_from_the_hits_second(keyed: Settings, si
     hit["view"] = view_link(hit)
     assert re.search(r"\?chunk=", hit["view"])
     _open_signed_in(browser, site, hit["view"])
-    WebDriverWait(browser, 60).until(lambda d: d.execute_script(
-        "const a = document.getElementById('player'); return a && a.readyState >= 1"))  # fmt: skip
+    WebDriverWait(browser, 60).until(
+        lambda d: d.execute_script("const a = document.getElementById('player'); return a && a.readyState >= 1")
+    )
     time.sleep(0.5)
     at = browser.execute_script("return document.getElementById('player').currentTime")
     assert hit["t_start"] - 0.5 <= at <= hit["t_start"] + 5, (at, hit["t_start"])
@@ -148,8 +153,9 @@ def test_a_login_cookie_is_a_session_never_the_key_and_ends_at_logout(keyed: Set
     before), which grants the key's scopes until it expires or the reviewer logs out; a forged id grants nothing."""
     from korpus.core.settings import Reviewer
 
-    settings = keyed.model_copy(update={"review_keys": {"rev-key": Reviewer(name="Рецензент", scopes=["public"])},
-                                        "session_hours": 1.0})  # fmt: skip
+    settings = keyed.model_copy(
+        update={"review_keys": {"rev-key": Reviewer(name="Рецензент", scopes=["public"])}, "session_hours": 1.0}
+    )
     client = TestClient(create_app(settings), base_url="https://testserver")
     logged = client.post("/view/login", data={"key": "k-public", "next": f"/view/{SCAN}"}, follow_redirects=False)
     cookie = logged.headers["set-cookie"]

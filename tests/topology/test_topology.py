@@ -51,8 +51,10 @@ def _write(root: Path, name: str, text: str) -> None:
 def _scans(root: Path, names: list[str]) -> None:
     for name in names:
         doc = pymupdf.open()
-        pages = [["АКТ № 7", "приёмки задвижек", "Принято без замечаний."],
-                 ["Приложение 1", "Перечень задвижек", "Задвижка ЗД-1, задвижка ЗД-2"]]  # fmt: skip
+        pages = [
+            ["АКТ № 7", "приёмки задвижек", "Принято без замечаний."],
+            ["Приложение 1", "Перечень задвижек", "Задвижка ЗД-1, задвижка ЗД-2"],
+        ]
         for page, lines in enumerate(pages):
             doc.insert_pdf(pymupdf.open(stream=_scan_pdf(lines, seed=page + len(name))))
         doc.save(root / name)
@@ -79,8 +81,9 @@ def topology(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Topology]:
         "KORPUS_API_KEYS": json.dumps(KEYS),
         "PREFECT_SERVER_CONCURRENCY_INITIAL_DEPLOYMENT_LEASE_DURATION": "30",
     }
-    topology = Topology(base / "home", root, base / "data", prefect_file=prefect_file, settings_env=settings,
-                        lost_after=75)  # fmt: skip
+    topology = Topology(
+        base / "home", root, base / "data", prefect_file=prefect_file, settings_env=settings, lost_after=75
+    )
     started = time.monotonic()
     try:
         topology.up()
@@ -140,8 +143,9 @@ def _wait_running(topology: Topology, run_id: object, timeout: float = 240) -> N
 
 
 def _search(topology: Topology, query: str, key: str) -> httpx.Response:
-    return httpx.get(f"{topology.serve_url}/search", params={"q": query, "k": 10}, headers={"X-API-Key": key},
-                     timeout=60)  # fmt: skip
+    return httpx.get(
+        f"{topology.serve_url}/search", params={"q": query, "k": 10}, headers={"X-API-Key": key}, timeout=60
+    )
 
 
 def _sources(topology: Topology, query: str, key: str) -> set[str]:
@@ -160,8 +164,13 @@ def _catalog(topology: Topology) -> tuple[set[str], int]:
 
 
 def _status(topology: Topology) -> dict:
-    done = subprocess.run([str(Path(sys.executable).parent / "korpus"), "status", "--json"], env=topology.env(),
-                          capture_output=True, text=True, timeout=120)  # fmt: skip
+    done = subprocess.run(
+        [str(Path(sys.executable).parent / "korpus"), "status", "--json"],
+        env=topology.env(),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     return json.loads(done.stdout)
 
 
@@ -182,8 +191,9 @@ def _served_equals_catalog(topology: Topology, timeout: float = 120) -> None:
         time.sleep(3)
     from tasks.index.opensearch import opensearch_index
 
-    served = opensearch_index(Settings(data=topology.data, backend="opensearch",
-                                       opensearch_url=topology.opensearch_url)).health()  # fmt: skip
+    served = opensearch_index(
+        Settings(data=topology.data, backend="opensearch", opensearch_url=topology.opensearch_url)
+    ).health()
     assert served["status"] == "ok" and served["chunks_served"] == _catalog(topology)[1], served
 
 
@@ -191,8 +201,13 @@ def test_scheduled_refreshes_serve_a_changing_corpus(topology: Topology) -> None
     with _client(topology) as client:
         nightly = _nightly(client)
         deadline = time.monotonic() + 300
-        while not (runs := [r for r in client.read_flow_runs() if r.deployment_id == nightly.id and r.auto_scheduled
-                            and r.state.is_completed()]):  # fmt: skip
+        while not (
+            runs := [
+                r
+                for r in client.read_flow_runs()
+                if r.deployment_id == nightly.id and r.auto_scheduled and r.state.is_completed()
+            ]
+        ):
             assert time.monotonic() < deadline, "no scheduled refresh completed"
             time.sleep(3)
         artifacts = {a.key for a in client.read_artifacts() if a.flow_run_id == runs[0].id and a.key}

@@ -13,8 +13,9 @@ from hypothesis import strategies as st
 from tasks.meta.abbreviations import defined_after, defined_uses
 
 pytestmark = pytest.mark.unit
-FILLER = st.sampled_from(["Заседание", "проводит", "решение", "ГАКА", "(ГАК-2)", "ГАКом", "и", "ГАК", "ГАК.", "(ГАК)",
-                          "\n", "по", "ГАК,"])  # fmt: skip
+FILLER = st.sampled_from(
+    ["Заседание", "проводит", "решение", "ГАКА", "(ГАК-2)", "ГАКом", "и", "ГАК", "ГАК.", "(ГАК)", "\n", "по", "ГАК,"]
+)
 
 
 @given(st.lists(FILLER, max_size=30), st.booleans())
@@ -24,9 +25,12 @@ def test_every_use_of_a_defined_abbreviation_is_found_outside_its_definition(wor
     text = head + " ".join(words)
     spans = [(0, head.index(" ("))] + ([(len(head), len(head) + 12)] if taken else [])
     uses = defined_uses(text, {"ГАК": "Государственная аттестационная комиссия"}, spans)
-    expected = [m.start() for m in re.finditer(r"(?<![\wА-ЯЁа-яё-])ГАК(?![\wА-ЯЁа-яё-])", text)
-                if not text[max(0, m.start() - 7) : m.start()].endswith(("далее ", "("))  # its definition, «(ГАК)»
-                and not any(a < m.end() and m.start() < b for a, b in spans)]  # fmt: skip
+    expected = [
+        m.start()
+        for m in re.finditer(r"(?<![\wА-ЯЁа-яё-])ГАК(?![\wА-ЯЁа-яё-])", text)
+        if not text[max(0, m.start() - 7) : m.start()].endswith(("далее ", "("))  # its definition, «(ГАК)»
+        and not any(a < m.end() and m.start() < b for a, b in spans)
+    ]
     assert [a for a, _b, _name in uses] == expected
     assert all(text[a:b] == "ГАК" for a, b, _ in uses)
 

@@ -78,9 +78,12 @@ def test_window_audio_drops_silence_and_maps_times_back() -> None:
 
 def test_guard_drops_silence_hallucinations_and_loops() -> None:
     settings = Settings()
-    engine = WhisperEngine(model_path=settings.home, no_speech_threshold=settings.asr_no_speech_threshold,
-                           logprob_threshold=settings.asr_logprob_threshold,
-                           compression_ratio_threshold=settings.asr_compression_ratio_threshold)  # fmt: skip
+    engine = WhisperEngine(
+        model_path=settings.home,
+        no_speech_threshold=settings.asr_no_speech_threshold,
+        logprob_threshold=settings.asr_logprob_threshold,
+        compression_ratio_threshold=settings.asr_compression_ratio_threshold,
+    )
     assert engine.guard(0.9, -1.5, 1.2).startswith("no-speech")
     assert engine.guard(0.9, -0.3, 1.2) == ""  # confident text despite a high no-speech prob
     assert engine.guard(0.1, -0.3, 3.5).startswith("repetitive")

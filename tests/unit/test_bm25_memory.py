@@ -15,13 +15,22 @@ from tasks.contract.chunking import page_chunks
 from tasks.index.sqlite import SqliteIndex
 
 pytestmark = pytest.mark.unit
-WORDS = ("договор поставка насос кровля ремонт склад приказ премия отпуск сотрудник акт проверка огнетушитель "
-         "протокол заседание бюджет смета подрядчик заказчик оплата счёт накладная").split()  # fmt: skip
+WORDS = (
+    "договор поставка насос кровля ремонт склад приказ премия отпуск сотрудник акт проверка огнетушитель "
+    "протокол заседание бюджет смета подрядчик заказчик оплата счёт накладная"
+).split()
 
 
 def _publish(index: SqliteIndex, source_id: str, version: str, text: str, access: str) -> None:
-    source = Source(source_id=source_id, version=version, path="/x", kind=SourceKind.text, owner="o", access=access,
-                    tenant="default")  # fmt: skip
+    source = Source(
+        source_id=source_id,
+        version=version,
+        path="/x",
+        kind=SourceKind.text,
+        owner="o",
+        access=access,
+        tenant="default",
+    )
     page = PageResult(source_id=source_id, source_version=version, page=1, text=text, method="plain-text")
     chunks, _ = page_chunks(source, [page])
     index.publish_version(source, chunks, np.ones((len(chunks), 4), dtype=np.float32), 1, embed_model="m")

@@ -55,8 +55,10 @@ def test_a_blank_page_is_no_item_and_headings_nothing_follows_are_a_chunk() -> N
     from tasks.text.structure import text_structure
 
     title = "# Протокол заседания комиссии\n"
-    pages = [_page(1, title).model_copy(update={"units": text_structure(title, markdown=True)}),
-             _page(2, "").model_copy(update={"method": "blank"})]  # fmt: skip
+    pages = [
+        _page(1, title).model_copy(update={"units": text_structure(title, markdown=True)}),
+        _page(2, "").model_copy(update={"method": "blank"}),
+    ]
     chunks, empty = build_chunks(SOURCE, pages)
     assert empty == [] and [c.locator.page for c in chunks] == [1] and "Протокол заседания" in chunks[0].body
     chunks, empty = build_chunks(SOURCE, [*pages, _page(3, "Слушали: о поставке насосов.")])

@@ -36,10 +36,12 @@ def test_import_beir_writes_a_corpus_folder_and_an_eval_file(tmp_path: Path) -> 
     beir = tmp_path / "beir"
     beir.mkdir()
     (beir / "corpus.jsonl").write_text(
-        json.dumps({"_id": "d1", "title": "Кровля", "text": "Ремонт кровли склада."}, ensure_ascii=False) + "\n"
-        + json.dumps({"_id": "d2", "title": "", "text": "Поставка насосов."}, ensure_ascii=False) + "\n",
+        json.dumps({"_id": "d1", "title": "Кровля", "text": "Ремонт кровли склада."}, ensure_ascii=False)
+        + "\n"
+        + json.dumps({"_id": "d2", "title": "", "text": "Поставка насосов."}, ensure_ascii=False)
+        + "\n",
         encoding="utf-8",
-    )  # fmt: skip
+    )
     (beir / "queries-dev.jsonl").write_text(json.dumps({"_id": "q1", "text": "Что с крышей?"}) + "\n", encoding="utf-8")
     (beir / "qrels-dev.tsv").write_text("query-id\tcorpus-id\tscore\nq1\td1\t1\nq1\td2\t0\n", encoding="utf-8")
     counts = import_beir(beir, tmp_path / "corpus", tmp_path / "eval.jsonl")
@@ -74,18 +76,30 @@ def test_calibration_puts_the_threshold_between_answerable_and_unanswerable(tmp_
     from tasks.index.sqlite import SqliteIndex
     from tasks.retrieval.evaluation import Question, calibrate_no_answer
 
-    source = Source(source_id="a.txt", version="v1", path="/x", kind=SourceKind.text, owner="o", access="public",
-                    tenant="default")  # fmt: skip
-    chunk = Chunk(chunk_id="c1", source_id="a.txt", source_version="v1", locator=Locator(page=1), text="t", body="t",
-                  owner="o", access_rule="public", policy_version="structure-v2")  # fmt: skip
+    source = Source(
+        source_id="a.txt", version="v1", path="/x", kind=SourceKind.text, owner="o", access="public", tenant="default"
+    )
+    chunk = Chunk(
+        chunk_id="c1",
+        source_id="a.txt",
+        source_version="v1",
+        locator=Locator(page=1),
+        text="t",
+        body="t",
+        owner="o",
+        access_rule="public",
+        policy_version="structure-v2",
+    )
     with SqliteIndex(tmp_path / "k.db") as index:
         index.publish_version(source, [chunk], np.asarray([[1.0, 0.0]], dtype=np.float32), 1)
         # cosine with the one chunk: 0.95 and 0.9 (answerable), 0.6 and 0.5 (no answer)
         angle = {"q1": 0.95, "q2": 0.9, "n1": 0.6, "n2": 0.5, "d1": 0.1}
         vectors = {q: [c, float(np.sqrt(1 - c * c))] for q, c in angle.items()}
-        questions = [Question(id=q, question=q, type="normal") for q in ("q1", "q2")] + [
-            Question(id=q, question=q, type="no-answer") for q in ("n1", "n2")
-        ] + [Question(id="d1", question="d1", type="denied-access")]  # fmt: skip
+        questions = (
+            [Question(id=q, question=q, type="normal") for q in ("q1", "q2")]
+            + [Question(id=q, question=q, type="no-answer") for q in ("n1", "n2")]
+            + [Question(id="d1", question="d1", type="denied-access")]
+        )
         report = calibrate_no_answer(questions, index.searcher, _AxisEmbedder(vectors), ["public"])
     assert report["balanced_accuracy"] == 1.0
     assert report["no_answer_max"] < report["threshold"] < report["answerable_min"]
@@ -142,18 +156,29 @@ def test_the_no_answer_check_judges_what_the_retriever_returned(tmp_path: Path) 
     from tasks.index.sqlite import SqliteIndex
     from tasks.retrieval.evaluation import Question, evaluate
 
-    source = Source(source_id="a.txt", version="v1", path="/x", kind=SourceKind.text, owner="o", access="public",
-                    tenant="default")  # fmt: skip
-    chunk = Chunk(chunk_id="c1", source_id="a.txt", source_version="v1", locator=Locator(page=1),
-                  text="договор поставки", body="договор поставки", owner="o", access_rule="public",
-                  policy_version="structure-v2")  # fmt: skip
+    source = Source(
+        source_id="a.txt", version="v1", path="/x", kind=SourceKind.text, owner="o", access="public", tenant="default"
+    )
+    chunk = Chunk(
+        chunk_id="c1",
+        source_id="a.txt",
+        source_version="v1",
+        locator=Locator(page=1),
+        text="договор поставки",
+        body="договор поставки",
+        owner="o",
+        access_rule="public",
+        policy_version="structure-v2",
+    )
     angle = {"договор далёкий": 0.5, "договор близкий": 0.95, "чего нет вовсе": 0.3}
     vectors = {q: [c, float(np.sqrt(1 - c * c))] for q, c in angle.items()}
     questions = [Question(id=q, question=q, type="no-answer") for q in angle]
     with SqliteIndex(tmp_path / "k.db") as index:
         index.publish_version(source, [chunk], np.asarray([[1.0, 0.0]], dtype=np.float32), 1)
-        checks = {r: evaluate(questions, index.searcher, _AxisEmbedder(vectors), r, ["public"], 0.8)["checks"]
-                  for r in ("dense", "hybrid", "bm25")}  # fmt: skip
+        checks = {
+            r: evaluate(questions, index.searcher, _AxisEmbedder(vectors), r, ["public"], 0.8)["checks"]
+            for r in ("dense", "hybrid", "bm25")
+        }
     assert checks["dense"]["no-answer"] == {"n": 3, "passed": round(2 / 3, 4)}  # 0.95 is as close as an answer
     assert checks["hybrid"]["no-answer"] == {"n": 3, "passed": round(2 / 3, 4)}
     assert checks["bm25"]["no-answer"] == {"n": 3, "passed": round(1 / 3, 4)}  # «чего нет вовсе»: no hit at all
@@ -181,10 +206,20 @@ def test_eval_ranks_with_the_retriever_search_serves(tmp_path: Path, monkeypatch
     from tasks.retrieval.evaluation import Question, evaluate
 
     def publish(index: SqliteIndex, name: str, text: str, vector: list[float]) -> None:
-        source = Source(source_id=name, version="v1", path="/x", kind=SourceKind.text, owner="o", access="public",
-                        tenant="default")  # fmt: skip
-        chunk = Chunk(chunk_id=name, source_id=name, source_version="v1", locator=Locator(page=1), text=text,
-                      body=text, owner="o", access_rule="public", policy_version="structure-v2")  # fmt: skip
+        source = Source(
+            source_id=name, version="v1", path="/x", kind=SourceKind.text, owner="o", access="public", tenant="default"
+        )
+        chunk = Chunk(
+            chunk_id=name,
+            source_id=name,
+            source_version="v1",
+            locator=Locator(page=1),
+            text=text,
+            body=text,
+            owner="o",
+            access_rule="public",
+            policy_version="structure-v2",
+        )
         index.publish_version(source, [chunk], np.asarray([vector], dtype=np.float32), 1)
 
     question = "договор поставки насосов"

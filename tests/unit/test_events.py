@@ -18,9 +18,22 @@ pytestmark = pytest.mark.unit
 def test_every_published_document_is_in_an_event_prefect_accepts(monkeypatch, documents: int) -> None:
     emitted: list[Event] = []
     monkeypatch.setattr(events, "emit_event", lambda **kwargs: emitted.append(Event(**kwargs)))
-    published = [(Source(source_id=f"письма/{n}.txt", version=f"{n:064x}", path="/r", kind=SourceKind.text,
-                         owner="А", access="public"), 1, 1, Counter({"plain-text": 1}))
-                 for n in range(documents)]  # fmt: skip
+    published = [
+        (
+            Source(
+                source_id=f"письма/{n}.txt",
+                version=f"{n:064x}",
+                path="/r",
+                kind=SourceKind.text,
+                owner="А",
+                access="public",
+            ),
+            1,
+            1,
+            Counter({"plain-text": 1}),
+        )
+        for n in range(documents)
+    ]
     events.sources_indexed("/data", published)
     assert [len(e.related) for e in emitted] == [min(100, documents - start) for start in range(0, documents, 100)]
     told = [item["source"] for e in emitted for item in e.payload["sources"]]

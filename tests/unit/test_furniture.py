@@ -20,9 +20,17 @@ pytestmark = pytest.mark.unit
 REAL_GOST = Path(__file__).resolve().parents[1] / "fixtures" / "real-archive" / "digital" / "gost_multipage_table_2.pdf"
 SOURCE = Source(source_id="пз.pdf", version="cd" * 32, path="/r", kind=SourceKind.pdf, owner="А", access="public")
 FONT = "/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf"
-STAMP_LINES = ["Подп. и дата", "Взам. инв. №", "Инв. № дубл.", "Инв. № подл.", "По дп ись и дат а",
-               "Изм. Кол.уч. Лист № док. Подп. Дата", "Разраб. Пров. Н. контр. Утв.",
-               "В з а м .  и н в .  №", "Изм. № Лит № докиум. Maan. Дата"]  # fmt: skip  # the last as OCR read it
+STAMP_LINES = [
+    "Подп. и дата",
+    "Взам. инв. №",
+    "Инв. № дубл.",
+    "Инв. № подл.",
+    "По дп ись и дат а",
+    "Изм. Кол.уч. Лист № док. Подп. Дата",
+    "Разраб. Пров. Н. контр. Утв.",
+    "В з а м .  и н в .  №",
+    "Изм. № Лит № докиум. Maan. Дата",
+]  # the last as OCR read it
 
 
 @pytest.mark.parametrize("line", STAMP_LINES)
@@ -30,11 +38,25 @@ def test_a_stamp_frames_labels_are_recognised_however_spaced(line: str) -> None:
     assert is_stamp_text(line)
 
 
-@pytest.mark.parametrize("line", ["Дата", "Лист 3", "Подпись", "АННОТАЦИЯ", "Дата подписания договора",
-                                  "Лист согласования", "Разработал Иванов", "Инвентарный номер 12", "Справка",
-                                  "Подпись и дата рождения заявителя", "Документа", "Номер документа и дата",
-                                  "Дата подписания документа 12",
-                                  "1 1 1 1 1 1 1 1 1 1 1 1 x"])  # fmt: skip
+@pytest.mark.parametrize(
+    "line",
+    [
+        "Дата",
+        "Лист 3",
+        "Подпись",
+        "АННОТАЦИЯ",
+        "Дата подписания договора",
+        "Лист согласования",
+        "Разработал Иванов",
+        "Инвентарный номер 12",
+        "Справка",
+        "Подпись и дата рождения заявителя",
+        "Документа",
+        "Номер документа и дата",
+        "Дата подписания документа 12",
+        "1 1 1 1 1 1 1 1 1 1 1 1 x",
+    ],
+)
 def test_words_a_document_writes_are_not_furniture(line: str) -> None:
     assert not is_stamp_text(line)
 
@@ -44,8 +66,16 @@ def _pages(path: Path) -> list[PageResult]:
     with pymupdf.open(path) as doc:
         for number, page in enumerate(doc, start=1):
             text, units = pdf_page_structure(page)
-            out.append(PageResult(source_id=SOURCE.source_id, source_version=SOURCE.version, page=number, text=text,
-                                  method="pdf-text", units=units))  # fmt: skip
+            out.append(
+                PageResult(
+                    source_id=SOURCE.source_id,
+                    source_version=SOURCE.version,
+                    page=number,
+                    text=text,
+                    method="pdf-text",
+                    units=units,
+                )
+            )
     return out
 
 
@@ -59,8 +89,10 @@ def _gost_page(path: Path) -> Path:
         page.insert_text((30, 800 - n * 150), label, fontname="dv", fontsize=9, rotate=90)
     page.insert_text((90, 60), "П о д п и с ь   и   д а т а", fontname="dv", fontsize=16)
     page.insert_text((250, 120), "АННОТАЦИЯ", fontname="dv", fontsize=16)
-    body = ["Настоящая пояснительная записка описывает устройство насосной станции второго подъёма,",
-            "её производительность и порядок эксплуатации в зимний период года."]  # fmt: skip
+    body = [
+        "Настоящая пояснительная записка описывает устройство насосной станции второго подъёма,",
+        "её производительность и порядок эксплуатации в зимний период года.",
+    ]
     for n, line in enumerate(body):
         page.insert_text((90, 160 + n * 14), line, fontname="dv", fontsize=11)
     page.insert_text((90, 790), "Изм. Кол.уч. Лист № док. Подп. Дата", fontname="dv", fontsize=8)
@@ -98,19 +130,31 @@ def test_a_real_gost_documents_stamp_rows_leave_its_tables() -> None:
     assert not any(is_stamp_text(part) for c in chunks for part in c.section_path if part != FURNITURE_SECTION)
 
 
-PARAGRAPHS = ["Решили принять проект к исполнению.", "Насосная станция работает в две смены.",
-              "Срок поставки оборудования — третий квартал.", "Ответственный назначен приказом директора."]  # fmt: skip
+PARAGRAPHS = [
+    "Решили принять проект к исполнению.",
+    "Насосная станция работает в две смены.",
+    "Срок поставки оборудования — третий квартал.",
+    "Ответственный назначен приказом директора.",
+]
 
 
 @settings(max_examples=60, deadline=None)
-@given(st.lists(st.one_of(st.sampled_from(STAMP_LINES), st.sampled_from(PARAGRAPHS)), min_size=1, max_size=12),
-       st.booleans())  # fmt: skip
+@given(
+    st.lists(st.one_of(st.sampled_from(STAMP_LINES), st.sampled_from(PARAGRAPHS)), min_size=1, max_size=12),
+    st.booleans(),
+)
 def test_stamp_lines_anywhere_in_ocr_text_are_furniture_and_nothing_is_lost(lines: list[str], heading: bool) -> None:
     """OCR output interleaves a frame's labels with the text wherever the page's reading order put them: every label
     ends in a furniture chunk and in no other body or section path, every paragraph in a content chunk."""
     text = "\n\n".join((["ПОЯСНИТЕЛЬНАЯ ЗАПИСКА"] if heading else []) + lines)
-    page = PageResult(source_id=SOURCE.source_id, source_version=SOURCE.version, page=1, text=text,
-                      method="ocr", units=text_structure(text))  # fmt: skip
+    page = PageResult(
+        source_id=SOURCE.source_id,
+        source_version=SOURCE.version,
+        page=1,
+        text=text,
+        method="ocr",
+        units=text_structure(text),
+    )
     chunks, _ = build_chunks(SOURCE, [page], "structure-v2", count=chars_as_tokens)
     furniture = _furniture(chunks)
     content = [c for c in chunks if c not in furniture]

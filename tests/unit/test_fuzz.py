@@ -25,19 +25,27 @@ FONT = "/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf"
 
 _scalars = st.one_of(st.none(), st.booleans(), st.integers(), st.text(max_size=20), st.floats(allow_nan=False))
 _yaml_values = st.recursive(
-    _scalars, lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=10), inner, max_size=4),
+    _scalars,
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=10), inner, max_size=4),
     max_leaves=12,
-)  # fmt: skip
+)
 _manifests = st.fixed_dictionaries(
     {},
     optional={
         "defaults": st.one_of(
             _yaml_values, st.fixed_dictionaries({}, optional={"owner": _scalars, "access": _scalars})
         ),
-        "rules": st.one_of(_yaml_values, st.lists(st.fixed_dictionaries(
-            {"match": st.text(max_size=15)}, optional={"owner": _scalars, "access": _scalars}), max_size=4)),
+        "rules": st.one_of(
+            _yaml_values,
+            st.lists(
+                st.fixed_dictionaries(
+                    {"match": st.text(max_size=15)}, optional={"owner": _scalars, "access": _scalars}
+                ),
+                max_size=4,
+            ),
+        ),
     },
-)  # fmt: skip
+)
 
 
 @FUZZ
@@ -122,8 +130,9 @@ def _mutated_pdfs(draw: st.DrawFn) -> bytes:
 def test_pdf_reader_never_crashes_on_a_damaged_pdf(tmp_path: Path, data: bytes) -> None:
     path = tmp_path / "fuzz.pdf"
     path.write_bytes(data)
-    source = Source(source_id="fuzz.pdf", version="fa" * 32, path=str(path), kind=SourceKind.pdf, owner="o",
-                    access="public")  # fmt: skip
+    source = Source(
+        source_id="fuzz.pdf", version="fa" * 32, path=str(path), kind=SourceKind.pdf, owner="o", access="public"
+    )
     outcome = read_source(source, Settings(data=tmp_path / "data"))
     # read (pages or pages for OCR) or refused as a whole with a reason (unreadable, or nothing drawn on any page)
     # — never an exception into the flow

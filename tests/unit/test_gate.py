@@ -12,10 +12,17 @@ BODY = "Протокол совещания о ремонте кровли ск�
 
 def _chunk(**update: object) -> Chunk:
     base = Chunk(
-        chunk_id="c1", source_id="сканы/протокол.pdf", source_version="ab" * 32, section_path=["протокол.pdf"],
-        locator=Locator(page=1, start=0, end=len(BODY)), text=f"[протокол.pdf · лист 1]\n{BODY}", body=BODY,
-        owner="Архив", access_rule="public", policy_version="page-v1",
-    )  # fmt: skip
+        chunk_id="c1",
+        source_id="сканы/протокол.pdf",
+        source_version="ab" * 32,
+        section_path=["протокол.pdf"],
+        locator=Locator(page=1, start=0, end=len(BODY)),
+        text=f"[протокол.pdf · лист 1]\n{BODY}",
+        body=BODY,
+        owner="Архив",
+        access_rule="public",
+        policy_version="page-v1",
+    )
     return base.model_copy(update=update)
 
 
@@ -67,8 +74,10 @@ def test_route_keeps_refused_chunks_as_quarantine_items() -> None:
     assert refused[0].chunk == bad and "npoTOKon" in refused[0].evidence
 
 
-ESTIMATE = ("Kзпл=0,2 — коэффициент к заработной плате; Kмат=1,1 — к стоимости материалов; Kтр=0,05 — "
-            "транспортные расходы; Hp=0,94 — накладные расходы по смете на ремонт кровли.")  # fmt: skip
+ESTIMATE = (
+    "Kзпл=0,2 — коэффициент к заработной плате; Kмат=1,1 — к стоимости материалов; Kтр=0,05 — "
+    "транспортные расходы; Hp=0,94 — накладные расходы по смете на ремонт кровли."
+)
 
 
 def test_the_files_own_text_is_not_judged_for_spelling_only_uncertain_text_is() -> None:
@@ -91,6 +100,10 @@ def test_the_files_own_text_is_not_judged_for_spelling_only_uncertain_text_is() 
     own = [page(method=m) for m in ("markup", "spreadsheet", "mail", "archive")]
     checked = LayerCheck.model_construct(decision="layer-kept")  # flagged, compared with its OCR, kept
     own += [page(method="text-layer", tier=0), page(method="text-layer", tier=0, layer_check=checked)]
-    uncertain = [page(method="tesseract", tier=1), page(method="vlm", tier=2), page(method="whisper"),
-                 page(method="plain-text")]  # a .txt: nothing says it is not an OCR export  # fmt: skip
+    uncertain = [
+        page(method="tesseract", tier=1),
+        page(method="vlm", tier=2),
+        page(method="whisper"),
+        page(method="plain-text"),
+    ]  # a .txt: nothing says it is not an OCR export
     assert all(holds_its_own_text(p) for p in own) and not any(holds_its_own_text(p) for p in uncertain)

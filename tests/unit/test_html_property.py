@@ -16,8 +16,25 @@ from tasks.readers.markup import html_text, html_to_text
 pytestmark = pytest.mark.unit
 
 WORDS = ("приказ", "договор", "поставка", "склад", "премия", "ремонт", "кровля", "насос", "акт", "сверка")
-CONTAINERS = ("div", "p", "span", "b", "i", "a", "section", "li", "h2", "blockquote", "iframe", "object", "noscript",
-              "em", "strong", "font", "center")  # fmt: skip
+CONTAINERS = (
+    "div",
+    "p",
+    "span",
+    "b",
+    "i",
+    "a",
+    "section",
+    "li",
+    "h2",
+    "blockquote",
+    "iframe",
+    "object",
+    "noscript",
+    "em",
+    "strong",
+    "font",
+    "center",
+)
 HIDDEN = ("script", "style")
 
 
@@ -113,7 +130,8 @@ def test_legacy_encodings_declared_or_not(generated: tuple[str, list[str]], enco
 
 def test_the_reported_pages_keep_their_text() -> None:
     assert html_to_text("<html><head><title>Приказ</title><body><p>Текст договора поставки</p>") == (
-        "# Приказ\n\nТекст договора поставки")  # fmt: skip
+        "# Приказ\n\nТекст договора поставки"
+    )
     assert _in_order(["до", "после", "ещё текст"], html_to_text("<p>до<iframe src=x>после</p><p>ещё текст</p>")) == []
     assert (
         _in_order(["Описание", "Конец"], html_to_text("<object data=a.swf><p>Описание</p></object><p>Конец</p>")) == []

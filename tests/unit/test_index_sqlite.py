@@ -177,8 +177,9 @@ def _axes(*weights: float) -> np.ndarray:
 
 
 def _publish_vector(index: SqliteIndex, source_id: str, text: str, vector: np.ndarray) -> None:
-    source = Source(source_id=source_id, version="v1", path="/x", kind=SourceKind.text, owner="o", access="public",
-                    tenant="default")  # fmt: skip
+    source = Source(
+        source_id=source_id, version="v1", path="/x", kind=SourceKind.text, owner="o", access="public", tenant="default"
+    )
     page = PageResult(source_id=source_id, source_version="v1", page=1, text=text, method="plain-text")
     chunks, _ = page_chunks(source, [page])
     index.publish_version(source, chunks, np.stack([vector] * len(chunks)), 1)
@@ -224,13 +225,16 @@ def test_convex_fusion_ranks_by_both_normalised_scores(index: SqliteIndex) -> No
     paraphrase's stray BM25 match — its only hit, min-max 1 — still ranks first: what the routed default avoids.)"""
     _paraphrase_corpus(index)
     query, vector = "Когда починят крышу на складе?", _axes(1)
-    first = lambda **o: retrieve(index.searcher, query, vector, ["public"], mode="hybrid", fusion="convex",  # noqa: E731
-                                 alpha_low=None, **o)  # fmt: skip
+
+    def first(**o):
+        return retrieve(index.searcher, query, vector, ["public"], mode="hybrid", fusion="convex", alpha_low=None, **o)
+
     assert first(alpha=1.0)[0]["source_id"] == "stray.txt"  # the only BM25 hit
     assert first(alpha=0.0)[0]["source_id"] == "roof.txt"
     decided: dict = {}
-    hits = retrieve(index.searcher, query, vector, ["public"], mode="hybrid", explain=decided, fusion="convex",
-                    alpha_low=None)  # fmt: skip
+    hits = retrieve(
+        index.searcher, query, vector, ["public"], mode="hybrid", explain=decided, fusion="convex", alpha_low=None
+    )
     assert decided["fusion"] == "convex" and decided["alpha"] == 0.5 and decided["answer_similarity"] is not None
     assert {h["source_id"] for h in hits} == {"roof.txt", "stray.txt", "other.txt"}
     assert hits[0]["source_id"] == "stray.txt"
@@ -244,12 +248,14 @@ def test_convex_fusion_weighs_a_low_coverage_bm25_match_by_alpha_low(index: Sqli
     _paraphrase_corpus(index)
     query, vector = "Когда починят крышу на складе?", _axes(1)
     decided: dict = {}
-    hits = retrieve(index.searcher, query, vector, ["public"], mode="hybrid", explain=decided, fusion="convex",
-                    alpha_low=0.0)  # fmt: skip
+    hits = retrieve(
+        index.searcher, query, vector, ["public"], mode="hybrid", explain=decided, fusion="convex", alpha_low=0.0
+    )
     assert hits[0]["source_id"] == "roof.txt" and decided["alpha"] == 0.0
     covered: dict = {}
-    retrieve(index.searcher, "склад", vector, ["public"], mode="hybrid", explain=covered, fusion="convex",
-             alpha_low=0.2)  # fmt: skip
+    retrieve(
+        index.searcher, "склад", vector, ["public"], mode="hybrid", explain=covered, fusion="convex", alpha_low=0.2
+    )
     assert covered["alpha"] == 0.5
 
 
@@ -285,8 +291,15 @@ def test_reindex_swaps_vectors_to_a_new_model_without_touching_chunks(index: Sql
     # A version published after the swap goes into the new table; one embedded with the old model is refused.
     _publish_vector(index, "late.txt", "Поздний документ о кровли.", np.asarray([1.0, 0.0, 0.0], dtype=np.float32))
     with pytest.raises(IndexMismatchError):
-        source = Source(source_id="stale.txt", version="v1", path="/x", kind=SourceKind.text, owner="o",
-                        access="public", tenant="default")  # fmt: skip
+        source = Source(
+            source_id="stale.txt",
+            version="v1",
+            path="/x",
+            kind=SourceKind.text,
+            owner="o",
+            access="public",
+            tenant="default",
+        )
         page = PageResult(source_id="stale.txt", source_version="v1", page=1, text="Старый.", method="plain-text")
         chunks, _ = page_chunks(source, [page])
         index.publish_version(source, chunks, np.stack([_vec(0)] * len(chunks)), 1, embed_model="old-model")

@@ -30,8 +30,9 @@ NOT_SETTINGS = {
 
 
 def _validate(path: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([str(CHECK), "--builtin-schema", "vendor.compose-spec", str(path)], capture_output=True,
-                          text=True, timeout=60)  # fmt: skip
+    return subprocess.run(
+        [str(CHECK), "--builtin-schema", "vendor.compose-spec", str(path)], capture_output=True, text=True, timeout=60
+    )
 
 
 def test_there_are_compose_recipes_for_each_service() -> None:
@@ -52,9 +53,12 @@ def test_the_compose_check_can_fail(tmp_path: Path) -> None:
 
 def test_every_korpus_name_in_docs_and_recipes_is_a_setting() -> None:
     settings = {f"KORPUS_{name.upper()}" for name in Settings.model_fields}
-    texts = [REPO / "README.md", *(REPO / "docs").glob("*.md"),
-             *(p for p in (REPO / "infra").rglob("*.*") if "target" not in p.parts),  # not a build's output
-             *(REPO / "deployments").glob("*.yaml")]  # fmt: skip
+    texts = [
+        REPO / "README.md",
+        *(REPO / "docs").glob("*.md"),
+        *(p for p in (REPO / "infra").rglob("*.*") if "target" not in p.parts),  # not a build's output
+        *(REPO / "deployments").glob("*.yaml"),
+    ]
     unknown: dict[str, list[str]] = {}
     for path in texts:
         for name in re.findall(r"KORPUS_[A-Z0-9_]*[A-Z0-9]", path.read_text(encoding="utf-8")):

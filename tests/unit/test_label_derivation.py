@@ -48,8 +48,15 @@ class Labels(RuleBasedStateMachine):
         self.versions = 0
 
     def _source(self, name: str, access: str, tenant: str, version: str | None = None) -> Source:
-        return Source(source_id=name, version=version or self.catalog[name][0], path="/x", kind=SourceKind.text,
-                      owner="o", access=access, tenant=tenant)  # fmt: skip
+        return Source(
+            source_id=name,
+            version=version or self.catalog[name][0],
+            path="/x",
+            kind=SourceKind.text,
+            owner="o",
+            access=access,
+            tenant=tenant,
+        )
 
     @rule(name=st.sampled_from(NAMES), access=st.sampled_from(ACCESS), tenant=st.sampled_from(TENANTS))
     def publish(self, name: str, access: str, tenant: str) -> None:
@@ -67,8 +74,10 @@ class Labels(RuleBasedStateMachine):
         name = data.draw(st.sampled_from(sorted(self.served)))
         if row_only:  # the catalog row alone: the triggers move its chunks
             with self.index.write_transaction():
-                self.index.conn.execute("UPDATE sources SET access = ?, tenant = ? WHERE source_id = ? AND version = ?",
-                                        (access, tenant, name, self.catalog[name][0]))  # fmt: skip
+                self.index.conn.execute(
+                    "UPDATE sources SET access = ?, tenant = ? WHERE source_id = ? AND version = ?",
+                    (access, tenant, name, self.catalog[name][0]),
+                )
         else:
             self.index.relabel_source(self._source(name, access, tenant))
         self.catalog[name] = (self.catalog[name][0], access, tenant)
@@ -78,8 +87,9 @@ class Labels(RuleBasedStateMachine):
     def release_a_chunk_stored_with_stale_labels(self, data: st.DataObject, access: str, tenant: str) -> None:
         name = data.draw(st.sampled_from(sorted(self.served)))
         stale = self._source(name, access, tenant)
-        page = PageResult(source_id=name, source_version=stale.version, page=2, text=f"{TEXT} повторно",
-                          method="plain-text")  # fmt: skip
+        page = PageResult(
+            source_id=name, source_version=stale.version, page=2, text=f"{TEXT} повторно", method="plain-text"
+        )
         for chunk in page_chunks(stale, [page])[0]:
             released = chunk.model_copy(update={"chunk_id": f"{chunk.chunk_id}-released{self.versions}"})
             self.index.add_reviewed_chunk(released, _vector(), exception=True)
@@ -118,6 +128,7 @@ class Labels(RuleBasedStateMachine):
         self.dir.cleanup()
 
 
-Labels.TestCase.settings = settings(max_examples=60, stateful_step_count=8, deadline=None,
-                                    suppress_health_check=[HealthCheck.too_slow])  # fmt: skip
+Labels.TestCase.settings = settings(
+    max_examples=60, stateful_step_count=8, deadline=None, suppress_health_check=[HealthCheck.too_slow]
+)
 TestLabels = Labels.TestCase

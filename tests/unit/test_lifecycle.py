@@ -22,13 +22,25 @@ DIMS = 8
 
 
 def _version(source_id: str, version: str, pages: int) -> tuple[Source, list, np.ndarray]:
-    source = Source(source_id=source_id, version=version, path="/x", kind=SourceKind.text, owner="o", access="public",
-                    tenant="default")  # fmt: skip
+    source = Source(
+        source_id=source_id,
+        version=version,
+        path="/x",
+        kind=SourceKind.text,
+        owner="o",
+        access="public",
+        tenant="default",
+    )
     results = [
-        PageResult(source_id=source_id, source_version=version, page=i + 1, text=f"договор редакция {version} стр. {i}",
-                   method="plain-text")
+        PageResult(
+            source_id=source_id,
+            source_version=version,
+            page=i + 1,
+            text=f"договор редакция {version} стр. {i}",
+            method="plain-text",
+        )
         for i in range(pages)
-    ]  # fmt: skip
+    ]
     chunks, _ = page_chunks(source, results)
     vectors = np.ones((len(chunks), DIMS), dtype=np.float32)
     return source, chunks, vectors
@@ -112,8 +124,9 @@ def test_kill_9_mid_switch_leaves_a_consistent_index(tmp_path: Path) -> None:
     index.publish_version(*_version("a.txt", "v1", 5), pages=5)
     index.close()
     root = str(Path(__file__).resolve().parents[2])
-    proc = subprocess.Popen([sys.executable, "-c", KILL_SCRIPT.format(root=root, db=str(db))], stdout=subprocess.PIPE,
-                            text=True)  # fmt: skip
+    proc = subprocess.Popen(
+        [sys.executable, "-c", KILL_SCRIPT.format(root=root, db=str(db))], stdout=subprocess.PIPE, text=True
+    )
     assert proc.stdout is not None and proc.stdout.readline().strip() == "inside"
     os.kill(proc.pid, signal.SIGKILL)
     proc.wait()

@@ -123,8 +123,13 @@ def letter_with_attachments() -> bytes:
     message["Date"] = "Mon, 12 May 2003 14:02:00 +0400"
     alternative = MIMEMultipart("alternative")
     alternative.attach(MIMEText("Смета во вложении, согласуйте до пятницы.", "plain", "cp1251"))
-    alternative.attach(MIMEText("<html><body><p>Смета во вложении, согласуйте до пятницы.</p>"
-                                "<script>track()</script></body></html>", "html", "utf-8"))  # fmt: skip
+    alternative.attach(
+        MIMEText(
+            "<html><body><p>Смета во вложении, согласуйте до пятницы.</p><script>track()</script></body></html>",
+            "html",
+            "utf-8",
+        )
+    )
     message.attach(alternative)
     sheet = MIMEApplication(b"a;b\n1;2\n", "octet-stream")
     sheet.add_header("Content-Disposition", "attachment", filename=("utf-8", "", "смета 2003.csv"))  # RFC 2231
@@ -146,8 +151,12 @@ def test_alternatives_read_once_and_attachments_named_by_rfc2231_and_rfc2047(tmp
 
 
 def test_an_html_only_letter_becomes_text(tmp_path: Path) -> None:
-    message = MIMEText("<html><head><style>p{}</style></head><body><h1>Уведомление</h1><p>Склад закрыт "
-                       "на инвентаризацию.</p></body></html>", "html", "koi8-r")  # fmt: skip
+    message = MIMEText(
+        "<html><head><style>p{}</style></head><body><h1>Уведомление</h1><p>Склад закрыт "
+        "на инвентаризацию.</p></body></html>",
+        "html",
+        "koi8-r",
+    )
     message["Subject"] = "Inventory"
     path = tmp_path / "html.eml"
     path.write_bytes(message.as_bytes())
@@ -159,19 +168,33 @@ def test_a_mailbox_gives_each_letter_and_unescapes_from_lines(tmp_path: Path) ->
     box = tmp_path / "ящик.mbox"
     letters = []
     for n in range(1, 4):
-        letters.append(f"From buh@example.ru Mon May 12 14:0{n}:00 2003\nFrom: buh@example.ru\nSubject: письмо {n}"
-                       f"\nContent-Type: text/plain; charset=utf-8\n\nТекст {n}.\n>From the archive.\n\n")  # fmt: skip
+        letters.append(
+            f"From buh@example.ru Mon May 12 14:0{n}:00 2003\nFrom: buh@example.ru\nSubject: письмо {n}"
+            f"\nContent-Type: text/plain; charset=utf-8\n\nТекст {n}.\n>From the archive.\n\n"
+        )
     box.write_bytes("".join(letters).encode())
     messages = list(mbox_messages(box))
     assert len(messages) == 3 and b"From the archive." in messages[1] and b">From" not in messages[1]
     assert [m.name for m in MailReader().members(source_of(box), SETTINGS)] == [
-        "письмо 0001.eml", "письмо 0002.eml", "письмо 0003.eml"]  # fmt: skip
+        "письмо 0001.eml",
+        "письмо 0002.eml",
+        "письмо 0003.eml",
+    ]
     text, _ = read(box)
     assert "писем — 3" in text
 
 
-SUBJECTS = ("Смета на ремонт склада", "Сверка остатков угля", "Приказ", "Счёт-фактура Семёнову", "Юбилей завода",
-            "Re: акт приёмки 12", "ЭЦП: сертификат истекает", "Щебень - поставка в июне", "Яковлеву И. П.")  # fmt: skip
+SUBJECTS = (
+    "Смета на ремонт склада",
+    "Сверка остатков угля",
+    "Приказ",
+    "Счёт-фактура Семёнову",
+    "Юбилей завода",
+    "Re: акт приёмки 12",
+    "ЭЦП: сертификат истекает",
+    "Щебень - поставка в июне",
+    "Яковлеву И. П.",
+)
 
 
 @pytest.mark.parametrize("codec", ["cp1251", "koi8_r", "cp866"])

@@ -34,8 +34,14 @@ ctypes.CDLL(None).malloc_stats()
 
 
 def _child(mode: str, **env: str) -> tuple[list[str], int]:
-    done = subprocess.run([sys.executable, "-c", CHILD.format(root=str(ROOT)), mode], capture_output=True,
-                          text=True, timeout=60, env={"PATH": "/usr/bin:/bin", **env}, check=True)  # fmt: skip
+    done = subprocess.run(
+        [sys.executable, "-c", CHILD.format(root=str(ROOT)), mode],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={"PATH": "/usr/bin:/bin", **env},
+        check=True,
+    )
     return done.stdout.split(), sum(line.startswith("Arena ") for line in done.stderr.splitlines())
 
 

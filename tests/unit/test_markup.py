@@ -36,10 +36,12 @@ def test_a_real_job_site_page_keeps_its_text_and_drops_its_markup() -> None:
 
 
 def test_a_legacy_encoding_and_scripts() -> None:
-    page = ('<html><head><meta http-equiv="Content-Type" content="text/html; charset=windows-1251">'
-            "<title>Приказ № 5</title><style>p {color: red}</style><script>var x = '<p>не текст</p>';</script>"
-            "</head><body><h2>О премировании</h2><p>Премировать&nbsp;сотрудников&nbsp;склада.<br>Подписал "
-            "директор.</p><noscript>включите JavaScript</noscript></body></html>").encode("cp1251")  # fmt: skip
+    page = (
+        '<html><head><meta http-equiv="Content-Type" content="text/html; charset=windows-1251">'
+        "<title>Приказ № 5</title><style>p {color: red}</style><script>var x = '<p>не текст</p>';</script>"
+        "</head><body><h2>О премировании</h2><p>Премировать&nbsp;сотрудников&nbsp;склада.<br>Подписал "
+        "директор.</p><noscript>включите JavaScript</noscript></body></html>"
+    ).encode("cp1251")
     text, encoding = html_text(page)
     assert encoding == "windows-1251"
     # a browser without scripts shows <noscript>: korpus reads the page as such a browser renders it
@@ -80,21 +82,27 @@ def _read(tmp_path: Path, name: str, data: bytes):  # type: ignore[no-untyped-de
 
 
 def test_an_rss_feed_item_by_item_in_its_declared_encoding(tmp_path: Path) -> None:
-    feed = ('<?xml version="1.0" encoding="windows-1251"?><rss version="2.0"><channel><title>Новости завода</title>'
-            "<item><title>Ремонт крыши склада</title><pubDate>Mon, 12 May 2003 10:00:00 +0400</pubDate>"
-            "<description>&lt;p&gt;Работы начнутся в &lt;b&gt;июне&lt;/b&gt;.&lt;/p&gt;</description></item>"
-            "<item><title>Приёмка угля</title><description>Уголь принят без замечаний.</description></item>"
-            "</channel></rss>").encode("cp1251")  # fmt: skip
+    feed = (
+        '<?xml version="1.0" encoding="windows-1251"?><rss version="2.0"><channel><title>Новости завода</title>'
+        "<item><title>Ремонт крыши склада</title><pubDate>Mon, 12 May 2003 10:00:00 +0400</pubDate>"
+        "<description>&lt;p&gt;Работы начнутся в &lt;b&gt;июне&lt;/b&gt;.&lt;/p&gt;</description></item>"
+        "<item><title>Приёмка угля</title><description>Уголь принят без замечаний.</description></item>"
+        "</channel></rss>"
+    ).encode("cp1251")
     [page] = _read(tmp_path, "новости.xml", feed).pages
-    assert page.text == ("# Новости завода\n\n## Ремонт крыши склада\n\nMon, 12 May 2003 10:00:00 +0400\n\n"
-                         "Работы начнутся в июне.\n\n## Приёмка угля\n\nУголь принят без замечаний.")  # fmt: skip
+    assert page.text == (
+        "# Новости завода\n\n## Ремонт крыши склада\n\nMon, 12 May 2003 10:00:00 +0400\n\n"
+        "Работы начнутся в июне.\n\n## Приёмка угля\n\nУголь принят без замечаний."
+    )
     assert "windows-1251" in page.engine
 
 
 def test_an_atom_feed_and_plain_xml(tmp_path: Path) -> None:
-    atom = ('<?xml version="1.0" encoding="utf-8"?><feed xmlns="http://www.w3.org/2005/Atom"><title>Блог</title>'
-            "<entry><title>Запись</title><updated>2024-01-02</updated><summary>Текст записи.</summary></entry>"
-            "</feed>").encode()  # fmt: skip
+    atom = (
+        '<?xml version="1.0" encoding="utf-8"?><feed xmlns="http://www.w3.org/2005/Atom"><title>Блог</title>'
+        "<entry><title>Запись</title><updated>2024-01-02</updated><summary>Текст записи.</summary></entry>"
+        "</feed>"
+    ).encode()
     assert _read(tmp_path, "a.atom", atom).pages[0].text == "# Блог\n\n## Запись\n\n2024-01-02\n\nТекст записи."
     plain = "<реестр><запись><номер>7</номер><кому>Иванову</кому></запись></реестр>".encode()
     assert _read(tmp_path, "реестр.xml", plain).pages[0].text == "7\nИванову"
@@ -120,11 +128,16 @@ def test_an_epub_in_reading_order(tmp_path: Path) -> None:
     path = tmp_path / "книга.epub"
     with zipfile.ZipFile(path, "w") as book:
         book.writestr("mimetype", "application/epub+zip")
-        book.writestr("META-INF/container.xml", '<container><rootfiles><rootfile full-path="OEBPS/c.opf"/>'
-                      "</rootfiles></container>")  # fmt: skip
-        book.writestr("OEBPS/c.opf", '<package><manifest><item id="b" href="two.xhtml"/><item id="a" '
-                      'href="one.xhtml"/></manifest><spine><itemref idref="a"/><itemref idref="b"/></spine>'
-                      "</package>")  # fmt: skip
+        book.writestr(
+            "META-INF/container.xml",
+            '<container><rootfiles><rootfile full-path="OEBPS/c.opf"/></rootfiles></container>',
+        )
+        book.writestr(
+            "OEBPS/c.opf",
+            '<package><manifest><item id="b" href="two.xhtml"/><item id="a" '
+            'href="one.xhtml"/></manifest><spine><itemref idref="a"/><itemref idref="b"/></spine>'
+            "</package>",
+        )
         book.writestr("OEBPS/one.xhtml", "<html><body><h1>Глава первая</h1><p>Начало.</p></body></html>")
         book.writestr("OEBPS/two.xhtml", "<html><body><h1>Глава вторая</h1><p>Конец.</p></body></html>")
     [page] = _read(tmp_path, "книга.epub", path.read_bytes()).pages

@@ -38,13 +38,29 @@ def test_dates_read_aloud() -> None:
 
 
 def _facts(source_id: str, **lists: list) -> SourceFacts:
-    return SourceFacts(source_id=source_id, version="v", kind="text", title="Приказ № 1", pages=1, owner="o",
-                       access="public", tenant="default", **lists)  # fmt: skip
+    return SourceFacts(
+        source_id=source_id,
+        version="v",
+        kind="text",
+        title="Приказ № 1",
+        pages=1,
+        owner="o",
+        access="public",
+        tenant="default",
+        **lists,
+    )
 
 
 def _person(surname: str, first: str | None, middle: str | None, shown: str, fullness: int, page: int = 1):
-    return PersonMention(surname=surname, first_initial=first, middle_initial=middle, shown=shown, fullness=fullness,
-                         certain=fullness > 2, place=Place(source_id="a.txt", page=page))  # fmt: skip
+    return PersonMention(
+        surname=surname,
+        first_initial=first,
+        middle_initial=middle,
+        shown=shown,
+        fullness=fullness,
+        certain=fullness > 2,
+        place=Place(source_id="a.txt", page=page),
+    )
 
 
 def test_persons_merge_by_surname_and_initials_and_ambiguous_mentions_are_counted() -> None:
@@ -68,26 +84,39 @@ def test_organisations_merge_by_inn_and_a_name_without_inn_joins_its_entry() -> 
     def org(key: str, name: str, inn: str | None) -> OrganisationMention:
         return OrganisationMention(key=key, name=name, inn=inn, ogrn=None, place=Place(source_id="a.txt", page=1))
 
-    merged = organisations([_facts("a.txt", organisations=[
-        org("ООО ромашка", "ООО «Ромашка»", "7707083893"),
-        org("ООО ромашка", "Общество с ограниченной ответственностью «Ромашка»", "7707083893"),
-        org("ООО ромашка", "ООО «Ромашка»", None),
-        org("АО ромашка", "АО «Ромашка»", "5330445293"),  # another company of the same name: its own ИНН
-        org("АО волга", "АО «Волга»", None),
-    ])])  # fmt: skip
+    merged = organisations(
+        [
+            _facts(
+                "a.txt",
+                organisations=[
+                    org("ООО ромашка", "ООО «Ромашка»", "7707083893"),
+                    org("ООО ромашка", "Общество с ограниченной ответственностью «Ромашка»", "7707083893"),
+                    org("ООО ромашка", "ООО «Ромашка»", None),
+                    org("АО ромашка", "АО «Ромашка»", "5330445293"),  # another company of the same name: its own ИНН
+                    org("АО волга", "АО «Волга»", None),
+                ],
+            )
+        ]
+    )
     assert [(o.shown, o.inn, len(o.mentions)) for o in merged] == [
-        ("АО «Волга»", None, 1), ("АО «Ромашка»", "5330445293", 1), ("ООО «Ромашка»", "7707083893", 3),
-    ]  # fmt: skip
+        ("АО «Волга»", None, 1),
+        ("АО «Ромашка»", "5330445293", 1),
+        ("ООО «Ромашка»", "7707083893", 3),
+    ]
 
 
 def test_chronology_merges_the_same_event_from_two_places_and_sorts_by_date() -> None:
     def dated(first: str, sentence: str, source: str) -> DatedSentence:
         return DatedSentence(first=first, last=first, sentence=sentence, place=Place(source_id=source, page=1))
 
-    events = chronology([
-        _facts("a.txt", events=[dated("2001-03-12", "Проверка  склада.", "a.txt"), dated("1998", "Ремонт.", "a.txt")]),
-        _facts("b.txt", events=[dated("2001-03-12", "проверка склада.", "b.txt")]),
-    ])  # fmt: skip
+    events = chronology(
+        [
+            _facts(
+                "a.txt", events=[dated("2001-03-12", "Проверка  склада.", "a.txt"), dated("1998", "Ремонт.", "a.txt")]
+            ),
+            _facts("b.txt", events=[dated("2001-03-12", "проверка склада.", "b.txt")]),
+        ]
+    )
     assert [(e.first, len(e.places)) for e in events] == [("1998", 1), ("2001-03-12", 2)]
 
 
@@ -103,8 +132,11 @@ def test_parts_hold_whole_entries_and_say_what_they_cover() -> None:
 def test_an_added_entry_changes_only_the_parts_around_it() -> None:
     entries = [(f"{n:03d}", f"- запись {n}: " + "текст " * 25) for n in range(200)]
     before = _parts("Реестр лиц", entries, head="Лиц в реестре: 200.")
-    after = _parts("Реестр лиц", [*entries[:100], ("100a", "- новая запись " + "текст " * 25), *entries[100:]],
-                   head="Лиц в реестре: 201.")  # fmt: skip
+    after = _parts(
+        "Реестр лиц",
+        [*entries[:100], ("100a", "- новая запись " + "текст " * 25), *entries[100:]],
+        head="Лиц в реестре: 201.",
+    )
     changed = set(after) - set(before)
     assert len(before) > 15 and len(changed) <= 4  # the totals, its part, up to two more until a boundary re-aligns
 
@@ -114,13 +146,15 @@ def test_meta_ids_and_address_lines() -> None:
     assert source_id == "korpus://meta/hr/Реестр лиц" and meta_kind(source_id) == "persons"
     assert meta_source_id("acme", "public", "toc") == "korpus://meta/acme/public/Оглавление коллекции"
     assert meta_kind("приказы/приказ_01.txt") is None
-    source = Source(source_id=source_id, version="v", path=source_id, kind=SourceKind.meta, owner="korpus",
-                    access="hr")  # fmt: skip
+    source = Source(source_id=source_id, version="v", path=source_id, kind=SourceKind.meta, owner="korpus", access="hr")
     page = PageResult(source_id=source_id, source_version="v", page=7, text="…", method="meta")
     assert address_line(source, page, None) == "[Реестр лиц · часть 7]"
 
 
 def test_document_types_from_titles() -> None:
     assert [document_type(t) for t in ("Приказ № 5", "«Договор поставки»", "Служебная записка", "Итоги")] == [
-        "приказ", "договор", "служебная записка", None,
-    ]  # fmt: skip
+        "приказ",
+        "договор",
+        "служебная записка",
+        None,
+    ]

@@ -33,22 +33,55 @@ _INITIAL = st.one_of(st.none(), st.sampled_from("АБВГДЕЖЗИКЛМН"))
 def _facts(draw: st.DrawFn) -> SourceFacts:
     source_id = draw(st.sampled_from(["a.txt", "дела/письмо 1.txt", "x/y/z.pdf"]))
     audio = draw(st.booleans())
-    places = st.builds(Place, source_id=st.just(source_id), page=st.none() if audio else st.integers(1, 4),
-                       t_start=st.floats(0, 5000, allow_nan=False) if audio else st.none())  # fmt: skip
+    places = st.builds(
+        Place,
+        source_id=st.just(source_id),
+        page=st.none() if audio else st.integers(1, 4),
+        t_start=st.floats(0, 5000, allow_nan=False) if audio else st.none(),
+    )
     date = st.sampled_from(["2020-01-02", "2021-05", "1998", "2024-12-31"])
     return SourceFacts(
-        source_id=source_id, version=draw(st.sampled_from(["v1", "v2"])), kind="audio" if audio else "text",
-        title=draw(_WORD), pages=draw(st.integers(0, 5)), seconds=5000.0 if audio else None,
-        owner=draw(st.sampled_from(["Канцелярия", None])), access="public", tenant="default",
-        events=draw(st.lists(st.builds(DatedSentence, first=date, last=date, sentence=_WORD, place=places),
-                             max_size=4)),
-        persons=draw(st.lists(st.builds(PersonMention, surname=_WORD, first_initial=_INITIAL,
-                                        middle_initial=_INITIAL, shown=_WORD, fullness=st.integers(0, 6),
-                                        certain=st.booleans(), place=places), max_size=6)),
-        organisations=draw(st.lists(st.builds(OrganisationMention, key=_WORD, name=_WORD,
-                                              inn=st.one_of(st.none(), st.sampled_from(["7707083893", "7830002293"])),
-                                              ogrn=st.none(), place=places), max_size=4)),
-    )  # fmt: skip
+        source_id=source_id,
+        version=draw(st.sampled_from(["v1", "v2"])),
+        kind="audio" if audio else "text",
+        title=draw(_WORD),
+        pages=draw(st.integers(0, 5)),
+        seconds=5000.0 if audio else None,
+        owner=draw(st.sampled_from(["Канцелярия", None])),
+        access="public",
+        tenant="default",
+        events=draw(
+            st.lists(st.builds(DatedSentence, first=date, last=date, sentence=_WORD, place=places), max_size=4)
+        ),
+        persons=draw(
+            st.lists(
+                st.builds(
+                    PersonMention,
+                    surname=_WORD,
+                    first_initial=_INITIAL,
+                    middle_initial=_INITIAL,
+                    shown=_WORD,
+                    fullness=st.integers(0, 6),
+                    certain=st.booleans(),
+                    place=places,
+                ),
+                max_size=6,
+            )
+        ),
+        organisations=draw(
+            st.lists(
+                st.builds(
+                    OrganisationMention,
+                    key=_WORD,
+                    name=_WORD,
+                    inn=st.one_of(st.none(), st.sampled_from(["7707083893", "7830002293"])),
+                    ogrn=st.none(),
+                    place=places,
+                ),
+                max_size=4,
+            )
+        ),
+    )
 
 
 @settings(max_examples=60, deadline=None)
@@ -69,13 +102,28 @@ def test_compact_facts_read_from_the_cache_say_what_the_extracted_facts_say(
 
 def test_compact_shares_one_place_object_for_each_place(tmp_path: Path) -> None:
     page = Place(source_id="a.txt", page=2)
-    facts = SourceFacts(source_id="a.txt", version="v", kind="text", title="t", pages=2, owner="o", access="public",
-                        tenant="default",
-                        persons=[PersonMention(surname="лапин", first_initial="С", middle_initial="Н",
-                                               shown="Лапин С. Н.", fullness=2, place=Place(source_id="a.txt", page=2))
-                                 for _ in range(3)],
-                        organisations=[OrganisationMention(key="ООО ромашка", name="ООО «Ромашка»", inn=None,
-                                                           ogrn=None, place=page)])  # fmt: skip
+    facts = SourceFacts(
+        source_id="a.txt",
+        version="v",
+        kind="text",
+        title="t",
+        pages=2,
+        owner="o",
+        access="public",
+        tenant="default",
+        persons=[
+            PersonMention(
+                surname="лапин",
+                first_initial="С",
+                middle_initial="Н",
+                shown="Лапин С. Н.",
+                fullness=2,
+                place=Place(source_id="a.txt", page=2),
+            )
+            for _ in range(3)
+        ],
+        organisations=[OrganisationMention(key="ООО ромашка", name="ООО «Ромашка»", inn=None, ogrn=None, place=page)],
+    )
     cache = FactCache(tmp_path)
     source = Source(source_id="a.txt", version="v", path="a.txt")
     cache.put(facts, source)
@@ -89,16 +137,25 @@ def test_compact_shares_one_place_object_for_each_place(tmp_path: Path) -> None:
 def test_a_broken_cache_file_is_read_again(tmp_path: Path) -> None:
     cache = FactCache(tmp_path)
     source = Source(source_id="a.txt", version="v", path="a.txt")
-    cache.put(SourceFacts(source_id="a.txt", version="v", kind="text", title="t", pages=1, owner=None, access=None,
-                          tenant=None), source)  # fmt: skip
+    cache.put(
+        SourceFacts(
+            source_id="a.txt", version="v", kind="text", title="t", pages=1, owner=None, access=None, tenant=None
+        ),
+        source,
+    )
     written = next(tmp_path.rglob("*.json"))
     written.write_text('{"source_id": "a.txt", "persons": [{"surname": 1}]}', encoding="utf-8")
     assert cache.get(source) is None
 
 
-_ROW = st.fixed_dictionaries({"version": st.sampled_from(["v1", "v2"]), "owner": st.sampled_from(["o", None]),
-                              "switched_at": st.sampled_from(["2026-01-01T00:00:00", None]),
-                              "served": st.text(alphabet="0123456789abcdef", max_size=4)})  # fmt: skip
+_ROW = st.fixed_dictionaries(
+    {
+        "version": st.sampled_from(["v1", "v2"]),
+        "owner": st.sampled_from(["o", None]),
+        "switched_at": st.sampled_from(["2026-01-01T00:00:00", None]),
+        "served": st.text(alphabet="0123456789abcdef", max_size=4),
+    }
+)
 
 
 @settings(max_examples=200, deadline=None)

@@ -32,8 +32,10 @@ def test_which_sentences_may_name_someone() -> None:
 
 
 @settings(max_examples=200, deadline=None)
-@given(st.lists(st.sampled_from(SENTENCES), max_size=12), st.lists(st.sampled_from([" ", "\n", "\n\n", "  "]),
-                                                                     min_size=12, max_size=12))  # fmt: skip
+@given(
+    st.lists(st.sampled_from(SENTENCES), max_size=12),
+    st.lists(st.sampled_from([" ", "\n", "\n\n", "  "]), min_size=12, max_size=12),
+)
 def test_every_kept_character_maps_back_to_itself(sentences: list[str], gaps: list[str]) -> None:
     text = "".join(s + g for s, g in zip(sentences, gaps, strict=False))
     kept, places = _kept(text)
@@ -45,9 +47,11 @@ def test_every_kept_character_maps_back_to_itself(sentences: list[str], gaps: li
 
 
 def test_names_are_found_at_their_places() -> None:
-    text = ("Поставщик обязан оплатить счёт в срок. Квартал оборудование смета протокол.\n"
-            "Договор с ООО «Ромашка» подписал Сергей Николаевич Лапин. Оплата прошла.\n"
-            "Квартал оборудование смета протокол. Мяч получает Онопко в центре поля.")  # fmt: skip
+    text = (
+        "Поставщик обязан оплатить счёт в срок. Квартал оборудование смета протокол.\n"
+        "Договор с ООО «Ромашка» подписал Сергей Николаевич Лапин. Оплата прошла.\n"
+        "Квартал оборудование смета протокол. Мяч получает Онопко в центре поля."
+    )
     spans = ner_spans([text])[0]
     found = {text[a:b] for a, b, _ in spans}
     assert "Сергей Николаевич Лапин" in found and "Онопко" in found, found

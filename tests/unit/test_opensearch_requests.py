@@ -26,9 +26,10 @@ def test_template_is_strict_russian_and_cosine_hnsw() -> None:
     assert mappings["properties"]["text"]["analyzer"] == "russian"
     assert mappings["properties"]["text"]["fields"]["exact"]["analyzer"] == "korpus_exact"
     assert mappings["properties"]["embedding"] == {
-        "type": "knn_vector", "dimension": 384,
+        "type": "knn_vector",
+        "dimension": 384,
         "method": {"name": "hnsw", "engine": "lucene", "space_type": "cosinesimil"},
-    }  # fmt: skip
+    }
     assert template["template"]["settings"]["index"]["knn"] is True
 
 
@@ -43,4 +44,5 @@ def test_names_versions_and_lexical_filters() -> None:
     tenants = visible(["public", "acme/public", "acme/hr"])[1]["bool"]["should"]
     assert [clause["bool"]["filter"] for clause in tenants] == [
         [{"term": {"tenant": "default"}}, {"terms": {"access": ["public"]}}],
-        [{"term": {"tenant": "acme"}}, {"terms": {"access": ["public", "hr"]}}]]  # fmt: skip
+        [{"term": {"tenant": "acme"}}, {"terms": {"access": ["public", "hr"]}}],
+    ]

@@ -11,7 +11,9 @@ pytestmark = pytest.mark.unit
 
 def test_two_questions_are_split_and_fragments_are_not() -> None:
     assert split_questions("Где акт проверки склада? Кто подписал договор поставки насосов?") == [
-        "Где акт проверки склада?", "Кто подписал договор поставки насосов?"]  # fmt: skip
+        "Где акт проверки склада?",
+        "Кто подписал договор поставки насосов?",
+    ]
     assert split_questions("Что такое ИНН? 7707083893") == ["Что такое ИНН? 7707083893"]  # a fragment: kept whole
     assert split_questions("Договор № 45-17/2023 от какого числа?") == ["Договор № 45-17/2023 от какого числа?"]
     five = " ".join(f"Вопрос номер {n} про склад?" for n in range(5))

@@ -16,25 +16,36 @@ SOURCE = Source(source_id="закон.txt", version="ab" * 32, path="/r", kind=S
 
 
 def _page(text: str, number: int = 1) -> PageResult:
-    return PageResult(source_id=SOURCE.source_id, source_version=SOURCE.version, page=number, text=text,
-                      method="plain-text", units=text_structure(text))  # fmt: skip
+    return PageResult(
+        source_id=SOURCE.source_id,
+        source_version=SOURCE.version,
+        page=number,
+        text=text,
+        method="plain-text",
+        units=text_structure(text),
+    )
 
 
 def test_a_law_written_one_paragraph_per_line_is_not_one_giant_item() -> None:
     paragraph = "Оператор обеспечивает защиту персональных данных в информационной системе. " * 6
-    text = "\n".join([
-        "8. В состав мер по обеспечению безопасности входят:",
-        "идентификация и аутентификация субъектов доступа;",
-        "управление доступом субъектов доступа к объектам доступа;",
-        "регистрация событий безопасности.",
-        *[paragraph.strip() for _ in range(12)],
-        "9. Меры защиты выбираются оператором.",
-    ])  # fmt: skip
+    text = "\n".join(
+        [
+            "8. В состав мер по обеспечению безопасности входят:",
+            "идентификация и аутентификация субъектов доступа;",
+            "управление доступом субъектов доступа к объектам доступа;",
+            "регистрация событий безопасности.",
+            *[paragraph.strip() for _ in range(12)],
+            "9. Меры защиты выбираются оператором.",
+        ]
+    )
     units = text_structure(text)
     items = [u for u in units if u.kind is UnitKind.list_item]
     assert [text[u.start : u.end][:12] for u in items[:4]] == [
-        "8. В состав ", "идентификаци", "управление д", "регистрация ",
-    ]  # fmt: skip
+        "8. В состав ",
+        "идентификаци",
+        "управление д",
+        "регистрация ",
+    ]
     assert max(u.end - u.start for u in units) < 600
     chunks, _ = build_chunks(SOURCE, [_page(text)], "structure-v2", count=chars_as_tokens)
     passed, refused = route_chunks(chunks)
@@ -61,8 +72,9 @@ def test_running_headers_and_page_numbers_start_no_chunk() -> None:
     body = "Глава {n}. Требования к системе\n\nСистема должна обеспечивать учёт документов номер {n} в архиве."
     pages = [_page(f"41327606.425000.462-01 33 01\n\n{body.format(n=n)}\n\n{n + 1}", number=n) for n in range(1, 6)]
     assert running_lines(pages) == {"#.#.#-# # #", "#"}
-    chunks, _ = build_chunks(SOURCE.model_copy(update={"kind": SourceKind.pdf}), pages, "structure-v2",
-                             count=chars_as_tokens)  # fmt: skip
+    chunks, _ = build_chunks(
+        SOURCE.model_copy(update={"kind": SourceKind.pdf}), pages, "structure-v2", count=chars_as_tokens
+    )
     assert chunks and not any(c.body.startswith("41327606") or c.body.rstrip().endswith("\n2") for c in chunks)
     assert not any("41327606" in " ".join(c.section_path) for c in chunks)
 

@@ -31,8 +31,9 @@ pytestmark = pytest.mark.unit
 def _registers(*texts: str) -> tuple[list[str], list[str]]:
     facts = []
     for number, text in enumerate(texts):
-        source = Source(source_id=f"протоколы/{number}.txt", version="0" * 64, path="-", kind="text", owner="a",
-                        access="public")  # fmt: skip
+        source = Source(
+            source_id=f"протоколы/{number}.txt", version="0" * 64, path="-", kind="text", owner="a", access="public"
+        )
         page = PageResult(source_id=source.source_id, source_version="0" * 64, page=1, text=text, method="chunks")
         facts.append(extract_facts(source, [page]))
     return [p.shown for p in persons(facts)[0]], [o.shown for o in organisations(facts)]
@@ -202,12 +203,18 @@ def test_western_and_arabic_names_schools_and_bodies_by_their_tail() -> None:
     """Session 17's rules from the fifth held-out set's misses: a foreign man's surname in the first name's case put in
     the nominative by its ending; an Arabic name as written; a Latin street or service is no person; a body's lower-case
     genitives and «по …» phrase are part of its name, «по адресу» is not."""
-    cases = {"Джеймсу Дьюару": "Дьюар Джеймс", "Ференца Деака": "Деак Ференц", "Уолтером Нетшем": "Нетш Уолтер",
-             "Райнером Шёделем": "Шёдель Райнер", "Эдвард Даррелл Стоун": "Стоун Эдвард Даррелл",
-             "Марии Кюри": "Кюри Мария",
-             "Александра Паляницу": "Паляница Александр",
-             "Ибн Сина": "Ибн Сина", "аль-Маридини": "Аль-Маридини",
-             "Абу Бакр Мухаммад ибн Закария Ар-Рази (Разес": "Абу Бакр Мухаммад ибн Закария Ар-Рази"}  # fmt: skip
+    cases = {
+        "Джеймсу Дьюару": "Дьюар Джеймс",
+        "Ференца Деака": "Деак Ференц",
+        "Уолтером Нетшем": "Нетш Уолтер",
+        "Райнером Шёделем": "Шёдель Райнер",
+        "Эдвард Даррелл Стоун": "Стоун Эдвард Даррелл",
+        "Марии Кюри": "Кюри Мария",
+        "Александра Паляницу": "Паляница Александр",
+        "Ибн Сина": "Ибн Сина",
+        "аль-Маридини": "Аль-Маридини",
+        "Абу Бакр Мухаммад ибн Закария Ар-Рази (Разес": "Абу Бакр Мухаммад ибн Закария Ар-Рази",
+    }
     for span, shown in cases.items():
         name = person_name(span)
         assert name is not None and name.shown == shown, (span, name)
@@ -229,8 +236,13 @@ def test_unknown_first_names_chinese_order_and_companies_after_their_word() -> N
     """Session 17's rules from the sixth held-out set's misses: a first name the dictionary does not know before a
     foreign surname; a Chinese surname first; a surname beside one initial put in the nominative by its ending; a
     Latin name after «компания», «фирма»; «Издательство …» as a body's head."""
-    cases = {"Пейтон Мэннинг": "Мэннинг Пейтон", "Гульельмо Маркони": "Маркони Гульельмо", "Лю Бинчжун": "Лю Бинчжун",
-             "Уильяма Э. Саймона": "Саймон Уильям Э.", "Гийом Фарель": "Фарель Гийом"}  # fmt: skip
+    cases = {
+        "Пейтон Мэннинг": "Мэннинг Пейтон",
+        "Гульельмо Маркони": "Маркони Гульельмо",
+        "Лю Бинчжун": "Лю Бинчжун",
+        "Уильяма Э. Саймона": "Саймон Уильям Э.",
+        "Гийом Фарель": "Фарель Гийом",
+    }
     for span, shown in cases.items():
         name = person_name(span)
         assert name is not None and name.shown == shown, (span, name)
@@ -302,13 +314,18 @@ def test_organisations_need_evidence_and_latin_names_are_persons() -> None:
         "Договор с ООО «Ромашка» (ИНН 7707083893) согласован Минюстом России и Правительством Российской Федерации.",
     )
     assert "Karlsson Alf" in shown or "Alf Karlsson" in shown
-    assert sorted(orgs) == ["Министерство юстиции Российской Федерации (Минюст России)", "ООО «Ромашка»",
-                           "Правительство Российской Федерации"], orgs  # fmt: skip
+    assert sorted(orgs) == [
+        "Министерство юстиции Российской Федерации (Минюст России)",
+        "ООО «Ромашка»",
+        "Правительство Российской Федерации",
+    ], orgs
 
 
 def test_a_reference_list_is_not_mined_for_names() -> None:
-    shown, _ = _registers("Отчёт подготовил Петров И. И.\nСписок литературы\n1. Graves A., Collobert R. Speech, 2013.\n"
-                          "2. Иванов С. С. Распознавание речи. М., 2019.")  # fmt: skip
+    shown, _ = _registers(
+        "Отчёт подготовил Петров И. И.\nСписок литературы\n1. Graves A., Collobert R. Speech, 2013.\n"
+        "2. Иванов С. С. Распознавание речи. М., 2019."
+    )
     assert shown == ["Петров И. И."]
 
 
@@ -317,20 +334,29 @@ def test_a_reference_list_is_not_mined_for_names() -> None:
     [
         ('Продавец 000 "Торговый дом "Комплексный"\nСчет-оферта № 5', 'ООО "Торговый дом "Комплексный"'),
         ("Покупатель ООО «Кафе-кондитерская «Зефир»», ИНН 7707083893.", "ООО «Кафе-кондитерская «Зефир»»"),
-        ("заявил гендиректор ЗАО “Управляющая компания “Кузбассразрезуголь” Серго Курбанов.",
-         "ЗАО “Управляющая компания “Кузбассразрезуголь”"),
-        ("Контроль осуществляется Федеральной службой по надзору в сфере связи, информационных технологий и "
-         "массовых коммуникаций и ее территориальными органами.",
-         "Федеральная служба по надзору в сфере связи, информационных технологий и массовых коммуникаций "
-         "(Роскомнадзор)"),
-        ("84. | Территориальный орган Федеральной службы государственной статистики по Чеченской Республике | "
-         "г. Грозный", "Территориальный орган Федеральной службы государственной статистики по Чеченской Республике"),
-        ("Принят Государственной Думой 8 июля 2006 года. Одобрен Советом Федерации 14 июля 2006 года.",
-         "Государственная Дума"),
+        (
+            "заявил гендиректор ЗАО “Управляющая компания “Кузбассразрезуголь” Серго Курбанов.",
+            "ЗАО “Управляющая компания “Кузбассразрезуголь”",
+        ),
+        (
+            "Контроль осуществляется Федеральной службой по надзору в сфере связи, информационных технологий и "
+            "массовых коммуникаций и ее территориальными органами.",
+            "Федеральная служба по надзору в сфере связи, информационных технологий и массовых коммуникаций "
+            "(Роскомнадзор)",
+        ),
+        (
+            "84. | Территориальный орган Федеральной службы государственной статистики по Чеченской Республике | "
+            "г. Грозный",
+            "Территориальный орган Федеральной службы государственной статистики по Чеченской Республике",
+        ),
+        (
+            "Принят Государственной Думой 8 июля 2006 года. Одобрен Советом Федерации 14 июля 2006 года.",
+            "Государственная Дума",
+        ),
         ("с Европейским банком реконструкции и развития (ЕБРР)", "Европейский банк реконструкции и развития"),
         ("сказал представитель компании РКС Михаил Матыцин.", "РКС"),
     ],
-)  # fmt: skip
+)
 def test_organisation_names_as_real_documents_write_them(text: str, expected: str) -> None:
     """Nested and OCR'd quotes, «000» for «ООО», a body inside a territorial body, a name with a comma in it, a
     chamber named by its head alone, an adjective in the instrumental, an abbreviation after «компании»."""
@@ -367,10 +393,12 @@ def test_latin_names_firms_and_known_abbreviations() -> None:
     for name in ("Deutsche Bank", "Lehman Brothers", "The Guardian"):
         at = prose.index(name)
         assert latin_body(prose, at, at + len(name)), name
-    for text, name in (("Офис на Konwiktorska Street в Варшаве закрыт.", "Konwiktorska Street"),
-                       ("Канал Sky Digital вещает в Британии и Ирландии.", "Sky Digital"),
-                       ("Install Visual Studio and the Machine Learning Toolkit first.", "Visual Studio"),
-                       ("Певец Bob Dylan выступил в Москве вчера вечером.", "Bob Dylan")):  # fmt: skip
+    for text, name in (
+        ("Офис на Konwiktorska Street в Варшаве закрыт.", "Konwiktorska Street"),
+        ("Канал Sky Digital вещает в Британии и Ирландии.", "Sky Digital"),
+        ("Install Visual Studio and the Machine Learning Toolkit first.", "Visual Studio"),
+        ("Певец Bob Dylan выступил в Москве вчера вечером.", "Bob Dylan"),
+    ):
         at = text.index(name)
         assert not latin_body(text, at, at + len(name)), name
     shown, orgs = _registers(

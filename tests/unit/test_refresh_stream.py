@@ -56,8 +56,13 @@ def test_read_batches_start_small_grow_to_the_cap_and_keep_a_big_file_alone() ->
 
     letters = [SimpleNamespace(size=500) for _ in range(1000)]
     sizes = [len(b) for b in read_batches(letters)]
-    assert sizes[:5] == [FIRST_READ_BATCH, 2 * FIRST_READ_BATCH, 4 * FIRST_READ_BATCH, 8 * FIRST_READ_BATCH,
-                         READ_BATCH_FILES]  # fmt: skip
+    assert sizes[:5] == [
+        FIRST_READ_BATCH,
+        2 * FIRST_READ_BATCH,
+        4 * FIRST_READ_BATCH,
+        8 * FIRST_READ_BATCH,
+        READ_BATCH_FILES,
+    ]
     assert max(sizes) == READ_BATCH_FILES and sum(sizes) == 1000 and len(sizes) == 7  # 16 tasks of 64 before
     big = SimpleNamespace(size=READ_BATCH_BYTES)
     batches = read_batches([letters[0], big, letters[1]])
@@ -133,8 +138,9 @@ class _Cluster:
     def threads(self) -> int:
         return self._threads
 
-    def submit(self, stage: object, then: object, annotations: object = None, failed: object = None,
-               **parameters: object) -> None:  # fmt: skip
+    def submit(
+        self, stage: object, then: object, annotations: object = None, failed: object = None, **parameters: object
+    ) -> None:
         self.out.append((then, failed, parameters))
 
 
@@ -151,12 +157,24 @@ def test_read_batches_go_out_a_few_at_a_time_and_every_document_comes_in(threads
     from tasks.parse import ParseOutcome
     from tasks.receive import RefreshPlan
 
-    sources = [Source(source_id=f"дело_{n}.pdf", version=f"{n:064x}", path=f"/a/дело_{n}.pdf", kind=SourceKind.pdf,
-                      size=40 * 1024 * 1024) for n in range(files)]  # fmt: skip
+    sources = [
+        Source(
+            source_id=f"дело_{n}.pdf",
+            version=f"{n:064x}",
+            path=f"/a/дело_{n}.pdf",
+            kind=SourceKind.pdf,
+            size=40 * 1024 * 1024,
+        )
+        for n in range(files)
+    ]
     cluster, handed, done = _Cluster(threads), [], []
-    parse = Parse(cluster, RefreshPlan(to_process=sources), Settings(),  # type: ignore[arg-type]
-                  on_document=lambda source, outcome: handed.append(source.source_id),
-                  on_done=lambda: done.append(len(handed)))  # fmt: skip
+    parse = Parse(
+        cluster,
+        RefreshPlan(to_process=sources),
+        Settings(),  # type: ignore[arg-type]
+        on_document=lambda source, outcome: handed.append(source.source_id),
+        on_done=lambda: done.append(len(handed)),
+    )
     parse.start()
     limit = max(MIN_READS_AHEAD, READS_AHEAD_PER_THREAD * threads)
     batches = len(read_batches(sources))

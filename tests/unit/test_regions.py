@@ -19,8 +19,11 @@ WORD = st.text(alphabet="абвгдежзиклмнопрстуфхцчшщыэ�
 
 
 def _layout(lines: list[list[str]]) -> list[Box]:
-    return [Box(w, 10 + 40 * i, 20 * n, 10 + 40 * i + 30, 20 * n + 12, n)
-            for n, line in enumerate(lines) for i, w in enumerate(line)]  # fmt: skip
+    return [
+        Box(w, 10 + 40 * i, 20 * n, 10 + 40 * i + 30, 20 * n + 12, n)
+        for n, line in enumerate(lines)
+        for i, w in enumerate(line)
+    ]
 
 
 @settings(max_examples=150, deadline=None)
@@ -35,8 +38,15 @@ def test_every_word_lands_on_a_token_of_its_spelling_whatever_the_block_order(
     aligned = align(text, words)
     assert sorted((b.x0, b.y0) for _s, _e, b in aligned) == sorted((b.x0, b.y0) for b in words)
     assert all(text[s:e] == b.text for s, e, b in aligned)
-    page = PageResult(source_id="a", source_version="v", page=1, text=text, method="tesseract",
-                      size=(400.0, 600.0), boxes=encode(text, aligned))  # fmt: skip
+    page = PageResult(
+        source_id="a",
+        source_version="v",
+        page=1,
+        text=text,
+        method="tesseract",
+        size=(400.0, 600.0),
+        boxes=encode(text, aligned),
+    )
     whole = regions(page, 0, len(text))
     assert len(whole) == len(lines)  # one rectangle per line
     assert {(r.y0, r.y1) for r in whole} == {(20 * n, 20 * n + 12) for n in range(len(lines))}
@@ -66,8 +76,9 @@ def test_boxes_are_kept_compactly_and_only_for_their_own_text() -> None:
     words = [Box("Акт", 10, 10, 30, 20, 0), Box("приёмки", 35, 10, 80, 20, 0), Box("работ", 85, 10, 120.04, 20, 0)]
     kept = page_boxes(text, words)
     assert decode(text, kept).tolist()[2] == [12, 17, 850, 100, 1200, 200, 0]
-    page = PageResult(source_id="a.pdf", source_version="v", page=1, text=text, method="tesseract",
-                      size=(200.0, 300.0), boxes=kept)  # fmt: skip
+    page = PageResult(
+        source_id="a.pdf", source_version="v", page=1, text=text, method="tesseract", size=(200.0, 300.0), boxes=kept
+    )
     assert [(r.x0, r.x1) for r in regions(page, 4, 11)] == [(35.0, 80.0)]
     edited = page.model_copy(update={"text": "Акт приёмки работ (исправлено)"})
     assert decode(edited.text, kept) is None and regions(edited, 4, 11) == []  # an edit has no boxes

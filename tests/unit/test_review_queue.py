@@ -17,20 +17,23 @@ pytestmark = pytest.mark.unit
 
 
 def _item(source_id: str, page: int, reason: ReasonCode, access: str | None, kind: str = "pdf") -> QuarantineItem:
-    return QuarantineItem(source_id=source_id, source_version="v1", page=page, reasons=[reason], access=access,
-                          kind=kind)  # fmt: skip
+    return QuarantineItem(
+        source_id=source_id, source_version="v1", page=page, reasons=[reason], access=access, kind=kind
+    )
 
 
 @pytest.fixture
 def index(tmp_path: Path) -> SqliteIndex:
     with SqliteIndex(tmp_path / "korpus.db") as idx:
-        idx.record_quarantine([
-            _item("сканы/а.pdf", 1, ReasonCode.page_quality, "public"),
-            _item("сканы/а.pdf", 2, ReasonCode.empty_text, "public"),
-            _item("кадры/б.pdf", 1, ReasonCode.page_quality, "hr"),
-            _item("письма/в.txt", 1, ReasonCode.text_quality, "public", kind="text"),
-            _item("ничьё.txt", 1, ReasonCode.missing_metadata, None, kind="text"),
-        ])  # fmt: skip
+        idx.record_quarantine(
+            [
+                _item("сканы/а.pdf", 1, ReasonCode.page_quality, "public"),
+                _item("сканы/а.pdf", 2, ReasonCode.empty_text, "public"),
+                _item("кадры/б.pdf", 1, ReasonCode.page_quality, "hr"),
+                _item("письма/в.txt", 1, ReasonCode.text_quality, "public", kind="text"),
+                _item("ничьё.txt", 1, ReasonCode.missing_metadata, None, kind="text"),
+            ]
+        )
         yield idx
 
 

@@ -50,8 +50,9 @@ def test_header_repeated_merged_cells_formulas_and_dates(tmp_path: Path) -> None
     sheet.merge_cells("A1:D1")  # a title across the columns: written once
     sheet.append(["Раздел", "Статья", "Дата", "Сумма, руб."])
     for n in range(200):
-        sheet.append(["Ремонт" if n % 50 == 0 else None, f"статья расходов номер {n}", dt.date(2003, 5, 1 + n % 28),
-                      1000.5 + n])  # fmt: skip
+        sheet.append(
+            ["Ремонт" if n % 50 == 0 else None, f"статья расходов номер {n}", dt.date(2003, 5, 1 + n % 28), 1000.5 + n]
+        )
         if n % 50 == 0:
             sheet.merge_cells(f"A{n + 3}:A{n + 52}")  # a category spanning 50 rows: repeated down
     sheet.append(["Итого", None, None, "=SUM(D3:D202)"])
@@ -116,7 +117,12 @@ def test_a_damaged_workbook_is_a_reason_not_a_crash(tmp_path: Path) -> None:
 
 def test_cells_and_blocks() -> None:
     assert [cell_text(v) for v in (3.0, 0.25, True, None, dt.datetime(2003, 5, 12, 9, 30))] == [
-        "3", "0,25", "да", "", "12.05.2003 09:30"]  # fmt: skip
+        "3",
+        "0,25",
+        "да",
+        "",
+        "12.05.2003 09:30",
+    ]
     rows = [(n, [f"значение {n}", str(n)]) for n in range(1, 1001)]
     blocks = list(sheet_blocks(iter(rows)))  # no header (no row of words): blocks of rows alone
     assert blocks[0][0] == 1 and blocks[-1][1] == 1000 and sum(b[2].count("\n") + 1 for b in blocks) == 1000

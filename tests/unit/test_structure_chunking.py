@@ -21,10 +21,16 @@ def _source(kind: SourceKind = SourceKind.pdf) -> Source:
 
 def _pages(*texts: str, markdown: bool = False) -> list[PageResult]:
     return [
-        PageResult(source_id="тома/том_2.pdf", source_version="cd" * 32, page=i + 1, text=t, method="text-layer",
-                   units=text_structure(t, markdown=markdown))
+        PageResult(
+            source_id="тома/том_2.pdf",
+            source_version="cd" * 32,
+            page=i + 1,
+            text=t,
+            method="text-layer",
+            units=text_structure(t, markdown=markdown),
+        )
         for i, t in enumerate(texts)
-    ]  # fmt: skip
+    ]
 
 
 def _chunks(*texts: str, markdown: bool = False) -> list:

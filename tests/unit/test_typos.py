@@ -40,17 +40,27 @@ def test_known_short_and_numeric_terms_are_left_alone() -> None:
 
 
 def test_variants_are_bounded_and_most_frequent_first() -> None:
-    assert near_terms("проток", [("протока", 1), ("проток", 9), ("протол", 7), ("протоки", 3), ("пролок", 5),
-                                 ("просток", 2)]) == ["протол", "пролок", "протоки"]  # fmt: skip
+    assert near_terms(
+        "проток", [("протока", 1), ("проток", 9), ("протол", 7), ("протоки", 3), ("пролок", 5), ("просток", 2)]
+    ) == ["протол", "пролок", "протоки"]
 
 
 def test_bm25_finds_a_document_through_a_mistyped_word(tmp_path: Path) -> None:
-    source = Source(source_id="акт.txt", version="v1", path="/dev/null", kind=SourceKind.text, owner="o",
-                    access="public")  # fmt: skip
+    source = Source(
+        source_id="акт.txt", version="v1", path="/dev/null", kind=SourceKind.text, owner="o", access="public"
+    )
     body = "Огнетушители с истёкшим сроком поверки заменены на складе номер три."
-    chunk = Chunk(chunk_id="c1", source_id="акт.txt", source_version="v1", locator=Locator(page=1, end=len(body)),
-                  text=f"[акт.txt · лист 1] {body}", body=body, owner="o", access_rule="public",
-                  policy_version="structure-v2")  # fmt: skip
+    chunk = Chunk(
+        chunk_id="c1",
+        source_id="акт.txt",
+        source_version="v1",
+        locator=Locator(page=1, end=len(body)),
+        text=f"[акт.txt · лист 1] {body}",
+        body=body,
+        owner="o",
+        access_rule="public",
+        policy_version="structure-v2",
+    )
     with SqliteIndex(tmp_path / "korpus.db") as index:
         index.publish_version(source, [chunk], np.ones((1, 4), dtype=np.float32), [], embed_model="m")
         assert index.searcher.typo_variants(analyse("огнетушитлей")) == {"огнетушитл": ["огнетушител"]}

@@ -70,7 +70,9 @@ def test_members_of_a_letter_in_an_archive_are_children_with_inherited_access(ro
 def test_a_glob_for_files_never_reaches_into_containers_only_a_child_rule_does(root: Path, tmp_path: Path) -> None:
     (root / "korpus.yaml").write_text(
         "defaults: {owner: office, access: hr}\nrules:\n  - {match: '**/*.txt', access: public}\n"
-        "  - {match: 'почта/*.eml › *.csv', access: finance}\n", encoding="utf-8")  # fmt: skip
+        "  - {match: 'почта/*.eml › *.csv', access: finance}\n",
+        encoding="utf-8",
+    )
     (root / "почта").mkdir()
     (root / "почта" / "п.eml").write_bytes(letter({"акт.txt": b"x" * 10, "смета.csv": b"a;b\n"}))
     sources = found(root, Settings(data=tmp_path / "data"))
@@ -156,14 +158,19 @@ def test_nesting_and_member_count_limits(root: Path, tmp_path: Path) -> None:
 def test_a_mailbox_of_a_thousand_letters(root: Path, tmp_path: Path) -> None:
     lines = []
     for n in range(1, 1001):
-        lines.append(f"From a@example.ru Mon May 12 14:00:00 2003\nFrom: a@example.ru\nSubject: письмо {n}\n"
-                     f"Content-Type: text/plain; charset=utf-8\n\nТекст письма номер {n}.\n\n")  # fmt: skip
+        lines.append(
+            f"From a@example.ru Mon May 12 14:00:00 2003\nFrom: a@example.ru\nSubject: письмо {n}\n"
+            f"Content-Type: text/plain; charset=utf-8\n\nТекст письма номер {n}.\n\n"
+        )
     (root / "ящик.mbox").write_text("".join(lines), encoding="utf-8")
     sources = found(root, Settings(data=tmp_path / "data"))
     letters = [s for k, s in sources.items() if k.startswith("ящик.mbox ›")]
     assert len(letters) == 1000 and all(s.kind is SourceKind.mail and s.access == "public" for s in letters)
-    assert Path(sources["ящик.mbox › письмо 0777.eml"].path).read_text(encoding="utf-8").endswith(
-        "Текст письма номер 777.\n\n")  # fmt: skip
+    assert (
+        Path(sources["ящик.mbox › письмо 0777.eml"].path)
+        .read_text(encoding="utf-8")
+        .endswith("Текст письма номер 777.\n\n")
+    )
 
 
 def test_a_damaged_archive_gives_no_children_and_its_own_read_says_why(root: Path, tmp_path: Path) -> None:

@@ -18,8 +18,15 @@ SCOPES = (["public"], ["hr"], ["public", "hr"], ["finance"], [])
 
 
 def _source(n: int, version: str, access: str) -> tuple[Source, list[Chunk]]:
-    source = Source(source_id=f"s{n}.txt", version=version, path="/x", kind=SourceKind.text, owner="o",
-                    access=access, tenant="default")  # fmt: skip
+    source = Source(
+        source_id=f"s{n}.txt",
+        version=version,
+        path="/x",
+        kind=SourceKind.text,
+        owner="o",
+        access=access,
+        tenant="default",
+    )
     chunks = [
         Chunk(
             chunk_id=chunk_id_for(version, source.source_id, i),

@@ -7,8 +7,10 @@ pytestmark = pytest.mark.unit
 
 
 def _line(i: int, y: float) -> list[PageWord]:
-    return [PageWord(text="x", x0=50, y0=y, x1=150, y1=y + 12, line=i), PageWord(text="y", x0=160, y0=y, x1=300,
-                                                                                   y1=y + 12, line=i)]  # fmt: skip
+    return [
+        PageWord(text="x", x0=50, y0=y, x1=150, y1=y + 12, line=i),
+        PageWord(text="y", x0=160, y0=y, x1=300, y1=y + 12, line=i),
+    ]
 
 
 def test_vlm_lines_land_on_tier1_line_boxes_in_order() -> None:

@@ -7,7 +7,7 @@ tasks/index/registry.py, as everywhere)."""
 from dataclasses import dataclass
 from typing import Annotated, Any
 
-from fastapi import Cookie, Depends, Header, HTTPException, Query
+from fastapi import Depends, HTTPException, Query, Request
 
 from korpus.apps.sessions import Sessions
 from korpus.core.settings import Settings, parse_scopes
@@ -39,15 +39,10 @@ def served(settings: Settings) -> Served:
     """The dependencies over one data directory's settings; a cluster backend, once made, is kept for the process."""
     sessions = Sessions(settings.session_hours)
 
-    def granted(
-        x_api_key: Annotated[str | None, Header()] = None,
-        authorization: Annotated[str | None, Header()] = None,
-        korpus_key: Annotated[str | None, Cookie()] = None,
-    ) -> list[str]:
+    def granted(request: Request) -> list[str]:
         if not settings.api_keys:
             return list(settings.default_scopes)
-        key = x_api_key or (authorization.removeprefix("Bearer ").strip() if authorization else None)
-        granted_scopes = settings.api_scopes(key or sessions.key(korpus_key))
+        granted_scopes = settings.api_scopes(sessions.presented(request, KEY_COOKIE))
         if granted_scopes is None:
             raise HTTPException(status_code=401, detail="a valid API key is required (X-API-Key)")
         return granted_scopes
@@ -82,5 +77,11 @@ def served(settings: Settings) -> Served:
             kept.append(backend)
         return Retriever.from_settings(backend, settings)
 
-    return Served(settings, Annotated[list[str], Depends(scopes)], Annotated[SqliteIndex, Depends(index)],
-                  Annotated[Retriever, Depends(reader)], reader, sessions)  # fmt: skip
+    return Served(
+        settings,
+        Annotated[list[str], Depends(scopes)],
+        Annotated[SqliteIndex, Depends(index)],
+        Annotated[Retriever, Depends(reader)],
+        reader,
+        sessions,
+    )

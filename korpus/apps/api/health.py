@@ -22,8 +22,13 @@ def health_router(served: Served) -> APIRouter:
             served = reader(idx).backend.health()  # the backend that answers /search: the cluster, when configured
             stats = idx.stats()
             reasons = health_reasons(settings, stats, idx.last_refresh(), served, idx.quarantine_history())
-        body = {"status": "degraded" if reasons else "ok", "reasons": reasons, "index": str(settings.index_path),
-                "backend": settings.backend, "search": served} | stats  # fmt: skip
+        body = {
+            "status": "degraded" if reasons else "ok",
+            "reasons": reasons,
+            "index": str(settings.index_path),
+            "backend": settings.backend,
+            "search": served,
+        } | stats
         return JSONResponse(body, status_code=503 if reasons else 200)
 
     return app

@@ -58,6 +58,7 @@ WATCHED_COMMANDS = frozenset({"refresh", "serve", "reindex", "review", "eval", "
 
 
 def main() -> None:  # pragma: no cover - console entry point
+    os.environ.setdefault("DO_NOT_TRACK", "1")  # Prefect's client sends no usage data (korpus runs offline)
     if WATCHED_COMMANDS & set(sys.argv[1:2]):
         from tasks.runtime.processes import watch_over_me
 

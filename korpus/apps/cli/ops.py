@@ -64,10 +64,12 @@ def gc(
         typer.echo(json.dumps(report, ensure_ascii=False, indent=2))
         return
     verb = "would remove" if dry_run else "removed"
-    typer.echo(f"{verb} {report['versions']} versions ({report['chunks']} chunks) older than "
-               f"{report['retention_days']:g} days and {report.get('files', 0)} files "
-               f"({report.get('file_bytes', 0) / 1e6:.1f} MB); data directory {report['bytes_before'] / 1e6:.1f} MB "
-               f"→ {report['bytes_after'] / 1e6:.1f} MB")  # fmt: skip
+    typer.echo(
+        f"{verb} {report['versions']} versions ({report['chunks']} chunks) older than "
+        f"{report['retention_days']:g} days and {report.get('files', 0)} files "
+        f"({report.get('file_bytes', 0) / 1e6:.1f} MB); data directory {report['bytes_before'] / 1e6:.1f} MB "
+        f"→ {report['bytes_after'] / 1e6:.1f} MB"
+    )
 
 
 def _mirror_now(settings: Settings) -> dict:
@@ -96,8 +98,9 @@ def sync_opensearch_cmd(data: DataOption = None) -> None:
             report = cluster.sync_from(index)
     except (ValueError, TransientError) as exc:
         _fail(str(exc))
-    typer.echo(f"{cluster.alias}: {report['indexed']} indexed, {report['updated']} updated, "
-               f"{report['deleted']} deleted")  # fmt: skip
+    typer.echo(
+        f"{cluster.alias}: {report['indexed']} indexed, {report['updated']} updated, {report['deleted']} deleted"
+    )
 
 
 def prefect_cmd(

@@ -33,7 +33,8 @@ def search(
         bool, typer.Option("--explain", help="Say how the ranking was decided: questions, typos, routing, ranks.")
     ] = False,
 ) -> None:
-    """Hybrid search (BM25 + kNN, RRF) over current chunks the scopes may see."""
+    """Hybrid search over current chunks the scopes may see: BM25 and kNN in a convex fusion (min-max normalised,
+    BM25 weighing less when it covers little of the question), identifiers pinned first; --mode picks another."""
     from tasks.index.backend import SEARCH_MODES, IndexMismatchError
     from tasks.index.sqlite import SqliteIndex
     from tasks.retrieval.embedding import Embedder
@@ -101,11 +102,14 @@ def _explanation(part: str, decided: dict[str, Any], mode: str) -> str:
         if not decided.get("dense_joined", True):
             verdict = "ranks alone: the query is worded as the text (dense left out)"
         cuts = f"{decided['min_coverage']:.2f} / {decided.get('lexical_coverage', 1.01):.2f}"
-        lines.append(f"  BM25's best hit holds {decided['coverage']:.2f} of the query (thresholds {cuts}): "
-                     f"BM25 {verdict}")  # fmt: skip
+        lines.append(
+            f"  BM25's best hit holds {decided['coverage']:.2f} of the query (thresholds {cuts}): BM25 {verdict}"
+        )
     if decided.get("fusion") == "convex":
-        lines.append(f"  convex fusion: {decided['alpha']:.2f} × BM25 + {1 - decided['alpha']:.2f} × cosine "
-                     "(each min-max normalised over its top list)")  # fmt: skip
+        lines.append(
+            f"  convex fusion: {decided['alpha']:.2f} × BM25 + {1 - decided['alpha']:.2f} × cosine "
+            "(each min-max normalised over its top list)"
+        )
     if decided.get("identifier_pins"):
         lines.append(f"  {decided['identifier_pins']} exact identifier match(es) pinned first")
     return "\n".join(lines)
@@ -172,20 +176,32 @@ def evaluate_cmd(
                 found = calibrate_no_answer(load_questions(questions), backend, embedder, settings.default_scopes)
             except ValueError as exc:
                 _fail(str(exc))
-            typer.echo(json.dumps(found) if as_json else
-                       f"KORPUS_NO_ANSWER_THRESHOLD={found['threshold']}  (balanced accuracy "
-                       f"{found['balanced_accuracy']}: answerable ≥ {found['answerable_min']} × {found['answerable']}, "
-                       f"no-answer ≤ {found['no_answer_max']} × {found['no_answer']})")  # fmt: skip
+            typer.echo(
+                json.dumps(found)
+                if as_json
+                else f"KORPUS_NO_ANSWER_THRESHOLD={found['threshold']}  (balanced accuracy "
+                f"{found['balanced_accuracy']}: answerable ≥ {found['answerable_min']} × {found['answerable']}, "
+                f"no-answer ≤ {found['no_answer_max']} × {found['no_answer']})"
+            )
             return
         ranker = Retriever.from_settings(backend, settings)  # exactly what `korpus search` and the API rank with
-        report = evaluate(load_questions(questions), backend, embedder, retriever, settings.default_scopes,
-                          settings.no_answer_threshold, ranker)  # fmt: skip
+        report = evaluate(
+            load_questions(questions),
+            backend,
+            embedder,
+            retriever,
+            settings.default_scopes,
+            settings.no_answer_threshold,
+            ranker,
+        )
     if as_json:
         typer.echo(json.dumps(report, ensure_ascii=False, indent=2))
         return
-    typer.echo(f"{retriever}: n={report['n']}  R@1={report['recall@1']}  R@5={report['recall@5']}  "
-               f"R@10={report['recall@10']}  MRR@10={report['mrr@10']}  nDCG@10={report['ndcg@10']}  "
-               f"leaks={report['leaks']}")  # fmt: skip
+    typer.echo(
+        f"{retriever}: n={report['n']}  R@1={report['recall@1']}  R@5={report['recall@5']}  "
+        f"R@10={report['recall@10']}  MRR@10={report['mrr@10']}  nDCG@10={report['ndcg@10']}  "
+        f"leaks={report['leaks']}"
+    )
     for kind, row in report["by_type"].items():
         typer.echo(
             f"  {kind:<15} n={row['n']:<4} R@1={row['recall@1']}  R@10={row['recall@10']}  nDCG@10={row['ndcg@10']}"
@@ -194,8 +210,10 @@ def evaluate_cmd(
         typer.echo(f"  {kind:<15} n={row['n']:<4} passed={row['passed']}")
     if report["routing"]["routed"]:
         routing = report["routing"]
-        typer.echo(f"  routing: BM25 joined the fusion for {routing['bm25_joined']} of {routing['routed']} questions "
-                   f"(alone for {routing.get('bm25_only', 0)}), dense alone for {routing['dense_only']}")  # fmt: skip
+        typer.echo(
+            f"  routing: BM25 joined the fusion for {routing['bm25_joined']} of {routing['routed']} questions "
+            f"(alone for {routing.get('bm25_only', 0)}), dense alone for {routing['dense_only']}"
+        )
 
 
 def import_beir_cmd(
@@ -233,20 +251,32 @@ def cite(
     if png is not None:
         if found["page"] is None:
             _fail(f"{found['source_id']} has no pages: the hit starts at {found['t_start']} s of the recording")
-        source = Source(source_id=found["source_id"], version=found["source_version"], path=found["path"],
-                        kind=found["kind"], size=found["size"] or 0)  # fmt: skip
+        source = Source(
+            source_id=found["source_id"],
+            version=found["source_version"],
+            path=found["path"],
+            kind=found["kind"],
+            size=found["size"] or 0,
+        )
         try:
             image, _size = page_png(source, found["page"], settings, found["regions"])
         except (OSError, ValueError) as exc:
             _fail(f"cannot render {found['source_id']} page {found['page']}: {exc}")
         png.write_bytes(image)
     if as_json:
-        typer.echo(json.dumps({k: found[k] for k in ("chunk_id", "source_id", "page", "t_start", "regions")},
-                              ensure_ascii=False, indent=2))  # fmt: skip
+        typer.echo(
+            json.dumps(
+                {k: found[k] for k in ("chunk_id", "source_id", "page", "t_start", "regions")},
+                ensure_ascii=False,
+                indent=2,
+            )
+        )
         return
     where = f"лист {found['page']}" if found["page"] is not None else f"{found['t_start']} s"
     typer.echo(f"{found['source_id']} · {where}: {len(found['regions'])} region(s)" + (f" → {png}" if png else ""))
     for r in found["regions"]:
         whole = " (the whole page: no word boxes)" if r["whole_page"] else ""
-        typer.echo(f"  ({r['x0']:.1f}, {r['y0']:.1f}) – ({r['x1']:.1f}, {r['y1']:.1f}) of "
-                   f"{r['width']:.0f}×{r['height']:.0f} pt{whole}")  # fmt: skip
+        typer.echo(
+            f"  ({r['x0']:.1f}, {r['y0']:.1f}) – ({r['x1']:.1f}, {r['y1']:.1f}) of "
+            f"{r['width']:.0f}×{r['height']:.0f} pt{whole}"
+        )

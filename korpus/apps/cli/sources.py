@@ -10,6 +10,7 @@ from typing import Annotated
 import typer
 
 from korpus.apps.cli.common import DataOption, _fail, _settings
+from korpus.apps.cli.progress import LOG_FILE, shown
 from korpus.apps.cli.review import page_reading, review_list
 from korpus.core.model_store import (
     ModelMissingError,
@@ -55,9 +56,17 @@ def refresh(
         bool,
         typer.Option("--verify", help="Hash every file, also those whose size, times and inode are unchanged."),
     ] = False,
+    verbose: Annotated[
+        bool,
+        typer.Option(
+            "--verbose", "-v", help="Library logs (Dask, Prefect) on the terminal instead of <data>/logs/refresh.log."
+        ),
+    ] = False,
 ) -> None:
     """Run the corpus_refresh flow: new and changed files indexed, removed ones retired. A file whose size,
-    modification and status-change times and inode match its last reading is not read again; --verify reads all."""
+    modification and status-change times and inode match its last reading is not read again; --verify reads all.
+    On a terminal it shows its progress live (elsewhere, a plain line every 30 s); library logs go to
+    <data>/logs/refresh.log unless -v."""
     settings = _settings(data)
     if verify:
         settings = settings.model_copy(update={"verify": True})
@@ -80,7 +89,8 @@ def refresh(
             forget(settings)
             # before the flow looks (a file changed while it runs is seen next time); not walked when never replayed
             tree = tree_digest(root) if replayable(settings) else None
-            summary = run_refresh(root, settings)
+            with shown(settings.data, verbose):
+                summary = run_refresh(root, settings)
             remember(root, settings, summary, tree)
     except IndexWriteError as exc:
         _fail(str(exc))
@@ -88,8 +98,11 @@ def refresh(
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(4) from None
     except Exception as exc:  # the refresh itself, not a file (a file's failure is its quarantine item)
-        typer.echo(f"error: {' '.join(str(exc).split())[:500]} — what was published stays served, removals and "
-                   "relabels were applied; see the Prefect flow run's logs", err=True)  # fmt: skip
+        typer.echo(
+            f"error: {' '.join(str(exc).split())[:500]} — what was published stays served, removals and "
+            "relabels were applied; see the Prefect flow run's logs",
+            err=True,
+        )
         raise typer.Exit(1) from None
     if as_json:
         typer.echo(json.dumps(summary, ensure_ascii=False, indent=2))
@@ -97,6 +110,8 @@ def refresh(
         for key, value in summary.items():
             typer.echo(f"{key:>20}: {value}")
         typer.echo(refresh_verdict(summary))
+        if not verbose and summary.get("flow_run_id"):
+            typer.echo(f"library logs: {settings.data / LOG_FILE} (-v shows them here)")
     if (summary.get("opensearch") or {}).get("pending"):
         typer.echo(
             f"error: the catalog is refreshed but the OpenSearch mirror is not: {summary['opensearch']['error']}. "
@@ -109,8 +124,10 @@ def refresh(
 def refresh_verdict(summary: dict) -> str:
     """The one line that says how the refresh ended: every file indexed or quarantined with a reason."""
     pending = summary.get("pending_sources") or 0
-    line = (f"refresh complete: {summary.get('sources', 0)} files, {summary.get('chunks_indexed', 0)} chunks indexed, "
-            f"{summary.get('quarantined', 0)} items quarantined with a reason (korpus review list)")  # fmt: skip
+    line = (
+        f"refresh complete: {summary.get('sources', 0)} files, {summary.get('chunks_indexed', 0)} chunks indexed, "
+        f"{summary.get('quarantined', 0)} items quarantined with a reason (korpus review list)"
+    )
     if pending:
         line += f", {pending} waiting for unread pages"
     meta = summary.get("meta_documents") or {}

@@ -16,8 +16,13 @@ from korpus.apps.cli.common import DataOption, _fail, _settings
 from korpus.core.settings import Settings
 
 topology_app = typer.Typer(no_args_is_help=True, help="The production topology as processes on loopback.")
-Part = Annotated[str, typer.Argument(help="postgres, opensearch, prefect-server, dask-scheduler, dask-worker-1, "
-                                          "dask-worker-2, prefect-worker or serve")]  # fmt: skip
+Part = Annotated[
+    str,
+    typer.Argument(
+        help="postgres, opensearch, prefect-server, dask-scheduler, dask-worker-1, "
+        "dask-worker-2, prefect-worker or serve"
+    ),
+]
 
 
 def _topology(root: Path | None = None, data: Path | None = None):
@@ -36,8 +41,9 @@ def _topology(root: Path | None = None, data: Path | None = None):
 
 
 @topology_app.command("up")
-def up_cmd(root: Annotated[Path, typer.Option("--root", help="The archive the deployments refresh.")],
-           data: DataOption = None) -> None:  # fmt: skip
+def up_cmd(
+    root: Annotated[Path, typer.Option("--root", help="The archive the deployments refresh.")], data: DataOption = None
+) -> None:
     """Start every part not running (data and ports kept from the last `up`) and print where each answers."""
     from tasks.runtime.topology import TopologyError
 
@@ -46,9 +52,18 @@ def up_cmd(root: Annotated[Path, typer.Option("--root", help="The archive the de
         topology.up()
     except TopologyError as exc:
         _fail(str(exc))
-    typer.echo(json.dumps({"prefect_api": topology.api_url, "dask": topology.dask_address,
-                           "opensearch": topology.opensearch_url, "serve": topology.serve_url,
-                           "parts": topology.status()}, indent=2))  # fmt: skip
+    typer.echo(
+        json.dumps(
+            {
+                "prefect_api": topology.api_url,
+                "dask": topology.dask_address,
+                "opensearch": topology.opensearch_url,
+                "serve": topology.serve_url,
+                "parts": topology.status(),
+            },
+            indent=2,
+        )
+    )
 
 
 @topology_app.command("status")
