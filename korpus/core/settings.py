@@ -227,7 +227,11 @@ class Settings(BaseSettings):
         description="Where searches are answered. opensearch: every refresh and review decision is mirrored from "
         "the SQLite catalog to KORPUS_OPENSEARCH_URL, and /search, /exact, /count read the cluster.",
     )
-    opensearch_url: str | None = Field(default=None, description="http://host:9200 (credentials in the URL or env).")
+    opensearch_url: str | None = Field(
+        default=None,
+        description="http://host:9200, or every node comma-separated (a read a node cannot take goes to the next); "
+        "credentials in the URL or env.",
+    )
     opensearch_prefix: str = Field(default="korpus", description="Index, alias, template and pipeline name prefix.")
     retention_days: float = Field(
         default=30.0,

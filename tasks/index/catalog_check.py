@@ -12,7 +12,7 @@ generation is past it, the mirror is behind (`mirror_lag`), and /health and `kor
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +21,8 @@ import apsw
 BATCH = 500  # chunk ids a statement: far below SQLite's limit on bound parameters
 MIRROR_KEY = "mirror_synced:"
 """index_meta key prefix: `mirror_synced:<alias>` → the generation the mirror behind that alias last reached."""
+OUTBOX_KEY = "mirror_outbox:"
+"""index_meta key prefix: `mirror_outbox:<alias>` → the last outbox number (`chunk_outbox.seq`) that mirror holds."""
 
 
 def read_only(path: Path) -> apsw.Connection:
@@ -58,9 +60,49 @@ def synced_generation(conn: apsw.Connection, alias: str) -> int | None:
     return int(rows[0][0]) if rows else None
 
 
-def mark_synced(conn: apsw.Connection, alias: str, reached: int) -> None:
-    """The mirror behind `alias` holds everything the catalog held at generation `reached`."""
+def mark_synced(conn: apsw.Connection, alias: str, reached: int, outbox: int | None = None) -> None:
+    """The mirror behind `alias` holds everything the catalog held at generation `reached` (and every outbox row up to
+    number `outbox`, when given)."""
     conn.execute("INSERT OR REPLACE INTO index_meta (key, value) VALUES (?, ?)", (MIRROR_KEY + alias, str(reached)))
+    if outbox is not None:
+        conn.execute("INSERT OR REPLACE INTO index_meta (key, value) VALUES (?, ?)", (OUTBOX_KEY + alias, str(outbox)))
+
+
+def outbox_head(conn: apsw.Connection) -> int:
+    """The outbox's last number (0: empty)."""
+    return int(conn.execute("SELECT coalesce(max(seq), 0) FROM chunk_outbox").fetchall()[0][0])
+
+
+def synced_outbox(conn: apsw.Connection, alias: str) -> int | None:
+    """The last outbox number the mirror behind `alias` holds; None: it never synced from the outbox (a full sync
+    comes first)."""
+    rows = conn.execute("SELECT value FROM index_meta WHERE key = ?", (OUTBOX_KEY + alias,)).fetchall()
+    return int(rows[0][0]) if rows else None
+
+
+def changed_since(conn: apsw.Connection, after: int, upto: int, batch: int) -> Iterator[list[str]]:
+    """The chunk ids of the outbox rows numbered in (`after`, `upto`], `batch` at a time, in order."""
+    while True:
+        rows = conn.execute(
+            "SELECT seq, chunk_id FROM chunk_outbox WHERE seq > ? AND seq <= ? ORDER BY seq LIMIT ?",
+            (after, upto, batch),
+        ).fetchall()
+        if not rows:
+            return
+        yield [chunk_id for _, chunk_id in rows]
+        after = rows[-1][0]
+
+
+def prune_outbox(conn: apsw.Connection) -> int:
+    """Drop the outbox rows every mirror of this catalog holds — all of them when none ever synced from it (SQLite
+    alone needs none); returns how many."""
+    held = [int(v) for (v,) in conn.execute("SELECT value FROM index_meta WHERE key LIKE ?", (OUTBOX_KEY + "%",))]
+    mirrors = conn.execute("SELECT count(*) FROM index_meta WHERE key LIKE ?", (MIRROR_KEY + "%",)).fetchall()[0][0]
+    if mirrors and len(held) < mirrors:  # a mirror that syncs in full only (an older one): its rows stay for it
+        return 0
+    upto = min(held) if held else outbox_head(conn)
+    conn.execute("DELETE FROM chunk_outbox WHERE seq <= ?", (upto,))
+    return conn.changes()
 
 
 def mirror_lag(conn: apsw.Connection, alias: str) -> dict[str, Any] | None:

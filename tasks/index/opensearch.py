@@ -228,11 +228,22 @@ class OpenSearchIndex:
             for hit in self._every({"match_all": {}}, source=fields)
         }
 
-    def sync_from(self, catalog: SqliteIndex, batch: int = 500) -> dict[str, int]:
-        """Make the cluster serve exactly what the catalog serves (tasks/index/opensearch_mirror.py)."""
+    def states_of(self, chunk_ids: Sequence[str]) -> dict[str, tuple[Any, ...]]:
+        """`states` of these ids only: one multi-get (those the cluster holds)."""
+        fields = ["lifecycle", "access", "owner", "tenant", "exception"]
+        if not chunk_ids:
+            return {}
+        found = self._retrying(
+            "mget", lambda: self.client.mget(index=self.alias, body={"ids": list(chunk_ids)}, _source_includes=fields)
+        )
+        return {d["_id"]: tuple(d["_source"].get(f) for f in fields) for d in found["docs"] if d.get("found")}
+
+    def sync_from(self, catalog: SqliteIndex, batch: int = 500, full: bool = False) -> dict[str, int]:
+        """Make the cluster serve exactly what the catalog serves: what changed since its last sync, or (`full`, and
+        the first time) everything compared (tasks/index/opensearch_mirror.py)."""
         from tasks.index.opensearch_mirror import sync_from
 
-        return sync_from(self, catalog, batch)
+        return sync_from(self, catalog, batch, full)
 
     # --- reads: the SearchBackend primitives (tasks/index/backend.py) ------------------------------------
 
@@ -417,14 +428,22 @@ class OpenSearchIndex:
         return locate_occurrences(text, rows, limit)
 
 
+def cluster_hosts(url: str) -> list[str]:
+    """The nodes `KORPUS_OPENSEARCH_URL` names, comma-separated."""
+    return [part.strip() for part in url.split(",") if part.strip()]
+
+
 def opensearch_index(settings: Settings) -> OpenSearchIndex:
-    """The configured cluster (KORPUS_OPENSEARCH_URL), or a clear error when the backend has no address."""
-    if not settings.opensearch_url:
+    """The configured cluster (KORPUS_OPENSEARCH_URL: one node's URL or several, comma-separated), or a clear error
+    when the backend has no address."""
+    if not settings.opensearch_url or not cluster_hosts(settings.opensearch_url):
         raise ValueError("KORPUS_BACKEND=opensearch needs KORPUS_OPENSEARCH_URL=http://host:9200")
     from opensearchpy import OpenSearch
 
-    # korpus retries itself (with backoff, counted); the client's own immediate retries are switched off.
-    client = OpenSearch(hosts=[settings.opensearch_url], timeout=60, max_retries=0)
+    # Every node is known: a request a node cannot take (refused, dropped, timed out) goes at once to the next one
+    # (the client's own retries, one a node). korpus's retries with backoff come on top, for writes.
+    hosts = cluster_hosts(settings.opensearch_url)
+    client = OpenSearch(hosts=hosts, timeout=60, max_retries=len(hosts) - 1, retry_on_timeout=len(hosts) > 1)
     return OpenSearchIndex(
         client,
         prefix=settings.opensearch_prefix,

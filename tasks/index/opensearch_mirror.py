@@ -1,15 +1,26 @@
 """The OpenSearch mirror of the SQLite catalog: one sync makes the cluster hold exactly what the catalog holds.
 
-The current chunks the cluster lacks are indexed as `staged`, from the stored text and vectors (nothing re-parsed or
-re-embedded), 500 to a bulk; then one bulk of partial updates switches lifecycles and labels, and deletes what the
-catalog no longer holds (versions `korpus gc` and retention removed). Idempotent: a sync interrupted anywhere is
-completed by the next one. The catalog generation read before the catalog's states is recorded once the last bulk
-landed (tasks/index/catalog_check.py): a change made meanwhile leaves the mirror `behind`, never marked synced.
+A sync reads only what changed. Every write to the catalog's chunks leaves its chunk id in the outbox
+(`chunk_outbox`, tasks/index/schema.py), numbered in order; the mirror records the last number it holds. A sync
+takes the outbox rows past it, a batch at a time, compares those chunks' states in the catalog with the cluster's
+(one multi-get a batch) and sends what differs: the current chunks the cluster lacks indexed as `staged`, from the
+stored text and vectors (nothing re-parsed or re-embedded); then partial updates switch lifecycles and labels, and
+deletes take out what the catalog no longer holds (versions `korpus gc` and retention removed). So its cost follows
+the change, not the corpus: one review decision is a few updates.
+
+A full sync (`full=True`: `korpus sync-opensearch --full`, and a mirror's first sync) compares every chunk of the
+catalog with every document of the cluster instead — for repair, never needed on a request's path.
+
+Every bulk is bounded in actions and bytes. Idempotent: a sync interrupted anywhere is completed by the next one. The
+catalog generation and outbox number read before the catalog's states are recorded once the last bulk landed
+(tasks/index/catalog_check.py): a change made meanwhile leaves the mirror `behind`, never marked synced.
 """
 
 from __future__ import annotations
 
 import fcntl
+import json
+from collections.abc import Iterable, Iterator
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -20,8 +31,14 @@ from tasks.index.opensearch_requests import chunk_document
 if TYPE_CHECKING:
     from tasks.index.sqlite import SqliteIndex
 
+BULK_BYTES = 8 * 2**20
+"""A bulk request's body at most (OpenSearch refuses one over `http.max_content_length`, 100 MB by default)."""
+BULK_ACTIONS = 2_000
+"""Actions a bulk holds at most (an index action is two lines: its header and its document)."""
+State = tuple[Any, ...]
 
-def sync_from(cluster: Any, catalog: SqliteIndex, batch: int = 500) -> dict[str, int]:
+
+def sync_from(cluster: Any, catalog: SqliteIndex, batch: int = 500, full: bool = False) -> dict[str, int]:
     """Indexed, updated and deleted chunk counts of one sync of `catalog` to `cluster` (an `OpenSearchIndex`, which
     calls this: not imported here, so the two modules import in one direction).
 
@@ -31,17 +48,61 @@ def sync_from(cluster: Any, catalog: SqliteIndex, batch: int = 500) -> dict[str,
     older state after a later sync marked the mirror current (found by the lifecycle state machine)."""
     with open(Path(catalog.conn.filename).with_name("opensearch-sync.lock"), "a") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
-        return _sync(cluster, catalog, batch)
+        model = catalog.embedding_model()
+        if model is None:
+            return {"indexed": 0, "updated": 0, "deleted": 0, "compared": 0}
+        cluster._retrying("setup", partial(cluster.ensure, *model))
+        # read first: a change after these leaves the mirror behind
+        reached, head = catalog_check.generation(catalog.conn), catalog_check.outbox_head(catalog.conn)
+        since = None if full else catalog_check.synced_outbox(catalog.conn, cluster.alias)
+        if since is None:
+            report = _sync_all(cluster, catalog, batch)
+        else:
+            report = _sync_changes(cluster, catalog, batch, since, head)
+        with catalog.write_transaction():
+            catalog_check.mark_synced(catalog.conn, cluster.alias, reached, head)
+            catalog_check.prune_outbox(catalog.conn)
+        return report
 
 
-def _sync(cluster: Any, catalog: SqliteIndex, batch: int) -> dict[str, int]:
-    model = catalog.embedding_model()
-    if model is None:
-        return {"indexed": 0, "updated": 0, "deleted": 0}
-    cluster._retrying("setup", partial(cluster.ensure, *model))
-    reached = catalog_check.generation(catalog.conn)  # read first: a change after it leaves the mirror behind
+def _sync_all(cluster: Any, catalog: SqliteIndex, batch: int) -> dict[str, int]:
+    """Every chunk of the catalog against every document of the cluster."""
     want = catalog.chunk_states()
     have = cluster.states()
+    indexed = _stage(cluster, catalog, want, have, batch)
+    updated, deleted = _switch(cluster, want, have, indexed)
+    if indexed or updated or deleted:
+        _searchable(cluster)
+    return {"indexed": len(indexed), "updated": updated, "deleted": deleted, "compared": len(want) + len(have)}
+
+
+def _sync_changes(cluster: Any, catalog: SqliteIndex, batch: int, since: int, head: int) -> dict[str, int]:
+    """The chunks of the outbox rows numbered in (`since`, `head`]: staged first, all of them, then switched — as
+    a full sync does, so a version's chunks become current together after every one of them is in."""
+    report = {"indexed": 0, "updated": 0, "deleted": 0, "compared": 0}
+    staged: set[str] = set()
+    for ids in catalog_check.changed_since(catalog.conn, since, head, batch):
+        want, have = catalog.chunk_states_of(ids), cluster.states_of(ids)
+        staged |= _stage(cluster, catalog, want, have, batch)
+        report["compared"] += len(ids)
+    for ids in catalog_check.changed_since(catalog.conn, since, head, batch):
+        want, have = catalog.chunk_states_of(ids), cluster.states_of(ids)
+        updated, deleted = _switch(cluster, want, have, staged)
+        report["updated"] += updated
+        report["deleted"] += deleted
+    report["indexed"] = len(staged)
+    if staged or report["updated"] or report["deleted"]:
+        _searchable(cluster)
+    return report
+
+
+def _searchable(cluster: Any) -> None:
+    """What the sync sent becomes searchable now (a refresh of the index behind the alias)."""
+    cluster._retrying("refresh", lambda: cluster.client.indices.refresh(index=cluster.alias))
+
+
+def _stage(cluster: Any, catalog: SqliteIndex, want: dict[str, State], have: dict[str, State], batch: int) -> set[str]:
+    """Index the current chunks of `want` that `have` lacks, as `staged`; their ids (and `have` says so)."""
     missing = [c for c, state in want.items() if state[0] == "current" and c not in have]
     for start in range(0, len(missing), batch):
         part = missing[start : start + batch]
@@ -49,24 +110,54 @@ def _sync(cluster: Any, catalog: SqliteIndex, batch: int) -> dict[str, int]:
         for stored in catalog.stored_chunks(part):
             doc = chunk_document(stored.chunk, stored.ordinal, stored.vector, stored.kind, stored.exception)
             actions += [{"index": {"_index": cluster.alias, "_id": stored.chunk.chunk_id}}, doc]
-        cluster._bulk(actions)
+        send(cluster, actions)
         for chunk_id in part:
             have[chunk_id] = ("staged", None, None, None, None)
-    switch: list[dict[str, Any]] = []
-    staged, updated, deleted = set(missing), 0, 0
+    return set(missing)
+
+
+def _switch(cluster: Any, want: dict[str, State], have: dict[str, State], staged: set[str]) -> tuple[int, int]:
+    """Update what differs from the catalog, delete what it no longer holds; (updated, deleted)."""
+    actions: list[dict[str, Any]] = []
+    updated = deleted = 0
     for chunk_id, state in have.items():
         target = want.get(chunk_id)
         if target is None:  # gone from the catalog (korpus gc, retention): gone from the cluster too
-            switch.append({"delete": {"_index": cluster.alias, "_id": chunk_id}})
+            actions.append({"delete": {"_index": cluster.alias, "_id": chunk_id}})
             deleted += 1
-        elif tuple(state) != target:  # labels or lifecycle moved, or just staged above
+        elif tuple(state) != target:  # labels or lifecycle moved, or just staged
             lifecycle, access, owner, tenant, exception = target
-            switch += cluster._updates(
+            actions += cluster._updates(
                 [chunk_id],
                 {"lifecycle": lifecycle, "access": access, "owner": owner, "tenant": tenant, "exception": exception},
             )
             updated += chunk_id not in staged
-    cluster._bulk(switch, refresh="wait_for")
-    with catalog.write_transaction():
-        catalog_check.mark_synced(catalog.conn, cluster.alias, reached)
-    return {"indexed": len(missing), "updated": updated, "deleted": deleted}
+    send(cluster, actions)
+    return updated, deleted
+
+
+def bulks(
+    actions: Iterable[dict[str, Any]], max_bytes: int = BULK_BYTES, max_actions: int = BULK_ACTIONS
+) -> Iterator[list[dict[str, Any]]]:
+    """`actions` cut into bulks of at most `max_bytes` of body and `max_actions` actions, never between an action
+    and its document (an `index` or `update` header is followed by its body line; a `delete` stands alone)."""
+    current: list[dict[str, Any]] = []
+    size = count = 0
+    pending = iter(actions)
+    for header in pending:
+        item = [header] if "delete" in header else [header, next(pending)]
+        weight = sum(len(json.dumps(line, ensure_ascii=False).encode()) + 1 for line in item)
+        if current and (size + weight > max_bytes or count + 1 > max_actions):
+            yield current
+            current, size, count = [], 0, 0
+        current += item
+        size += weight
+        count += 1
+    if current:
+        yield current
+
+
+def send(cluster: Any, actions: list[dict[str, Any]]) -> None:
+    """`actions` in bounded bulks."""
+    for part in bulks(actions):
+        cluster._bulk(part)

@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from korpus.core.settings import Settings
+from tasks.index import catalog_check
 from tasks.index.records import PRESENT
 from tasks.index.sqlite import SqliteIndex
 from tasks.runtime.crash_points import crash_point
@@ -301,6 +302,9 @@ def collect_garbage(
     if not take_lock and settings.index_path.is_file():  # inside a refresh: nothing to walk the disk for?
         with SqliteIndex(settings.index_path) as index:
             if not expired_versions(index, cutoff) and not stale_refusals(index, cutoff):
+                if not dry_run:
+                    with index.write_transaction():  # the outbox rows every mirror holds (all: no mirror)
+                        catalog_check.prune_outbox(index.conn)
                 return {
                     "retention_days": days,
                     "cutoff": cutoff,
@@ -329,6 +333,8 @@ def collect_garbage(
         else:
             chunks = sum(drop_version(index, source_id, version) for source_id, version in expired)
             report["refusals_expired"] = expire_stale_refusals(index, cutoff)
+            with index.write_transaction():
+                report["outbox_pruned"] = catalog_check.prune_outbox(index.conn)
             versions, sources = _still_needed(index, set())
         crash_point("gc-before-files")
         files = _unneeded_files(settings, versions, sources)

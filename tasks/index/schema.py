@@ -168,6 +168,19 @@ END;
 INSERT OR IGNORE INTO chunk_tokens (rowid, terms, exact) SELECT rowid, terms, exact FROM chunk_terms;
 DELETE FROM chunk_terms WHERE rowid IN (SELECT rowid FROM chunks WHERE lifecycle != 'current');
 """
+# The mirror's outbox (tasks/index/opensearch_mirror.py): every chunk a write touched — inserted, deleted, its
+# lifecycle or labels changed — with a sequence number that only grows (AUTOINCREMENT: a number is never reused, so
+# a chunk changed again is seen past the number a mirror reached). One row a chunk: its latest change. A sync reads
+# only the rows past what its mirror holds; `korpus gc` drops the rows every mirror has.
+OUTBOX_SQL = """
+CREATE TABLE IF NOT EXISTS chunk_outbox (seq INTEGER PRIMARY KEY AUTOINCREMENT, chunk_id TEXT NOT NULL UNIQUE);
+CREATE TRIGGER IF NOT EXISTS chunks_outbox_insert AFTER INSERT ON chunks BEGIN
+    INSERT OR REPLACE INTO chunk_outbox (chunk_id) VALUES (new.chunk_id); END;
+CREATE TRIGGER IF NOT EXISTS chunks_outbox_delete AFTER DELETE ON chunks BEGIN
+    INSERT OR REPLACE INTO chunk_outbox (chunk_id) VALUES (old.chunk_id); END;
+CREATE TRIGGER IF NOT EXISTS chunks_outbox_state AFTER UPDATE OF lifecycle, access, owner, tenant, exception ON chunks
+BEGIN INSERT OR REPLACE INTO chunk_outbox (chunk_id) VALUES (new.chunk_id); END;
+"""
 DERIVED_TRIGGERS = (
     "chunks_generation_insert",
     "chunks_generation_delete",
@@ -181,5 +194,8 @@ DERIVED_TRIGGERS = (
     "chunks_terms_retired",
     "chunks_terms_restored",
     "chunks_terms_deleted",
+    "chunks_outbox_insert",
+    "chunks_outbox_delete",
+    "chunks_outbox_state",
 )
 """The triggers an index opened by this release has; one missing (an older index: renamed ones) installs them."""

@@ -33,6 +33,7 @@ from tasks.index.schema import (
     CATALOG_ACCESS_SQL,
     CURRENT_TERMS_SQL,
     DERIVED_TRIGGERS,
+    OUTBOX_SQL,
     SCHEMA,
     VISIBILITY_SQL,
     row_dicts,
@@ -81,6 +82,7 @@ class SqliteIndex(VectorTables, QuarantineStore, RefreshRecords):
                 self.conn.execute(VISIBILITY_SQL)
                 self.conn.execute(CATALOG_ACCESS_SQL)
                 self.conn.execute(CURRENT_TERMS_SQL)
+                self.conn.execute(OUTBOX_SQL)
 
     def close(self) -> None:
         self.conn.close()

@@ -142,6 +142,15 @@ class VectorTables:
         rows = self.conn.execute("SELECT chunk_id, lifecycle, access, owner, tenant, exception FROM chunks")
         return {row[0]: (row[1], row[2], row[3], row[4], bool(row[5])) for row in rows}
 
+    def chunk_states_of(self, chunk_ids: Sequence[str]) -> dict[str, tuple[str, str, str, str, bool]]:
+        """`chunk_states` of these ids only (those the catalog still holds)."""
+        marks = ", ".join("?" for _ in chunk_ids)
+        rows = self.conn.execute(
+            f"SELECT chunk_id, lifecycle, access, owner, tenant, exception FROM chunks WHERE chunk_id IN ({marks})",
+            list(chunk_ids),
+        )
+        return {row[0]: (row[1], row[2], row[3], row[4], bool(row[5])) for row in rows}
+
     def stored_chunks(self, chunk_ids: Sequence[str]) -> Iterator[StoredChunk]:
         """The chunks with these ids as stored — text, locator, labels, vector, the source's kind — to mirror them
         without re-parsing or re-embedding."""

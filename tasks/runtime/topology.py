@@ -125,8 +125,16 @@ class Topology:
 
     @property
     def opensearch_url(self) -> str:
+        """The first node's URL (for a person's curl)."""
         nodes = opensearch_node.recorded(self.opensearch_home)
         return f"http://127.0.0.1:{nodes[0]['http_port']}" if nodes else ""
+
+    @property
+    def opensearch_urls(self) -> str:
+        """Every node's URL, comma-separated: what korpus is given (KORPUS_OPENSEARCH_URL), so it asks whichever
+        node answers."""
+        nodes = opensearch_node.recorded(self.opensearch_home)
+        return ",".join(f"http://127.0.0.1:{node['http_port']}" for node in nodes)
 
     @property
     def pg_dir(self) -> Path:
@@ -145,7 +153,7 @@ class Topology:
             KORPUS_REPO=str(REPO),
             KORPUS_DASK_ADDRESS=self.dask_address,
             KORPUS_BACKEND="opensearch",
-            KORPUS_OPENSEARCH_URL=self.opensearch_url,
+            KORPUS_OPENSEARCH_URL=self.opensearch_urls,
             PYTHONPATH=os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])),
         )
         return env

@@ -123,6 +123,40 @@ def test_cluster_down_leaves_the_mirror_pending_until_it_returns(
         assert TestClient(create_app(settings)).get("/health").status_code == 200
 
 
+def test_a_node_that_cannot_answer_is_passed_over_and_none_answering_is_a_503(
+    models, opensearch_url: str, os_prefix: str, tmp_path: Path
+) -> None:
+    """#64 item 1: korpus knows every node it is given. A read a node cannot take (its connection dropped) goes to
+    the next node; when none can answer, /search, /exact and the search page say so with a 503, never a 500."""
+    root = tmp_path / "root"
+    _archive(root)
+    dead = Faults(down=True)
+    with fault_proxy(opensearch_url, Faults()) as live, fault_proxy(opensearch_url, dead) as gone:
+        settings = Settings(
+            data=tmp_path / "data",
+            backend="opensearch",
+            opensearch_url=live,
+            opensearch_prefix=os_prefix,
+            retry_backoff=0.05,
+            retry_attempts=2,
+            meta_documents=False,
+        )
+        run_refresh(root, settings)
+        both = TestClient(create_app(settings.model_copy(update={"opensearch_url": f"{gone},{live}"})))
+        for _ in range(4):  # the client goes round the nodes: the dead one's turns go to the live one
+            answer = both.get("/search", params={"q": "кровли", "mode": "bm25"})
+            assert answer.status_code == 200 and [h["source_id"] for h in answer.json()] == ["записка.txt"]
+        assert "down" in dead.seen  # the dead node was asked, and passed over
+
+        nobody = TestClient(create_app(settings.model_copy(update={"opensearch_url": gone})))
+        for path, params in (("/search", {"q": "кровли", "mode": "bm25"}), ("/exact", {"text": "кровли"})):
+            refused = nobody.get(path, params=params)
+            assert refused.status_code == 503 and "cluster cannot answer" in refused.json()["detail"], refused.text
+            assert refused.headers["retry-after"]
+        page = nobody.get("/", params={"q": "ремонт кровли"}, headers={"accept": "text/html"})
+        assert page.status_code == 503 and "Поиск временно недоступен" in page.text
+
+
 GARBAGE = "M]heh\\guc dh^_dk Cl>opMa no KHA M]heh\\guc dh^_dk Cl>opMa no KHA M]heh\\guc dh^_dk Cl>opMa no KHA."
 
 

@@ -10,7 +10,7 @@ is korpus/apps/review_web.py, the hit viewer korpus/apps/viewer.py, the search p
 """
 
 from fastapi import FastAPI, Request
-from fastapi.responses import JSONResponse, RedirectResponse, Response
+from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
 
 from korpus.apps.api.access import served
 from korpus.apps.api.health import health_router
@@ -37,6 +37,29 @@ def create_app(settings: Settings) -> FastAPI:
     def model_mismatch(_request: Request, exc: IndexMismatchError) -> JSONResponse:
         # The server's configured embedding model is not the one the index was built with: say so, plainly.
         return JSONResponse(status_code=409, content={"detail": str(exc)})
+
+    from opensearchpy.exceptions import ConnectionError as ClusterUnreachable
+    from opensearchpy.exceptions import TransportError
+
+    from tasks.runtime.retry import TransientError
+
+    @app.exception_handler(ClusterUnreachable)
+    @app.exception_handler(TransportError)
+    @app.exception_handler(TransientError)
+    def cluster_cannot_answer(request: Request, exc: Exception) -> Response:
+        """The search cluster cannot answer (no node reachable, or each answered 5xx): a 503 that says so, never a
+        bare 500; an error of korpus's own request (a 4xx) stays a 500 — that is a bug to see."""
+        status = getattr(exc, "status_code", None)
+        if isinstance(exc, TransportError) and not isinstance(exc, ClusterUnreachable) and str(status).isdigit():
+            if int(status) < 500:
+                raise exc
+        detail = f"the search cluster cannot answer now ({type(exc).__name__}); try again shortly"
+        if request.url.path == "/" and "text/html" in request.headers.get("accept", "text/html"):
+            page = (
+                f"<!doctype html><meta charset=utf-8><title>korpus</title><p>Поиск временно недоступен: {detail}.</p>"
+            )
+            return HTMLResponse(page, status_code=503, headers={"Retry-After": "5"})
+        return JSONResponse(status_code=503, content={"detail": detail}, headers={"Retry-After": "5"})
 
     @app.middleware("http")
     async def refuse_other_origins(request: Request, call_next):  # type: ignore[no-untyped-def]

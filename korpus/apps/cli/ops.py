@@ -84,9 +84,15 @@ def _mirror_now(settings: Settings) -> dict:
     return report
 
 
-def sync_opensearch_cmd(data: DataOption = None) -> None:
+def sync_opensearch_cmd(
+    data: DataOption = None,
+    full: Annotated[
+        bool, typer.Option("--full", help="Compare every chunk with the cluster (a repair), not only what changed.")
+    ] = False,
+) -> None:
     """Mirror the catalog to KORPUS_OPENSEARCH_URL now (a refresh and every review decision do it themselves when
-    KORPUS_BACKEND=opensearch): missing chunks indexed from stored text and vectors, lifecycles and labels switched."""
+    KORPUS_BACKEND=opensearch): what changed since the last sync — missing chunks indexed from stored text and
+    vectors, lifecycles and labels switched, removed ones deleted; --full compares everything."""
     from tasks.index.opensearch import opensearch_index
     from tasks.index.sqlite import SqliteIndex
     from tasks.runtime.retry import TransientError
@@ -95,11 +101,12 @@ def sync_opensearch_cmd(data: DataOption = None) -> None:
     try:
         cluster = opensearch_index(settings)
         with SqliteIndex(settings.index_path) as index:
-            report = cluster.sync_from(index)
+            report = cluster.sync_from(index, full=full)
     except (ValueError, TransientError) as exc:
         _fail(str(exc))
     typer.echo(
-        f"{cluster.alias}: {report['indexed']} indexed, {report['updated']} updated, {report['deleted']} deleted"
+        f"{cluster.alias}: {report['indexed']} indexed, {report['updated']} updated, {report['deleted']} deleted "
+        f"({report['compared']} compared)"
     )
 
 
