@@ -169,6 +169,11 @@ def _refresh(root: str, settings: Settings) -> dict[str, Any]:
         "first_searchable_seconds": round(indexer.first_searchable - started, 2)
         if indexer.first_searchable is not None
         else None,
+        # on the cluster (KORPUS_BACKEND=opensearch): each group is sent as it is published
+        "opensearch_first_searchable_seconds": round(indexer.first_mirrored - started, 2)
+        if indexer.first_mirrored is not None
+        else None,
+        "opensearch_streamed": indexer.streamed if indexer.streaming or indexer.streamed["syncs"] else None,
         "meta_documents": meta,
         "garbage_collected": {k: collected[k] for k in ("versions", "chunks", "files", "file_bytes")}
         if collected

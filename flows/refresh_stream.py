@@ -31,6 +31,7 @@ from flows.refresh_tasks import (
     embed,
     failed_recording,
     hold_back,
+    mirror_group,
     ocr_page,
     publish,
     read_batches,
@@ -378,6 +379,11 @@ class Indexer:
         self.moved: list[str] = []
         self.settled = self.embedded = self.indexed = self.flushed = 0
         self.first_searchable: float | None = None
+        self.streaming = settings.backend == "opensearch"
+        self.first_mirrored: float | None = None
+        self.streamed = {"syncs": 0, "indexed": 0, "retries": 0}
+        """The groups' own syncs to the cluster: how many, the chunks they indexed, the retries they needed."""
+        """When the first group became searchable on the cluster (KORPUS_BACKEND=opensearch)."""
         self.live = live or RefreshProgress(planned=total)
 
     def add(self, source: Source, outcome: ParseOutcome) -> None:
@@ -475,6 +481,15 @@ class Indexer:
         counts = publish(**sealed(group=ready, vectors=vectors, settings=self.settings)) if ready else []
         self.indexed += sum(counts)
         self.live.indexed(sum(counts))
+        if sum(counts) and self.streaming:  # the group reaches the cluster now, not at the refresh's end
+            mirrored = mirror_group(settings=self.settings)
+            self.streamed["syncs"] += 1
+            self.streamed["retries"] += mirrored["retries"]
+            self.streamed["indexed"] += mirrored.get("indexed", 0)
+            if mirrored.get("pending"):
+                self.streaming = False  # the cluster is down: no group waits on its retries; the end's sync completes
+            elif self.first_mirrored is None:
+                self.first_mirrored = time.perf_counter()
         if sum(counts) and self.first_searchable is None:
             self.first_searchable = time.perf_counter()
         for r in group:

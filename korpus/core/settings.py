@@ -233,6 +233,12 @@ class Settings(BaseSettings):
         "credentials in the URL or env.",
     )
     opensearch_prefix: str = Field(default="korpus", description="Index, alias, template and pipeline name prefix.")
+    mirror_max_lag_seconds: float = Field(
+        default=60.0,
+        ge=0,
+        description="How long the OpenSearch mirror may lack a change of the catalog before /health and `korpus "
+        "status` say degraded (a refresh streams its documents to the cluster as it publishes them). 0: at once.",
+    )
     retention_days: float = Field(
         default=30.0,
         ge=0,

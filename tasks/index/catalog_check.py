@@ -12,6 +12,7 @@ generation is past it, the mirror is behind (`mirror_lag`), and /health and `kor
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -105,9 +106,22 @@ def prune_outbox(conn: apsw.Connection) -> int:
     return conn.changes()
 
 
-def mirror_lag(conn: apsw.Connection, alias: str) -> dict[str, Any] | None:
-    """None when the mirror has every change the catalog holds; else the two generations."""
+def mirror_lag(conn: apsw.Connection, alias: str, max_seconds: float = 0.0) -> dict[str, Any] | None:
+    """None when the mirror has every change the catalog holds, or lacks only changes younger than `max_seconds`
+    (a refresh streaming its documents to the cluster: `KORPUS_MIRROR_MAX_LAG_SECONDS`); else the two generations
+    and how long the oldest change it lacks has waited (None: unknown — a mirror that never synced from the
+    outbox)."""
     now, synced = generation(conn), synced_generation(conn, alias)
     if synced is not None and synced >= now:
         return None
-    return {"catalog_generation": now, "mirror_generation": synced}
+    held = synced_outbox(conn, alias)
+    waited = None
+    if held is not None:
+        oldest = conn.execute("SELECT min(at) FROM chunk_outbox WHERE seq > ?", (held,)).fetchall()[0][0]
+        if oldest is None:  # generation moved by a write the outbox does not carry: nothing for the mirror
+            return None
+        waited = max(0.0, time.time() - oldest)
+        if waited <= max_seconds:
+            return None
+    lag = {"catalog_generation": now, "mirror_generation": synced}
+    return lag | ({"lag_seconds": round(waited, 1)} if waited is not None else {})

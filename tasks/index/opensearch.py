@@ -75,9 +75,16 @@ class OpenSearchIndex:
     """
 
     def __init__(
-        self, client: Any, prefix: str = "korpus", retry: RetryPolicy | None = None, catalog: Path | None = None
+        self,
+        client: Any,
+        prefix: str = "korpus",
+        retry: RetryPolicy | None = None,
+        catalog: Path | None = None,
+        max_lag: float = 0.0,
     ) -> None:
         self.client = client
+        self.max_lag = max_lag
+        """Seconds the mirror may lack a catalog change before `health` says `behind` (mirror_max_lag_seconds)."""
         self.catalog = catalog
         """The SQLite catalog this cluster mirrors: every hit is checked against it. None only for a cluster used
         without a catalog (the backend's own tests)."""
@@ -388,7 +395,7 @@ class OpenSearchIndex:
         lag = None
         if self.catalog is not None and self.catalog.is_file():
             with contextlib.closing(catalog_check.read_only(self.catalog)) as conn:
-                lag = catalog_check.mirror_lag(conn, self.alias)
+                lag = catalog_check.mirror_lag(conn, self.alias, self.max_lag)
         cluster = cluster_not_whole(self.client)
         if cluster is not None:
             return {"backend": self.name, "status": "degraded", "chunks_served": served, **cluster}
@@ -449,6 +456,7 @@ def opensearch_index(settings: Settings) -> OpenSearchIndex:
         prefix=settings.opensearch_prefix,
         retry=RetryPolicy.from_settings(settings),
         catalog=settings.index_path,
+        max_lag=settings.mirror_max_lag_seconds,
     )
 
 

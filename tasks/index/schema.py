@@ -171,9 +171,14 @@ DELETE FROM chunk_terms WHERE rowid IN (SELECT rowid FROM chunks WHERE lifecycle
 # The mirror's outbox (tasks/index/opensearch_mirror.py): every chunk a write touched — inserted, deleted, its
 # lifecycle or labels changed — with a sequence number that only grows (AUTOINCREMENT: a number is never reused, so
 # a chunk changed again is seen past the number a mirror reached). One row a chunk: its latest change. A sync reads
-# only the rows past what its mirror holds; `korpus gc` drops the rows every mirror has.
+# only the rows past what its mirror holds; `korpus gc` drops the rows every mirror has. `at` (epoch seconds) says how
+# long the oldest change a mirror lacks has waited: its lag.
 OUTBOX_SQL = """
-CREATE TABLE IF NOT EXISTS chunk_outbox (seq INTEGER PRIMARY KEY AUTOINCREMENT, chunk_id TEXT NOT NULL UNIQUE);
+CREATE TABLE IF NOT EXISTS chunk_outbox (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT,
+    chunk_id TEXT NOT NULL UNIQUE,
+    at REAL NOT NULL DEFAULT (unixepoch('subsec'))
+);
 CREATE TRIGGER IF NOT EXISTS chunks_outbox_insert AFTER INSERT ON chunks BEGIN
     INSERT OR REPLACE INTO chunk_outbox (chunk_id) VALUES (new.chunk_id); END;
 CREATE TRIGGER IF NOT EXISTS chunks_outbox_delete AFTER DELETE ON chunks BEGIN

@@ -67,6 +67,7 @@ from tasks.retrieval.embedding import shared_embedder
 from tasks.retrieval.retriever import retrieve
 from tasks.review.actions import Action, ReviewError, apply_decision
 from tasks.review.queue import QueueQuery, queue_page
+from tasks.runtime.reader_child import stop_children
 
 from .fault_proxy import Faults, fault_proxy
 
@@ -149,7 +150,15 @@ def mirror(settings: Settings) -> None:
 
 
 def refresh_inline(root: Path, settings: Settings, vectors: Vectors) -> None:
-    """One refresh through the flow's task functions, in the flow's order (flows/corpus_refresh.py)."""
+    """One refresh through the flow's task functions, in the flow's order (flows/corpus_refresh.py); its reading
+    children stopped at its end, as the flow stops them."""
+    try:
+        _refresh_inline(root, settings, vectors)
+    finally:
+        stop_children()
+
+
+def _refresh_inline(root: Path, settings: Settings, vectors: Vectors) -> None:
     indexed, refused, listings = refresh_tasks.read_catalog.fn(settings)
     plan = plan_refresh(refresh_tasks.discover.fn(str(root), settings), indexed, refused, listings)
     refresh_tasks.apply_access_changes.fn(plan, settings)

@@ -192,7 +192,7 @@ def _served_equals_catalog(topology: Topology, timeout: float = 120) -> None:
     from tasks.index.opensearch import opensearch_index
 
     served = opensearch_index(
-        Settings(data=topology.data, backend="opensearch", opensearch_url=topology.opensearch_url)
+        Settings(data=topology.data, backend="opensearch", opensearch_url=topology.opensearch_urls)
     ).health()
     assert served["status"] == "ok" and served["chunks_served"] == _catalog(topology)[1], served
 
@@ -353,14 +353,17 @@ def test_an_opensearch_node_killed_during_bulk_writes_and_again_during_searches(
     TIMINGS["opensearch node back: green and served"] = time.monotonic() - restarted
     assert len(_sources(topology, "письмо о поставке насосов марки НД-7", "k-public")) >= 1
 
-    topology.kill("opensearch", node="node-3")  # again, while only searches are asked
+    # again, while only searches are asked: node-1, the first node korpus is given (#64: korpus knows every node,
+    # and a request node-1 cannot take goes to the next)
+    topology.kill("opensearch", node="node-1")
     killed_at = time.monotonic()
     answers = _search_while(topology, lambda: time.monotonic() - killed_at < 10)
+    REREAD["opensearch node-1 killed during searches"] = {"answers": answers}
     assert answers and all(code in (200, 503) for code in answers), answers
-    assert answers.count(200) >= len(answers) // 2, answers  # one node of three gone: the copies answer
+    assert answers.count(200) >= 0.9 * len(answers), answers  # the other two nodes hold every shard: they answer
     topology.start("opensearch")
     _served_equals_catalog(topology, timeout=300)
-    TIMINGS["opensearch node-3 killed during searches: back and served"] = time.monotonic() - killed_at
+    TIMINGS["opensearch node-1 killed during searches: back and served"] = time.monotonic() - killed_at
 
 
 def test_the_prefect_server_and_postgres_killed_and_restarted(topology: Topology) -> None:
