@@ -170,9 +170,12 @@ DELETE FROM chunk_terms WHERE rowid IN (SELECT rowid FROM chunks WHERE lifecycle
 """
 # The mirror's outbox (tasks/index/opensearch_mirror.py): every chunk a write touched — inserted, deleted, its
 # lifecycle or labels changed — with a sequence number that only grows (AUTOINCREMENT: a number is never reused, so
-# a chunk changed again is seen past the number a mirror reached). One row a chunk: its latest change. A sync reads
-# only the rows past what its mirror holds; `korpus gc` drops the rows every mirror has. `at` (epoch seconds) says how
-# long the oldest change a mirror lacks has waited: its lag.
+# a chunk changed again is seen past the number a mirror reached). One row a chunk, its latest change: the old row
+# deleted, then a new one inserted — not `INSERT OR REPLACE`, since inside a trigger the conflict handling of the
+# statement that fired it overrides the trigger's own (the lifecycle machine found it: publish's upsert of a source
+# row, `ON CONFLICT DO UPDATE`, relabels its chunks through a trigger, and the outbox's REPLACE became an abort).
+# A sync reads only the rows past what its mirror holds; `korpus gc` drops the rows every mirror has. `at` (epoch
+# seconds) says how long the oldest change a mirror lacks has waited: its lag.
 OUTBOX_SQL = """
 CREATE TABLE IF NOT EXISTS chunk_outbox (
     seq INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -180,11 +183,15 @@ CREATE TABLE IF NOT EXISTS chunk_outbox (
     at REAL NOT NULL DEFAULT (unixepoch('subsec'))
 );
 CREATE TRIGGER IF NOT EXISTS chunks_outbox_insert AFTER INSERT ON chunks BEGIN
-    INSERT OR REPLACE INTO chunk_outbox (chunk_id) VALUES (new.chunk_id); END;
+    DELETE FROM chunk_outbox WHERE chunk_id = new.chunk_id;
+    INSERT INTO chunk_outbox (chunk_id) VALUES (new.chunk_id); END;
 CREATE TRIGGER IF NOT EXISTS chunks_outbox_delete AFTER DELETE ON chunks BEGIN
-    INSERT OR REPLACE INTO chunk_outbox (chunk_id) VALUES (old.chunk_id); END;
+    DELETE FROM chunk_outbox WHERE chunk_id = old.chunk_id;
+    INSERT INTO chunk_outbox (chunk_id) VALUES (old.chunk_id); END;
 CREATE TRIGGER IF NOT EXISTS chunks_outbox_state AFTER UPDATE OF lifecycle, access, owner, tenant, exception ON chunks
-BEGIN INSERT OR REPLACE INTO chunk_outbox (chunk_id) VALUES (new.chunk_id); END;
+BEGIN
+    DELETE FROM chunk_outbox WHERE chunk_id = new.chunk_id;
+    INSERT INTO chunk_outbox (chunk_id) VALUES (new.chunk_id); END;
 """
 DERIVED_TRIGGERS = (
     "chunks_generation_insert",

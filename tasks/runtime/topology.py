@@ -263,8 +263,8 @@ class Topology:
 
             return probe
 
-        if part == "postgres":
-            return tcp(self.ports["postgres"])
+        if part == "postgres":  # ready when it accepts connections: an open port may still be in crash recovery
+            return self._accepting
         if part == "prefect-server":
             return http(f"{self.api_url}/health")
         if part == "dask-scheduler":
@@ -272,6 +272,12 @@ class Topology:
         if part == "serve":
             return http(f"{self.serve_url}/health", ok=(200, 503))
         return lambda: True  # workers: their scheduler or server sees them (`wait_for_dask_workers`)
+
+    def _accepting(self) -> bool:
+        """PostgreSQL answers a real request (`pg_isready`: a server still in crash recovery after a SIGKILL has its
+        port open but refuses connections — «the database system is starting up» — and is not ready)."""
+        argv = [_pg_bin("pg_isready"), "-h", "127.0.0.1", "-p", str(self.ports["postgres"]), "-U", "korpus"]
+        return subprocess.run([*argv, "-d", "postgres", "-t", "2"], capture_output=True).returncode == 0
 
     def _log(self, part: str) -> Path:
         (self.home / "logs").mkdir(parents=True, exist_ok=True)
