@@ -11,12 +11,12 @@ import numpy as np
 from prefect import get_run_logger, task
 from prefect.cache_policies import NO_CACHE
 
-from flows.refresh_tasks import embed, embed_threads
+from flows.refresh_tasks import embed, embed_threads, mirror_counted
 from korpus.core.datamodel import Chunk
 from korpus.core.model_store import embed_model_path
 from korpus.core.settings import Settings
 from tasks.index.sqlite import SqliteIndex
-from tasks.runtime.retry import RetryPolicy, counting_retries
+from tasks.runtime.retry import RetryPolicy
 
 
 def embed_on_every_core(chunks: list[Chunk], settings: Settings) -> np.ndarray:
@@ -71,10 +71,7 @@ def sync_opensearch(settings: Settings) -> dict[str, Any]:
     backoff while the cluster is down or overloaded; when it stays down the catalog's changes stand, the cluster
     keeps serving what it served, and the answer says `pending` — the sync is idempotent, so the next refresh (or
     `korpus sync-opensearch`) completes it."""
-    from tasks.index.opensearch import mirror_or_pending
-
-    with SqliteIndex(settings.index_path) as index, counting_retries() as retries:
-        report = mirror_or_pending(settings, index)
+    report = mirror_counted(settings)
     if report.get("pending"):
         get_run_logger().error("OpenSearch mirror left pending: %s", report["error"])
-    return report | {"retries": retries[0]}
+    return report

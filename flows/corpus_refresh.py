@@ -98,7 +98,7 @@ def _refresh(root: str, settings: Settings) -> dict[str, Any]:
         else None
     )
     tally = Tally()
-    live = refresh_progress.begin(len(plan.to_process))  # what `korpus refresh` shows on the terminal
+    live = refresh_progress.begin(len(plan.to_process), started)  # the refresh's counts, shown on the terminal
     indexer = Indexer(settings, splitter, len(plan.to_process), progress, tally, live)
     broken: Exception | None = None
     try:
@@ -165,12 +165,10 @@ def _refresh(root: str, settings: Settings) -> dict[str, Any]:
         "pending_sources": len(waiting),
         "pending_pages": {source_id: pages for source_id, pages in waiting.items()},
         "chunks_embedded": indexer.embedded,
-        "chunks_indexed": indexer.indexed,
-        "first_searchable_seconds": round(indexer.first_searchable - started, 2)
-        if indexer.first_searchable is not None
-        else None,
+        "chunks_indexed": live.chunks_indexed,
+        "first_searchable_seconds": round(live.first_searchable, 2) if live.first_searchable is not None else None,
         # on the cluster (KORPUS_BACKEND=opensearch): each group is sent as it is published
-        "opensearch_first_searchable_seconds": round(indexer.first_mirrored - started, 2)
+        "opensearch_first_searchable_seconds": round(indexer.first_mirrored, 2)
         if indexer.first_mirrored is not None
         else None,
         "opensearch_streamed": indexer.streamed if indexer.streaming or indexer.streamed["syncs"] else None,

@@ -69,11 +69,12 @@ _lock = threading.Lock()
 _current: RefreshProgress | None = None
 
 
-def begin(planned: int) -> RefreshProgress:
-    """A refresh's counts from its start (its plan known), made the ones `current` returns."""
+def begin(planned: int, started: float | None = None) -> RefreshProgress:
+    """A refresh's counts once its plan is known, timed from `started` (`time.perf_counter()`; default now), made the
+    ones `current` returns."""
     global _current
     with _lock:
-        _current = RefreshProgress(planned=planned)
+        _current = RefreshProgress(planned=planned, started=time.perf_counter() if started is None else started)
         return _current
 
 

@@ -11,7 +11,6 @@ alone, one SQLite writer.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from functools import partial
@@ -377,14 +376,15 @@ class Indexer:
         self.recorded: set[str] = set()  # item ids written with their document's publish
         self.waiting: dict[str, list[int]] = {}
         self.moved: list[str] = []
-        self.settled = self.embedded = self.indexed = self.flushed = 0
-        self.first_searchable: float | None = None
+        self.embedded = self.flushed = 0
+        self.live = live or RefreshProgress(planned=total)
+        """Documents settled, chunks indexed, when the first became searchable: the terminal's counts are the
+        refresh's own (flows/progress.py)."""
         self.streaming = settings.backend == "opensearch"
         self.first_mirrored: float | None = None
+        """Seconds from the refresh's start to its first group searchable on the cluster (KORPUS_BACKEND=opensearch)."""
         self.streamed = {"syncs": 0, "indexed": 0, "retries": 0}
         """The groups' own syncs to the cluster: how many, the chunks they indexed, the retries they needed."""
-        """When the first group became searchable on the cluster (KORPUS_BACKEND=opensearch)."""
-        self.live = live or RefreshProgress(planned=total)
 
     def add(self, source: Source, outcome: ParseOutcome) -> None:
         self.tally.add(source, outcome)
@@ -479,7 +479,6 @@ class Indexer:
         crash_point("after-embed")
         ready = [r for r in group if r.publish]
         counts = publish(**sealed(group=ready, vectors=vectors, settings=self.settings)) if ready else []
-        self.indexed += sum(counts)
         self.live.indexed(sum(counts))
         if sum(counts) and self.streaming:  # the group reaches the cluster now, not at the refresh's end
             mirrored = mirror_group(settings=self.settings)
@@ -489,9 +488,7 @@ class Indexer:
             if mirrored.get("pending"):
                 self.streaming = False  # the cluster is down: no group waits on its retries; the end's sync completes
             elif self.first_mirrored is None:
-                self.first_mirrored = time.perf_counter()
-        if sum(counts) and self.first_searchable is None:
-            self.first_searchable = time.perf_counter()
+                self.first_mirrored = self.live.elapsed
         for r in group:
             self.problems += r.problems
             if r.publish:
@@ -499,6 +496,5 @@ class Indexer:
         self._settle(len(group))
 
     def _settle(self, documents: int) -> None:
-        self.settled += documents
         self.live.settled += documents
-        update_progress_artifact(self.progress, progress=100.0 * self.settled / max(self.total, 1))
+        update_progress_artifact(self.progress, progress=100.0 * self.live.settled / max(self.total, 1))

@@ -314,20 +314,27 @@ def publish(group: list[Ready], vectors: np.ndarray, settings: Settings) -> list
     return counts
 
 
+def mirror_counted(settings: Settings) -> dict[str, Any]:
+    """One sync of the catalog to the cluster (`mirror_or_pending`: `pending` when it stays down), with the retries
+    it took — what both the refresh's mirror tasks run."""
+    from tasks.index.opensearch import mirror_or_pending
+    from tasks.runtime.retry import counting_retries
+
+    with SqliteIndex(settings.index_path) as index, counting_retries() as retries:
+        report = mirror_or_pending(settings, index)
+    return report | {"retries": retries[0]}
+
+
 @task(name="mirror-group", cache_policy=NO_CACHE)
 def mirror_group(settings: Settings) -> dict[str, Any]:
     """A published group on its way to the cluster (KORPUS_BACKEND=opensearch): the changes since the mirror's last
     sync — this group's chunks, their old versions' switch — sent now, so the cluster serves the refresh's documents
     as they are published, not at its end. A cluster that cannot take them leaves them `pending` for the refresh's
     own sync at its end."""
-    from tasks.index.opensearch import mirror_or_pending
-    from tasks.runtime.retry import counting_retries
-
-    with SqliteIndex(settings.index_path) as index, counting_retries() as retries:
-        report = mirror_or_pending(settings, index)
+    report = mirror_counted(settings)
     if report.get("pending"):
         get_run_logger().warning("documents not streamed to OpenSearch (the refresh's end syncs): %s", report["error"])
-    return report | {"retries": retries[0]}
+    return report
 
 
 @task(name="hold-back", cache_policy=NO_CACHE)

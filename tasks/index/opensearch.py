@@ -43,6 +43,7 @@ from tasks.index.exact import locate_occurrences, no_occurrences
 from tasks.index.opensearch_requests import (
     HIT_FIELDS,
     REGIONS_FIELD,
+    STATE_FIELDS,
     chunk_document,
     cluster_not_whole,
     identifier_body,
@@ -229,7 +230,7 @@ class OpenSearchIndex:
 
     def states(self) -> dict[str, tuple[Any, ...]]:
         """chunk id → (lifecycle, access, owner, tenant, exception) of every document behind the alias."""
-        fields = ["lifecycle", "access", "owner", "tenant", "exception"]
+        fields = list(STATE_FIELDS)
         return {
             hit["_id"]: tuple(hit["_source"].get(f) for f in fields)
             for hit in self._every({"match_all": {}}, source=fields)
@@ -237,7 +238,7 @@ class OpenSearchIndex:
 
     def states_of(self, chunk_ids: Sequence[str]) -> dict[str, tuple[Any, ...]]:
         """`states` of these ids only: one multi-get (those the cluster holds)."""
-        fields = ["lifecycle", "access", "owner", "tenant", "exception"]
+        fields = list(STATE_FIELDS)
         if not chunk_ids:
             return {}
         found = self._retrying(

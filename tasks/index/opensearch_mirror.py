@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from tasks.index import catalog_check
-from tasks.index.opensearch_requests import chunk_document
+from tasks.index.opensearch_requests import STATE_FIELDS, chunk_document
 
 if TYPE_CHECKING:
     from tasks.index.sqlite import SqliteIndex
@@ -126,11 +126,7 @@ def _switch(cluster: Any, want: dict[str, State], have: dict[str, State], staged
             actions.append({"delete": {"_index": cluster.alias, "_id": chunk_id}})
             deleted += 1
         elif tuple(state) != target:  # labels or lifecycle moved, or just staged
-            lifecycle, access, owner, tenant, exception = target
-            actions += cluster._updates(
-                [chunk_id],
-                {"lifecycle": lifecycle, "access": access, "owner": owner, "tenant": tenant, "exception": exception},
-            )
+            actions += cluster._updates([chunk_id], dict(zip(STATE_FIELDS, target, strict=True)))
             updated += chunk_id not in staged
     send(cluster, actions)
     return updated, deleted

@@ -139,6 +139,10 @@ def knn_body(vector: np.ndarray, scopes: Sequence[str], depth: int) -> dict[str,
     return {"size": depth, "_source": False, "query": knn_query(vector, depth, scopes)}
 
 
+STATE_FIELDS = ("lifecycle", "access", "owner", "tenant", "exception")
+"""What a document carries of who sees it: the mirror's state, compared with the catalog's `chunk_states`."""
+
+
 def chunk_document(
     chunk: Chunk, ordinal: int, vector: np.ndarray, doc_type: str | None, exception: bool = False
 ) -> dict[str, Any]:

@@ -8,41 +8,20 @@ from __future__ import annotations
 import tempfile
 from pathlib import Path
 
-import numpy as np
 import pytest
 from hypothesis import settings as hypothesis_settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule
 
-from korpus.core.datamodel import PageResult, Source, SourceKind
-from tasks.contract.chunking import page_chunks
 from tasks.index import catalog_check
 from tasks.index.retention import drop_version
 from tasks.index.sqlite import SqliteIndex
+from tests.unit.test_index_sqlite import _publish
 
 pytestmark = pytest.mark.unit
 SOURCES = ("a.txt", "b.txt", "c.txt")
 WORDS = ("договор", "поставка", "склад", "кровля", "приказ", "премия", "акт", "проверка")
 ALIAS = "korpus-test"
-
-
-def _publish(index: SqliteIndex, source_id: str, version: str, texts: list[str], access: str) -> None:
-    source = Source(
-        source_id=source_id,
-        version=version,
-        path="/x",
-        kind=SourceKind.text,
-        owner="o",
-        access=access,
-        tenant="default",
-    )
-    pages = [
-        PageResult(source_id=source_id, source_version=version, page=n + 1, text=t, method="plain-text")
-        for n, t in enumerate(texts)
-    ]
-    chunks, _ = page_chunks(source, pages)
-    vectors = np.ones((len(chunks), 4), dtype=np.float32)
-    index.publish_version(source, chunks, vectors, len(pages), embed_model="test-model")
 
 
 class MirrorFromTheOutbox(RuleBasedStateMachine):

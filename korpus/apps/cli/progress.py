@@ -19,7 +19,7 @@ import sys
 import threading
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from pathlib import Path
 from typing import IO
 
@@ -184,7 +184,7 @@ def shown(data: Path, verbose: bool = False, out: IO[str] | None = None) -> Iter
         while not stop.wait(1.0):
             lines.tick(mine(), time.monotonic())
 
-    with logs_to_file(data / LOG_FILE, console) if not verbose else _nothing():
+    with logs_to_file(data / LOG_FILE, console) if not verbose else nullcontext():
         if terminal:
             from rich.live import Live
 
@@ -199,8 +199,3 @@ def shown(data: Path, verbose: bool = False, out: IO[str] | None = None) -> Iter
                 stop.set()
                 watcher.join()
                 lines.tick(mine(), time.monotonic())  # the refresh's last counts, however short it was
-
-
-@contextmanager
-def _nothing() -> Iterator[None]:
-    yield
