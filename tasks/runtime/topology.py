@@ -13,7 +13,8 @@ Parts, started in this order, each a process of its own (its own session, its lo
 - `prefect-worker` — `prefect worker start --pool korpus`, after the work pool is created and deployments/prefect.yaml
   deployed (the nightly refresh and the rest); its flow runs reach Dask and OpenSearch through KORPUS_DASK_ADDRESS,
   KORPUS_BACKEND=opensearch and KORPUS_OPENSEARCH_URL;
-- `serve` — `korpus serve` on the same data directory and cluster.
+- `serve-1`, `serve-2` — two `korpus serve` replicas on the same catalog and cluster, each on its own port (a load
+  balancer in front of them is the operator's; either may go and the other answers).
 `<home>/topology.json` records every part's ports and process; `down` stops them all (SIGTERM, SIGKILL after a grace)
 and leaves no process behind; `kill` SIGKILLs one part and `start` brings it back with the same ports and data.
 """
@@ -42,6 +43,7 @@ from tasks.runtime.processes import recorded_process
 
 REPO = Path(__file__).resolve().parents[2]
 STATE = "topology.json"
+SERVE_REPLICAS = ("serve-1", "serve-2")
 ORDER = [
     "postgres",
     "opensearch",
@@ -50,7 +52,7 @@ ORDER = [
     "dask-worker-1",
     "dask-worker-2",
     "prefect-worker",
-    "serve",
+    *SERVE_REPLICAS,
 ]
 START_SECONDS = 180.0
 
@@ -102,10 +104,13 @@ class Topology:
 
     @property
     def ports(self) -> dict[str, int]:
-        if not self.state["ports"]:
-            names = ["postgres", "prefect", "dask", "serve"]
-            self.state["ports"] = dict(zip(names, opensearch_node.free_ports(len(names)), strict=True))
-        return self.state["ports"]
+        ports = self.state["ports"]
+        if "serve" in ports:  # recorded before the serve replicas: the one server's port is the first replica's
+            ports.setdefault("serve-1", ports.pop("serve"))
+        missing = [name for name in ("postgres", "prefect", "dask", *SERVE_REPLICAS) if name not in ports]
+        if missing:
+            ports.update(zip(missing, opensearch_node.free_ports(len(missing)), strict=True))
+        return ports
 
     @property
     def api_url(self) -> str:
@@ -117,7 +122,12 @@ class Topology:
 
     @property
     def serve_url(self) -> str:
-        return f"http://127.0.0.1:{self.ports['serve']}"
+        """The first serve replica's URL."""
+        return self.serve_urls[0]
+
+    @property
+    def serve_urls(self) -> list[str]:
+        return [f"http://127.0.0.1:{self.ports[name]}" for name in SERVE_REPLICAS]
 
     @property
     def opensearch_home(self) -> Path:
@@ -235,9 +245,9 @@ class Topology:
         if part == "prefect-worker":
             env.setdefault("PREFECT_WORKER_QUERY_SECONDS", "2")
             return ([sys.executable, "-m", "prefect", "worker", "start", "--pool", "korpus"], env, None)
-        if part == "serve":
+        if part in SERVE_REPLICAS:
             return (
-                [str(bin_dir / "korpus"), "serve", "--port", str(self.ports["serve"]), "--data", str(self.data)],
+                [str(bin_dir / "korpus"), "serve", "--port", str(self.ports[part]), "--data", str(self.data)],
                 env,
                 None,
             )
@@ -269,8 +279,8 @@ class Topology:
             return http(f"{self.api_url}/health")
         if part == "dask-scheduler":
             return tcp(self.ports["dask"])
-        if part == "serve":
-            return http(f"{self.serve_url}/health", ok=(200, 503))
+        if part in SERVE_REPLICAS:
+            return http(f"http://127.0.0.1:{self.ports[part]}/health", ok=(200, 503))
         return lambda: True  # workers: their scheduler or server sees them (`wait_for_dask_workers`)
 
     def _accepting(self) -> bool:
@@ -478,8 +488,40 @@ class Topology:
         self.state["parts"] = {}
         self._write()
 
-    def status(self) -> dict[str, str]:
-        return {part: "running" if self.running(part) else "down" for part in ORDER}
+    def url(self, part: str) -> str | None:
+        """Where a part answers (None: a worker, which answers nobody)."""
+        if part == "postgres":
+            return f"postgresql://korpus@127.0.0.1:{self.ports['postgres']}/prefect"
+        if part == "prefect-server":
+            return self.api_url
+        if part == "dask-scheduler":
+            return self.dask_address
+        if part in SERVE_REPLICAS:
+            return f"http://127.0.0.1:{self.ports[part]}"
+        return None
+
+    def parts(self) -> list[dict[str, Any]]:
+        """Every part with its `name`, `pid` (None when down), `state` ('running' or 'down') and `url`: an OpenSearch
+        node is a part of its own (`opensearch/node-1`), with its HTTP URL."""
+        listed: list[dict[str, Any]] = []
+        for part in ORDER:
+            if part == "opensearch":
+                alive = {node["name"] for node in opensearch_node.status(self.opensearch_home)}
+                for node in opensearch_node.recorded(self.opensearch_home):
+                    up = node["name"] in alive
+                    listed.append(
+                        {
+                            "name": f"opensearch/{node['name']}",
+                            "pid": node["pid"] if up else None,
+                            "state": "running" if up else "down",
+                            "url": f"http://127.0.0.1:{node['http_port']}",
+                        }
+                    )
+                continue
+            pids = self.pids(part)
+            state = "running" if pids else "down"
+            listed.append({"name": part, "pid": pids[0] if pids else None, "state": state, "url": self.url(part)})
+        return listed
 
 
 def _process(pid: int) -> psutil.Process | None:

@@ -3,10 +3,10 @@
 
 Every part is a process of its own (tasks/runtime/topology.py): PostgreSQL, a Prefect server on it, a process worker
 polling the `korpus` work pool with deployments/prefect.yaml deployed (the nightly schedule shortened to an interval
-for the test), a Dask scheduler with two workers, a three-node OpenSearch cluster and `korpus serve` with two API
-keys (public; public and hr). The tests run in order on one topology: the schedule refreshes a corpus that changes
-between runs; then a Dask worker is SIGKILLed while it holds OCR work, an OpenSearch node while the refresh writes
-and searches are asked, the Prefect server with PostgreSQL. After each: the refresh completes (or the next does),
+for the test), a Dask scheduler with two workers, a three-node OpenSearch cluster and two `korpus serve` replicas
+with two API keys (public; public and hr). The tests run in order on one topology: the schedule refreshes a corpus
+that changes between runs; then a serve replica is SIGKILLed while searches run, a Dask worker while it holds OCR
+work, an OpenSearch node while the refresh writes and searches are asked, the Prefect server with PostgreSQL. After each: the refresh completes (or the next does),
 every chunk the catalog holds as current is served, searches never return a chunk out of the caller's scope, a
 superseded or a removed one, and `korpus status` says degraded while the part is down and ok once it is back. The
 teardown leaves no process. Recovery times are printed (`-s`) for the closing note."""
@@ -142,14 +142,14 @@ def _wait_running(topology: Topology, run_id: object, timeout: float = 240) -> N
             time.sleep(0.5)
 
 
-def _search(topology: Topology, query: str, key: str) -> httpx.Response:
+def _search(topology: Topology, query: str, key: str, url: str | None = None) -> httpx.Response:
     return httpx.get(
-        f"{topology.serve_url}/search", params={"q": query, "k": 10}, headers={"X-API-Key": key}, timeout=60
+        f"{url or topology.serve_url}/search", params={"q": query, "k": 10}, headers={"X-API-Key": key}, timeout=60
     )
 
 
-def _sources(topology: Topology, query: str, key: str) -> set[str]:
-    answer = _search(topology, query, key)
+def _sources(topology: Topology, query: str, key: str, url: str | None = None) -> set[str]:
+    answer = _search(topology, query, key, url)
     assert answer.status_code == 200, answer.text
     hits = answer.json()
     assert all(h["lifecycle"] == "current" and h["access"] in KEYS[key] for h in hits), hits
@@ -245,6 +245,47 @@ def test_scheduled_refreshes_serve_a_changing_corpus(topology: Topology) -> None
     assert "новости.txt" not in _sources(topology, "читальный зал архива", "k-public")
     assert "новости.txt" in _sources(topology, "читальный зал архива", "k-hr")
     _served_equals_catalog(topology)
+
+
+def test_a_serve_replica_killed_while_searches_run(topology: Topology) -> None:
+    """Two `korpus serve` replicas: with serve-1 killed, serve-2 answers every search; serve-1 comes back with its
+    port. `korpus topology status --json` names every part with its process and URL, and says which is down."""
+    cli_home = topology.home.parent / "cli-home"  # the CLI finds a topology at KORPUS_HOME/topology
+    cli_home.mkdir(exist_ok=True)
+    if not (cli_home / "topology").exists():
+        (cli_home / "topology").symlink_to(topology.home)
+    (topology.home / "root.txt").write_text(str(topology.root), encoding="utf-8")
+    listed = subprocess.run(
+        [str(Path(sys.executable).parent / "korpus"), "topology", "status", "--json"],
+        env=dict(topology.env(), KORPUS_HOME=str(cli_home)),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    parts = {p["name"]: p for p in json.loads(listed.stdout)}
+    assert listed.returncode == 0 and {p["state"] for p in parts.values()} == {"running"}, listed.stdout
+    assert {"serve-1", "serve-2", "postgres", "opensearch/node-1", "opensearch/node-3"} <= set(parts), parts
+    assert [parts[name]["url"] for name in ("serve-1", "serve-2")] == topology.serve_urls
+    for url in topology.serve_urls:
+        assert _sources(topology, "списание имущества", "k-public", url) >= {"протокол.txt"}
+
+    topology.kill("serve-1")
+    killed_at = time.monotonic()
+    down = {p["name"]: p["state"] for p in topology.parts()}
+    assert down["serve-1"] == "down" and down["serve-2"] == "running", down
+    answers = []
+    while time.monotonic() - killed_at < 5:
+        response = _search(topology, "списание имущества", "k-public", topology.serve_urls[1])
+        answers.append(response.status_code)
+        assert response.status_code == 200, response.text
+        assert all(h["access"] == "public" and h["lifecycle"] == "current" for h in response.json())
+        time.sleep(0.2)
+    with pytest.raises(httpx.ConnectError):
+        _search(topology, "списание имущества", "k-public", topology.serve_urls[0])
+    REREAD["serve-1 killed"] = {"serve-2 answers": answers}
+    topology.start("serve-1")
+    TIMINGS["serve-1 killed: back"] = time.monotonic() - killed_at
+    assert _sources(topology, "списание имущества", "k-public", topology.serve_urls[0]) >= {"протокол.txt"}
 
 
 def test_a_dask_worker_killed_while_it_holds_ocr_work(topology: Topology) -> None:

@@ -1,6 +1,7 @@
 """`korpus topology up|status|kill|start|down`: the production topology as separate processes on this machine's
 loopback (tasks/runtime/topology.py) — PostgreSQL, a Prefect server on it with a process worker and korpus's
-deployments, a Dask scheduler with two workers, a three-node OpenSearch cluster and `korpus serve` — with its state
+deployments, a Dask scheduler with two workers, a three-node OpenSearch cluster and two `korpus serve` replicas —
+with its state
 under KORPUS_HOME/topology. For trials and for the test that kills one part at a time (`make test-topology`);
 docs/topology.md is the guide from here to many machines."""
 
@@ -20,7 +21,7 @@ Part = Annotated[
     str,
     typer.Argument(
         help="postgres, opensearch, prefect-server, dask-scheduler, dask-worker-1, "
-        "dask-worker-2, prefect-worker or serve"
+        "dask-worker-2, prefect-worker, serve-1 or serve-2"
     ),
 ]
 
@@ -58,8 +59,8 @@ def up_cmd(
                 "prefect_api": topology.api_url,
                 "dask": topology.dask_address,
                 "opensearch": topology.opensearch_url,
-                "serve": topology.serve_url,
-                "parts": topology.status(),
+                "serve": topology.serve_urls,
+                "parts": topology.parts(),
             },
             indent=2,
         )
@@ -67,11 +68,20 @@ def up_cmd(
 
 
 @topology_app.command("status")
-def status_cmd() -> None:
-    """Each part, running or down; exit 3 when any is down."""
-    parts = _topology().status()
-    typer.echo(json.dumps(parts, indent=2))
-    if any(state != "running" for state in parts.values()):
+def status_cmd(
+    as_json: Annotated[
+        bool, typer.Option("--json", help="A JSON list: name, pid, state and url of each part.")
+    ] = False,
+) -> None:
+    """Each part (each OpenSearch node on its own), running or down, with its process and where it answers; exit 3
+    when any is down."""
+    parts = _topology().parts()
+    if as_json:
+        typer.echo(json.dumps(parts, indent=2))
+    else:
+        for part in parts:
+            typer.echo(f"{part['name']:<20} {part['state']:<8} pid {part['pid'] or '-':<8} {part['url'] or ''}")
+    if any(part["state"] != "running" for part in parts):
         raise typer.Exit(3)
 
 
