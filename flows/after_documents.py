@@ -70,8 +70,9 @@ def sync_opensearch(settings: Settings) -> dict[str, Any]:
     """Mirror what the catalog serves to the cluster (KORPUS_BACKEND=opensearch). Each request is retried with
     backoff while the cluster is down or overloaded; when it stays down the catalog's changes stand, the cluster
     keeps serving what it served, and the answer says `pending` — the sync is idempotent, so the next refresh (or
-    `korpus sync-opensearch`) completes it."""
-    report = mirror_counted(settings)
+    `korpus sync-opensearch`) completes it. A `--verify` refresh (the weekly `verify` deployment) reconciles:
+    every chunk compared, not only what changed (`korpus opensearch reconcile`)."""
+    report = mirror_counted(settings, full=settings.verify)
     if report.get("pending"):
         get_run_logger().error("OpenSearch mirror left pending: %s", report["error"])
     return report

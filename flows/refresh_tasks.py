@@ -314,14 +314,14 @@ def publish(group: list[Ready], vectors: np.ndarray, settings: Settings) -> list
     return counts
 
 
-def mirror_counted(settings: Settings) -> dict[str, Any]:
-    """One sync of the catalog to the cluster (`mirror_or_pending`: `pending` when it stays down), with the retries
-    it took — what both the refresh's mirror tasks run."""
+def mirror_counted(settings: Settings, full: bool = False) -> dict[str, Any]:
+    """One sync of the catalog to the cluster (`mirror_or_pending`: `pending` when it stays down; `full`: a
+    reconcile), with the retries it took — what both the refresh's mirror tasks run."""
     from tasks.index.opensearch import mirror_or_pending
     from tasks.runtime.retry import counting_retries
 
     with SqliteIndex(settings.index_path) as index, counting_retries() as retries:
-        report = mirror_or_pending(settings, index)
+        report = mirror_or_pending(settings, index, full=full)
     return report | {"retries": retries[0]}
 
 

@@ -43,6 +43,15 @@ class SearchBackend(Protocol):
         """One consistent view for every primitive of a search (SQLite: one read transaction; a cluster: none)."""
         ...
 
+    def prefetch(
+        self, query: str, vector: np.ndarray | None, scopes: Sequence[str], depth: int, identifiers: Sequence[str]
+    ) -> None:
+        """What a search is about to ask — BM25 of `query` (no typo variants), kNN of `vector` (None: no dense side),
+        the identifier matches — asked at once, inside `snapshot`, for the primitives to read (a cluster: one
+        round trip instead of one a primitive). The answers are the primitives' own; the embedded index, whose
+        primitives cost no round trip, does nothing."""
+        ...
+
     def check_query_vector(self, vector: np.ndarray) -> None:
         """Raise IndexMismatchError when the vector's dimension is not the index's."""
         ...

@@ -13,10 +13,14 @@
   `behind` while the catalog has changes the cluster lacks.
 - Search: the `SearchBackend` primitives (tasks/index/backend.py) — BM25 (`match` on `text` with the typo
   variants of unknown terms as `terms`, variants found by the cluster's term suggester), kNN (lucene-engine
-  efficient filtering), identifier matches, routing coverage from `_termvectors` statistics, hits fetched by id
-  under the same filters. Fusion, routing, pins and rerank are the `Retriever`'s, the same code as for the
-  embedded index. (The hybrid query with an RRF search pipeline is not used: routing needs BM25's ranking before
-  it decides whether BM25 joins, so the pipeline would run BM25 twice; two requests fused client-side do less.)
+  efficient filtering), identifier matches, routing coverage from the query terms' document frequencies and the
+  terms the hit holds, hits fetched by id under the same filters. A search asks them in **one round trip**
+  (`prefetch`: one `_msearch` of BM25 — each query term a named clause of weight 0, so every hit says which terms
+  it holds —, kNN, identifiers and each term's document count, the hits' fields returned with them); the primitives
+  then read that answer, and ask the cluster themselves only for what it did not hold (a typo's variants). Fusion,
+  routing, pins and rerank are the `Retriever`'s, the same code as for the embedded index. (The hybrid query with
+  an RRF search pipeline is not used: routing needs BM25's ranking before it decides whether BM25 joins, so the
+  pipeline would run BM25 twice.)
 
 What runs where: every path here — admin, lexical, kNN under filters, hybrid, routing, exact and count, the
 mirror — is tested against a real OpenSearch 2.19 node with the k-NN plugin, assembled from Maven Central and
@@ -28,7 +32,8 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from contextlib import AbstractContextManager, nullcontext
+from contextlib import AbstractContextManager, contextmanager
+from contextvars import ContextVar
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -53,6 +58,7 @@ from tasks.index.opensearch_requests import (
     lexical_body,
     server_version,
     visible,
+    visible_holds_body,
 )
 from tasks.runtime.retry import RetryPolicy, TransientError, with_retries
 from tasks.text.analysis import analyse, words
@@ -229,12 +235,39 @@ class OpenSearchIndex:
     # --- mirroring the embedded catalog ------------------------------------------------------------------
 
     def states(self) -> dict[str, tuple[Any, ...]]:
-        """chunk id → (lifecycle, access, owner, tenant, exception) of every document behind the alias."""
+        """chunk id → (lifecycle, access, owner, tenant, exception) of every document behind the alias (all in
+        memory: for tests and small indices; a reconcile walks `states_in_order`)."""
+        return dict(self.states_in_order())
+
+    def states_in_order(self, page: int = 1000) -> Iterator[tuple[str, tuple[Any, ...]]]:
+        """(chunk id, state) of every document behind the alias in chunk id order, `page` at a time from one
+        point in time (a snapshot of the index the pages share: a write meanwhile neither shifts nor repeats a
+        hit), which is deleted when the walk ends or stops."""
         fields = list(STATE_FIELDS)
-        return {
-            hit["_id"]: tuple(hit["_source"].get(f) for f in fields)
-            for hit in self._every({"match_all": {}}, source=fields)
-        }
+        opened = self._retrying(
+            "point in time", partial(self.client.create_pit, index=self.alias, params={"keep_alive": "5m"})
+        )
+        pit, after = opened["pit_id"], None
+        try:
+            while True:
+                body: dict[str, Any] = {
+                    "size": page,
+                    "_source": fields,
+                    "query": {"match_all": {}},
+                    "sort": [{"chunk_id": "asc"}],
+                    "pit": {"id": pit, "keep_alive": "5m"},
+                }
+                if after is not None:
+                    body["search_after"] = after
+                hits = self._retrying("search", partial(self.client.search, body=body))["hits"]["hits"]
+                for hit in hits:
+                    yield hit["_id"], tuple(hit["_source"].get(f) for f in fields)
+                if len(hits) < page:
+                    return
+                after = hits[-1]["sort"]
+        finally:
+            with contextlib.suppress(Exception):  # a PIT not deleted lapses after its keep-alive
+                self.client.delete_pit(body={"pit_id": [pit]})
 
     def states_of(self, chunk_ids: Sequence[str]) -> dict[str, tuple[Any, ...]]:
         """`states` of these ids only: one multi-get (those the cluster holds)."""
@@ -258,9 +291,52 @@ class OpenSearchIndex:
     name = "opensearch"
 
     def snapshot(self) -> AbstractContextManager[Any]:
-        """A cluster has no read transaction; `hits` re-applies the filters, so a chunk switched out between the
-        ranking and the lookup is dropped, never served."""
-        return nullcontext()
+        """One search: what `prefetch` asked holds for its primitives (this thread's or task's only). A cluster has
+        no read transaction; the hits come from the same requests as the ranking, under its filters, and the catalog
+        is asked about them in the request that serves them."""
+        return _one_search()
+
+    def prefetch(
+        self, query: str, vector: np.ndarray | None, scopes: Sequence[str], depth: int, identifiers: Sequence[str]
+    ) -> None:
+        """Ask in one `_msearch` what a hybrid search reads: BM25 over `text` (each analysed query term also a named
+        clause of weight 0 — no score changes, and each hit lists the terms it holds), kNN when `vector` is given,
+        the identifier matches, and how many documents hold each term and in all; the hits' fields come with them.
+        Inside `snapshot` only; a part the cluster refused is left for its primitive to ask (and raise)."""
+        held = _PREFETCHED.get()
+        if held is None:
+            return
+        terms, key = list(dict.fromkeys(analyse(query))), tuple(scopes)
+        lexical = lexical_body(query, scopes, depth)
+        lexical["query"]["bool"]["should"] = [
+            {"term": {"text": {"value": term, "boost": 0.0, "_name": term}}} for term in terms
+        ]
+        asked: list[tuple[Any, dict[str, Any]]] = [(("lexical", query, key, depth), lexical)]
+        if vector is not None:
+            asked.append((("vector", vector.tobytes(), key, depth), knn_body(vector, scopes, depth)))
+        if identifiers:
+            asked.append((("identifiers", tuple(identifiers), key, depth), identifier_body(identifiers, scopes, depth)))
+        for body in (b for _, b in asked):
+            body["_source"] = HIT_FIELDS
+        for term in [*terms, None]:  # documents holding each term, and in all (coverage; known or a typo)
+            query_of = {"match_all": {}} if term is None else {"term": {"text": term}}
+            asked.append((("df", term), {"size": 0, "track_total_hits": True, "query": query_of}))
+        for term in terms:  # whether a chunk the caller may see holds it (typo variants are judged in scope)
+            asked.append((("visible", term, key), visible_holds_body(term, scopes)))
+        lines = [line for _, body in asked for line in ({"index": self.alias}, body)]
+        answers = self.client.msearch(body=lines)["responses"]
+        sources = held.setdefault(("sources", key), {})
+        for (name, _body), answer in zip(asked, answers, strict=True):
+            if "error" in answer:
+                continue
+            if name[0] in ("df", "visible"):
+                held[name] = int(answer["hits"]["total"]["value"])
+                continue
+            found = answer["hits"]["hits"]
+            held[name] = [(h["_id"], float(h["_score"] or 0.0)) for h in found]
+            sources.update((h["_id"], h["_source"]) for h in found)
+            if name[0] == "lexical":
+                held[("holds", key)] = {h["_id"]: set(h.get("matched_queries", ())) for h in found}
 
     def check_query_vector(self, vector: np.ndarray) -> None:
         if self._dims is None:
@@ -276,7 +352,11 @@ class OpenSearchIndex:
                 "Query with the model the index was built with."
             )
 
-    def _ranked(self, body: dict[str, Any]) -> list[tuple[str, float]]:
+    def _ranked(self, body: dict[str, Any], asked: tuple[Any, ...] | None = None) -> list[tuple[str, float]]:
+        """The ranking `body` asks for — from this search's `prefetch` when it holds `asked`."""
+        held = _PREFETCHED.get()
+        if held is not None and asked is not None and asked in held:
+            return held[asked]
         hits = self.client.search(index=self.alias, body=body)["hits"]["hits"]
         return [(h["_id"], float(h["_score"] or 0.0)) for h in hits]
 
@@ -289,21 +369,27 @@ class OpenSearchIndex:
         variants: dict[str, list[str]] | None = None,
     ) -> list[tuple[str, float]]:
         extra = [v for found in (variants or {}).values() for v in found] if stemmed else []
-        return self._ranked(lexical_body(query, scopes, depth, stemmed, extra))
+        asked = ("lexical", query, tuple(scopes), depth) if stemmed and not extra else None
+        return self._ranked(lexical_body(query, scopes, depth, stemmed, extra), asked)
 
     def vector(self, vector: np.ndarray, scopes: Sequence[str], depth: int) -> list[tuple[str, float]]:
         """Cosine similarity, as the embedded index gives it: the lucene engine scores `cosinesimil` as (1 + cos) / 2,
         and thresholds fitted on cosines (KORPUS_NO_ANSWER_THRESHOLD) must mean the same on both backends."""
-        return [(key, 2.0 * score - 1.0) for key, score in self._ranked(knn_body(vector, scopes, depth))]
+        asked = ("vector", vector.tobytes(), tuple(scopes), depth)
+        return [(key, 2.0 * score - 1.0) for key, score in self._ranked(knn_body(vector, scopes, depth), asked)]
 
     def identifiers(self, identifiers: Sequence[str], scopes: Sequence[str], depth: int) -> list[str]:
         """Chunks holding the identifiers, most identifiers matched first (a constant-score clause per identifier)."""
         if not identifiers:
             return []
-        return [chunk_id for chunk_id, _ in self._ranked(identifier_body(identifiers, scopes, depth))]
+        asked = ("identifiers", tuple(identifiers), tuple(scopes), depth)
+        return [chunk_id for chunk_id, _ in self._ranked(identifier_body(identifiers, scopes, depth), asked)]
 
     def term_frequency(self, term: str) -> int:
         """Documents whose analysed text holds `term` (a stem, as tasks/text/analysis.py makes it)."""
+        held = _PREFETCHED.get()
+        if held is not None and ("df", term) in held:
+            return held[("df", term)]
         body = {"size": 0, "track_total_hits": True, "query": {"term": {"text": term}}}
         return int(self.client.search(index=self.alias, body=body)["hits"]["total"]["value"])
 
@@ -331,8 +417,10 @@ class OpenSearchIndex:
 
     def visible_holds(self, term: str, scopes: Sequence[str]) -> bool:
         """Whether a chunk the scopes may see holds the analysed term."""
-        query = {"bool": {"filter": [{"term": {"text": term}}, *visible(scopes)]}}
-        body = {"size": 0, "track_total_hits": 1, "query": query}
+        held = _PREFETCHED.get()
+        if held is not None and ("visible", term, tuple(scopes)) in held:
+            return held[("visible", term, tuple(scopes))] > 0
+        body = visible_holds_body(term, scopes)
         return int(self.client.search(index=self.alias, body=body)["hits"]["total"]["value"]) > 0
 
     def coverage(self, query: str, key: str, variants: dict[str, list[str]] | None = None) -> float:
@@ -341,6 +429,11 @@ class OpenSearchIndex:
         terms = list(dict.fromkeys(analyse(query)))
         if not terms:
             return 0.0
+        held = _PREFETCHED.get() or {}
+        holds = next((h[key] for name, h in held.items() if name[0] == "holds" and key in h), None)
+        if holds is not None and not variants and all(("df", t) in held for t in [*terms, None]):
+            df = {t: held[("df", t)] for t in terms if t in holds}
+            return idf_coverage(terms, holds, df, held[("df", None)] or 1)
         request = {"fields": ["text"], "term_statistics": True, "field_statistics": True}
         vectors = self.client.termvectors(index=self.alias, id=key, body=request)
         field = vectors.get("term_vectors", {}).get("text", {})
@@ -359,9 +452,14 @@ class OpenSearchIndex:
         if not scored:
             return []
         ids = [chunk_id for chunk_id, _ in scored]
-        wanted = {"terms": {"chunk_id": ids}}
-        body = {"size": len(ids), "_source": HIT_FIELDS, "query": {"bool": {"filter": [wanted, *visible(scopes)]}}}
-        found = {h["_id"]: h["_source"] for h in self.client.search(index=self.alias, body=body)["hits"]["hits"]}
+        fetched = (_PREFETCHED.get() or {}).get(("sources", tuple(scopes)), {})
+        if all(chunk_id in fetched for chunk_id in ids):  # ranked in this search, under these filters
+            found = {chunk_id: fetched[chunk_id] for chunk_id in ids}
+        else:
+            wanted = {"terms": {"chunk_id": ids}}
+            query = {"bool": {"filter": [wanted, *visible(scopes)]}}
+            body = {"size": len(ids), "_source": HIT_FIELDS, "query": query}
+            found = {h["_id"]: h["_source"] for h in self.client.search(index=self.alias, body=body)["hits"]["hits"]}
         allowed = self._allowed(list(found), scopes)
         if allowed is not None:
             found = {c: source | {"access": allowed[c]} for c, source in found.items() if c in allowed}
@@ -436,6 +534,20 @@ class OpenSearchIndex:
         return locate_occurrences(text, rows, limit)
 
 
+_PREFETCHED: ContextVar[dict[Any, Any] | None] = ContextVar("korpus_opensearch_prefetched", default=None)
+"""What this search's `prefetch` brought, by request: a context variable, so concurrent searches (the API's threads)
+never read each other's."""
+
+
+@contextmanager
+def _one_search() -> Iterator[None]:
+    token = _PREFETCHED.set({})
+    try:
+        yield
+    finally:
+        _PREFETCHED.reset(token)
+
+
 def cluster_hosts(url: str) -> list[str]:
     """The nodes `KORPUS_OPENSEARCH_URL` names, comma-separated."""
     return [part.strip() for part in url.split(",") if part.strip()]
@@ -461,11 +573,11 @@ def opensearch_index(settings: Settings) -> OpenSearchIndex:
     )
 
 
-def mirror_or_pending(settings: Settings, catalog: SqliteIndex) -> dict[str, Any]:
-    """One sync of the catalog to the configured cluster (`sync_from`, its requests retried); a cluster that stays
-    down leaves the mirror pending — `{"pending": True, "error": …}` — for the next sync to complete. What every
-    caller that mirrors after its own write runs: a refresh, a review decision, `korpus gc`."""
+def mirror_or_pending(settings: Settings, catalog: SqliteIndex, full: bool = False) -> dict[str, Any]:
+    """One sync of the catalog to the configured cluster (`sync_from`, its requests retried; `full`: a reconcile);
+    a cluster that stays down leaves the mirror pending — `{"pending": True, "error": …}` — for the next sync to
+    complete. What every caller that mirrors after its own write runs: a refresh, a review decision, `korpus gc`."""
     try:
-        return opensearch_index(settings).sync_from(catalog)
+        return opensearch_index(settings).sync_from(catalog, full=full)
     except TransientError as exc:
         return {"pending": True, "error": str(exc)}

@@ -8,8 +8,10 @@ stored text and vectors (nothing re-parsed or re-embedded); then partial updates
 deletes take out what the catalog no longer holds (versions `korpus gc` and retention removed). So its cost follows
 the change, not the corpus: one review decision is a few updates.
 
-A full sync (`full=True`: `korpus sync-opensearch --full`, and a mirror's first sync) compares every chunk of the
-catalog with every document of the cluster instead — for repair, never needed on a request's path.
+A reconcile (`full=True`: `korpus opensearch reconcile`, the weekly `verify` refresh, and a mirror's first sync)
+compares every chunk of the catalog with every document of the cluster instead — for repair, never on a request's
+path. Both sides are walked in chunk id order, the catalog by keyset pages and the cluster by `search_after` pages
+of one point in time, and merged as they come (`in_step`): its memory is a page of each at any corpus size.
 
 Every bulk is bounded in actions and bytes. Idempotent: a sync interrupted anywhere is completed by the next one. The
 catalog generation and outbox number read before the catalog's states are recorded once the last bulk landed
@@ -66,34 +68,78 @@ def sync_from(cluster: Any, catalog: SqliteIndex, batch: int = 500, full: bool =
 
 
 def _sync_all(cluster: Any, catalog: SqliteIndex, batch: int) -> dict[str, int]:
-    """Every chunk of the catalog against every document of the cluster."""
-    want = catalog.chunk_states()
-    have = cluster.states()
-    indexed = _stage(cluster, catalog, want, have, batch)
-    updated, deleted = _switch(cluster, want, have, indexed)
-    if indexed or updated or deleted:
+    """Every chunk of the catalog against every document of the cluster, both walked in chunk id order and merged
+    (`in_step`), so memory holds a page of each, never the corpus: a first walk stages the current chunks the
+    cluster lacks, a second — from a new point in time, which sees them — switches and deletes."""
+    report = {"indexed": 0, "updated": 0, "deleted": 0, "compared": 0}
+    missing: list[str] = []
+    for chunk_id, want, have in in_step(catalog.chunk_states_in_order(batch), cluster.states_in_order(batch)):
+        report["compared"] += (want is not None) + (have is not None)
+        if _lacks(want, have):
+            missing.append(chunk_id)
+        if len(missing) >= batch:
+            report["indexed"] += len(_stage(cluster, catalog, missing))
+            missing = []
+    report["indexed"] += len(_stage(cluster, catalog, missing))
+    if report["indexed"]:
         _searchable(cluster)
-    return {"indexed": len(indexed), "updated": updated, "deleted": deleted, "compared": len(want) + len(have)}
+    actions: list[dict[str, Any]] = []
+    for chunk_id, want, have in in_step(catalog.chunk_states_in_order(batch), cluster.states_in_order(batch)):
+        if have is None:  # not current, or written to the catalog after the first walk: the outbox has it
+            continue
+        updated, deleted = _switch(cluster, {chunk_id: want} if want else {}, {chunk_id: have}, actions)
+        report["updated"] += updated
+        report["deleted"] += deleted
+        if len(actions) >= 2 * BULK_ACTIONS:
+            send(cluster, actions)
+            actions = []
+    send(cluster, actions)
+    if report["indexed"] or report["updated"] or report["deleted"]:
+        _searchable(cluster)
+    return report
+
+
+def in_step(
+    catalog: Iterable[tuple[str, State]], cluster: Iterable[tuple[str, State]]
+) -> Iterator[tuple[str, State | None, State | None]]:
+    """(chunk id, the catalog's state or None, the cluster's state or None) for every id either holds, from two walks
+    in chunk id order (a merge join: one item of each in hand)."""
+    mine, theirs = iter(catalog), iter(cluster)
+    want, have = next(mine, None), next(theirs, None)
+    while want is not None or have is not None:
+        if have is None or (want is not None and want[0] < have[0]):
+            yield want[0], want[1], None
+            want = next(mine, None)
+        elif want is None or have[0] < want[0]:
+            yield have[0], None, have[1]
+            have = next(theirs, None)
+        else:
+            yield want[0], want[1], tuple(have[1])
+            want, have = next(mine, None), next(theirs, None)
 
 
 def _sync_changes(cluster: Any, catalog: SqliteIndex, batch: int, since: int, head: int) -> dict[str, int]:
     """The chunks of the outbox rows numbered in (`since`, `head`]: staged first, all of them, then switched — as
     a full sync does, so a version's chunks become current together after every one of them is in."""
     report = {"indexed": 0, "updated": 0, "deleted": 0, "compared": 0}
-    staged: set[str] = set()
     for ids in catalog_check.changed_since(catalog.conn, since, head, batch):
         want, have = catalog.chunk_states_of(ids), cluster.states_of(ids)
-        staged |= _stage(cluster, catalog, want, have, batch)
+        report["indexed"] += len(_stage(cluster, catalog, [c for c in ids if _lacks(want.get(c), have.get(c))]))
         report["compared"] += len(ids)
     for ids in catalog_check.changed_since(catalog.conn, since, head, batch):
-        want, have = catalog.chunk_states_of(ids), cluster.states_of(ids)
-        updated, deleted = _switch(cluster, want, have, staged)
+        actions: list[dict[str, Any]] = []
+        updated, deleted = _switch(cluster, catalog.chunk_states_of(ids), cluster.states_of(ids), actions)
+        send(cluster, actions)
         report["updated"] += updated
         report["deleted"] += deleted
-    report["indexed"] = len(staged)
-    if staged or report["updated"] or report["deleted"]:
+    if report["indexed"] or report["updated"] or report["deleted"]:
         _searchable(cluster)
     return report
+
+
+def _lacks(want: State | None, have: State | None) -> bool:
+    """The cluster lacks a chunk the catalog serves."""
+    return have is None and want is not None and want[0] == "current"
 
 
 def _searchable(cluster: Any) -> None:
@@ -101,34 +147,31 @@ def _searchable(cluster: Any) -> None:
     cluster._retrying("refresh", lambda: cluster.client.indices.refresh(index=cluster.alias))
 
 
-def _stage(cluster: Any, catalog: SqliteIndex, want: dict[str, State], have: dict[str, State], batch: int) -> set[str]:
-    """Index the current chunks of `want` that `have` lacks, as `staged`; their ids (and `have` says so)."""
-    missing = [c for c, state in want.items() if state[0] == "current" and c not in have]
-    for start in range(0, len(missing), batch):
-        part = missing[start : start + batch]
-        actions: list[dict[str, Any]] = []
-        for stored in catalog.stored_chunks(part):
-            doc = chunk_document(stored.chunk, stored.ordinal, stored.vector, stored.kind, stored.exception)
-            actions += [{"index": {"_index": cluster.alias, "_id": stored.chunk.chunk_id}}, doc]
-        send(cluster, actions)
-        for chunk_id in part:
-            have[chunk_id] = ("staged", None, None, None, None)
-    return set(missing)
-
-
-def _switch(cluster: Any, want: dict[str, State], have: dict[str, State], staged: set[str]) -> tuple[int, int]:
-    """Update what differs from the catalog, delete what it no longer holds; (updated, deleted)."""
+def _stage(cluster: Any, catalog: SqliteIndex, chunk_ids: list[str]) -> list[str]:
+    """Index these chunks as `staged`, from their stored text and vectors, in bounded bulks; their ids."""
     actions: list[dict[str, Any]] = []
+    for stored in catalog.stored_chunks(chunk_ids) if chunk_ids else ():
+        doc = chunk_document(stored.chunk, stored.ordinal, stored.vector, stored.kind, stored.exception)
+        actions += [{"index": {"_index": cluster.alias, "_id": stored.chunk.chunk_id}}, doc]
+    send(cluster, actions)
+    return [action["index"]["_id"] for action in actions[::2]]
+
+
+def _switch(
+    cluster: Any, want: dict[str, State], have: dict[str, State], actions: list[dict[str, Any]]
+) -> tuple[int, int]:
+    """The actions (added to `actions`) that make what the cluster holds (`have`) the catalog's state (`want`):
+    updates where labels or lifecycle differ, deletes of what the catalog no longer holds; (updated, deleted) —
+    a staged chunk switched current is not counted as updated (it was just indexed)."""
     updated = deleted = 0
     for chunk_id, state in have.items():
         target = want.get(chunk_id)
         if target is None:  # gone from the catalog (korpus gc, retention): gone from the cluster too
             actions.append({"delete": {"_index": cluster.alias, "_id": chunk_id}})
             deleted += 1
-        elif tuple(state) != target:  # labels or lifecycle moved, or just staged
+        elif tuple(state) != tuple(target):
             actions += cluster._updates([chunk_id], dict(zip(STATE_FIELDS, target, strict=True)))
-            updated += chunk_id not in staged
-    send(cluster, actions)
+            updated += state[0] != "staged"
     return updated, deleted
 
 

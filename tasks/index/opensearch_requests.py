@@ -105,6 +105,12 @@ def visible(scopes: Sequence[str]) -> list[dict[str, Any]]:
     return [{"term": {"lifecycle": "current"}}, {"bool": {"should": either, "minimum_should_match": 1}}]
 
 
+def visible_holds_body(term: str, scopes: Sequence[str]) -> dict[str, Any]:
+    """Whether a chunk the scopes may see holds the analysed `term` (a count that stops at the first)."""
+    query = {"bool": {"filter": [{"term": {"text": term}}, *visible(scopes)]}}
+    return {"size": 0, "track_total_hits": 1, "query": query}
+
+
 def lexical_query(query: str, stemmed: bool = True) -> dict[str, Any]:
     return {"match": {"text" if stemmed else "text.exact": {"query": query}}}
 

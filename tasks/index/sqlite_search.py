@@ -78,6 +78,9 @@ class SqliteSearch:
     def snapshot(self) -> AbstractContextManager[Any]:
         return self.conn  # one read transaction: both sides and the hit lookup see the same version switch
 
+    def prefetch(self, *_asked: object) -> None:
+        """Nothing: every primitive reads the file in this process (no round trip to save)."""
+
     def check_query_vector(self, vector: np.ndarray) -> None:
         dims = self.conn.execute("SELECT value FROM index_meta WHERE key = 'embed_dims'").fetchall()
         if dims and int(dims[0][0]) != len(vector):

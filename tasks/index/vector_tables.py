@@ -142,6 +142,22 @@ class VectorTables:
         rows = self.conn.execute("SELECT chunk_id, lifecycle, access, owner, tenant, exception FROM chunks")
         return {row[0]: (row[1], row[2], row[3], row[4], bool(row[5])) for row in rows}
 
+    def chunk_states_in_order(self, page: int = 1000) -> Iterator[tuple[str, tuple[str, str, str, str, bool]]]:
+        """(chunk id, `chunk_states`' state) of every stored chunk in chunk id order, `page` rows a statement (keyset
+        paging on the unique index: memory stays one page whatever the catalog holds)."""
+        after = ""
+        while True:
+            rows = self.conn.execute(
+                "SELECT chunk_id, lifecycle, access, owner, tenant, exception FROM chunks WHERE chunk_id > ? "
+                "ORDER BY chunk_id LIMIT ?",
+                (after, page),
+            ).fetchall()
+            for row in rows:
+                yield row[0], (row[1], row[2], row[3], row[4], bool(row[5]))
+            if len(rows) < page:
+                return
+            after = rows[-1][0]
+
     def chunk_states_of(self, chunk_ids: Sequence[str]) -> dict[str, tuple[str, str, str, str, bool]]:
         """`chunk_states` of these ids only (those the catalog still holds)."""
         marks = ", ".join("?" for _ in chunk_ids)

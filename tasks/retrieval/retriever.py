@@ -132,6 +132,8 @@ class Retriever:
         lexical_scored: list[tuple[Hashable, float]] = []
         if reads_bm25:
             terms = analyse(query)
+            wants_dense = vector is not None and mode in HYBRID_MODES
+            self.backend.prefetch(query, vector if wants_dense else None, scopes, depth, extract_identifiers(query))
             variants = self.backend.typo_variants(terms, scopes)  # one lookup for ranking, coverage and explain
             lexical_scored = self.backend.lexical(query, scopes, depth, True, variants)
             lexical = [key for key, _ in lexical_scored]

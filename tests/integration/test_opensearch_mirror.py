@@ -87,12 +87,21 @@ def test_mirror_serves_what_the_catalog_serves(
         assert cluster.sync_from(catalog)["deleted"] == len(retired)
         assert set(cluster.states()) == set(catalog.chunk_states())
 
-        # A document lost by the cluster behind korpus's back: the outbox knows nothing of it, a full sync repairs it.
-        lost = next(c for c, state in catalog.chunk_states().items() if state[0] == "current")
-        cluster.client.delete(index=cluster.alias, id=lost, refresh=True)
+        # Changes behind korpus's back — a document lost, one relabelled, one the catalog never held: the outbox
+        # knows nothing of them, a reconcile (both sides walked in order, two ids a page: every page boundary
+        # crossed) repairs them.
+        current = [c for c, state in catalog.chunk_states().items() if state[0] == "current"]
+        lost, tampered = current[0], current[1]
+        stray = cluster.client.get(index=cluster.alias, id=tampered)["_source"] | {"chunk_id": "0-stray"}
+        cluster.client.delete(index=cluster.alias, id=lost)
+        cluster.client.update(index=cluster.alias, id=tampered, body={"doc": {"access": "tampered"}})
+        cluster.client.index(index=cluster.alias, id="0-stray", body=stray, refresh=True)
         assert cluster.sync_from(catalog)["compared"] == 0
-        assert cluster.sync_from(catalog, full=True)["indexed"] == 1
+        report = cluster.sync_from(catalog, batch=2, full=True)
+        assert (report["indexed"], report["updated"], report["deleted"]) == (1, 1, 1), report
+        assert report["compared"] == 2 * len(catalog.chunk_states())
         assert cluster.states() == {c: tuple(s) for c, s in catalog.chunk_states().items()}
+        assert cluster.client.get_all_pits().get("pits", []) == []  # the walk's point in time is closed
 
 
 def test_cli_syncs_and_reads_through_the_mirror(
@@ -110,6 +119,8 @@ def test_cli_syncs_and_reads_through_the_mirror(
     monkeypatch.setenv("KORPUS_OPENSEARCH_PREFIX", "c")
     synced = runner.invoke(app, ["sync-opensearch", "--data", str(data)])
     assert synced.exit_code == 0 and "c-chunks:" in synced.stdout and " indexed," in synced.stdout
+    reconciled = runner.invoke(app, ["opensearch", "reconcile", "--data", str(data)])
+    assert reconciled.exit_code == 0 and "0 indexed, 0 updated, 0 deleted" in reconciled.stdout, reconciled.output
     embedded = json.loads(runner.invoke(app, ["exact", "Смирновой", "--json", "--data", str(data)]).stdout)
     monkeypatch.setenv("KORPUS_BACKEND", "opensearch")
     mirrored = runner.invoke(app, ["exact", "Смирновой", "--json", "--data", str(data)])

@@ -154,3 +154,52 @@ def test_convex_fusion_weighs_a_low_coverage_match_by_alpha_low(store: Store) ->
     covered: dict[str, Any] = {}
     low.search("инвентаризация на складе", query, ["public"], explain=covered)
     assert covered["alpha"] == 0.5
+
+
+def test_a_hybrid_search_on_the_cluster_is_one_round_trip_with_the_primitives_own_answers(
+    opensearch_url: str, os_prefix: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`prefetch` asks BM25, kNN, identifiers and the terms' counts in one `_msearch`, the hits' fields with them:
+    the ranking, scores, coverage and hits are those the primitives get asking one at a time."""
+    from opensearchpy import OpenSearch
+
+    cluster = OpenSearchIndex(OpenSearch(hosts=[opensearch_url], timeout=60), prefix=os_prefix)
+    cluster.ensure("m", DIMS)
+    store = Store(cluster, cluster.publish_version, cluster.retire_source)
+    _archive(store)
+    _publish(
+        store, "roof.txt", "v1", "Прошу организовать ремонт кровли административного здания.", vector=[1, 0.1, 0, 0]
+    )
+    query = np.asarray([1, 0, 0, 0], dtype=np.float32)
+    cluster.check_query_vector(query)  # the alias's dimension, read once per process
+    asked: list[str] = []
+    perform = cluster.client.transport.perform_request
+    monkeypatch.setattr(
+        cluster.client.transport,
+        "perform_request",
+        lambda method, url, *a, **kw: asked.append(url) or perform(method, url, *a, **kw),
+    )
+    for text in ("ремонт кровли склада", "договор поставки ИНН 7707083893", "огнетушитли поверки"):
+        for mode in ("hybrid", "hybrid-rrf", "bm25"):
+            one: dict[str, Any] = {}
+            asked.clear()
+            prefetched = Retriever(cluster, fusion="convex", alpha_low=0.3).search(
+                text, query, ["public"], mode=mode, explain=one
+            )
+            trips = list(asked)
+            with monkeypatch.context() as alone:
+                alone.setattr(cluster, "prefetch", lambda *_a: None)
+                each: dict[str, Any] = {}
+                asked.clear()
+                primitives = Retriever(cluster, fusion="convex", alpha_low=0.3).search(
+                    text, query, ["public"], mode=mode, explain=each
+                )
+            assert [(h["chunk_id"], h["score"]) for h in prefetched] == [
+                (h["chunk_id"], h["score"]) for h in primitives
+            ]
+            assert prefetched == primitives and one.get("coverage") == pytest.approx(each.get("coverage"), abs=0.02)
+            if "огнетушитли" in text:  # a typo: its variants are asked, and BM25 again with them
+                assert trips[0].endswith("/_msearch") and len(trips) < len(asked), (trips, asked)
+            else:
+                assert trips == [trips[0]] and trips[0].endswith("/_msearch"), trips
+                assert len(asked) >= 4, asked  # one request a primitive

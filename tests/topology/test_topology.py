@@ -6,10 +6,11 @@ polling the `korpus` work pool with deployments/prefect.yaml deployed (the night
 for the test), a Dask scheduler with two workers, a three-node OpenSearch cluster and two `korpus serve` replicas
 with two API keys (public; public and hr). The tests run in order on one topology: the schedule refreshes a corpus
 that changes between runs; then a serve replica is SIGKILLed while searches run, a Dask worker while it holds OCR
-work, an OpenSearch node while the refresh writes and searches are asked, the Prefect server with PostgreSQL. After each: the refresh completes (or the next does),
-every chunk the catalog holds as current is served, searches never return a chunk out of the caller's scope, a
-superseded or a removed one, and `korpus status` says degraded while the part is down and ok once it is back. The
-teardown leaves no process. Recovery times are printed (`-s`) for the closing note."""
+work, an OpenSearch node while the refresh writes and searches are asked, the Prefect server with PostgreSQL. After
+each: the refresh completes (or the next does), every chunk the catalog holds as current is served, searches never
+return a chunk out of the caller's scope, a superseded or a removed one, and `korpus status` says degraded while the
+part is down and ok once it is back. The teardown leaves no process. Recovery times are printed (`-s`) for the
+closing note."""
 
 from __future__ import annotations
 

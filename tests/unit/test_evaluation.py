@@ -115,6 +115,9 @@ class _OneAnswerBackend:
     def snapshot(self) -> contextlib.nullcontext:
         return contextlib.nullcontext()
 
+    def prefetch(self, *_args: object) -> None:
+        pass
+
     def lexical(self, *_args: object) -> list[tuple[str, float]]:
         return [("a", 1.0)]
 

@@ -1,6 +1,7 @@
 """`korpus opensearch start|status|stop`: a local OpenSearch node (or an N-node cluster) on loopback, assembled from
 Maven Central by `make setup` (tasks/runtime/opensearch_node.py), with its data under KORPUS_HOME/opensearch. Point
-korpus at it with KORPUS_BACKEND=opensearch and KORPUS_OPENSEARCH_URL set to the URL `start` prints last."""
+korpus at it with KORPUS_BACKEND=opensearch and KORPUS_OPENSEARCH_URL set to the URL `start` prints last.
+`korpus opensearch reconcile` compares the whole catalog with whichever cluster KORPUS_OPENSEARCH_URL names."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from typing import Annotated
 
 import typer
 
-from korpus.apps.cli.common import _fail
+from korpus.apps.cli.common import DataOption, _fail
 from korpus.core.settings import Settings
 
 opensearch_app = typer.Typer(no_args_is_help=True, help="A local OpenSearch node for KORPUS_BACKEND=opensearch.")
@@ -63,3 +64,13 @@ def stop_cmd() -> None:
 
     stopped = stop(_home())
     typer.echo(f"stopped {stopped} node(s)" if stopped else "no local OpenSearch node was running")
+
+
+@opensearch_app.command("reconcile")
+def reconcile_cmd(data: DataOption = None) -> None:
+    """Compare every chunk of the catalog with every document of the cluster (KORPUS_OPENSEARCH_URL) and send what
+    differs — a repair, and what the weekly `verify` refresh does at its end; a sync otherwise reads only what
+    changed. Both are walked in order a page at a time: memory does not grow with the corpus."""
+    from korpus.apps.cli.ops import sync_opensearch
+
+    sync_opensearch(data, full=True)

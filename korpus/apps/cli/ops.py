@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Annotated
 
 import typer
@@ -87,12 +88,17 @@ def _mirror_now(settings: Settings) -> dict:
 def sync_opensearch_cmd(
     data: DataOption = None,
     full: Annotated[
-        bool, typer.Option("--full", help="Compare every chunk with the cluster (a repair), not only what changed.")
+        bool, typer.Option("--full", help="Compare every chunk with the cluster: `korpus opensearch reconcile`.")
     ] = False,
 ) -> None:
     """Mirror the catalog to KORPUS_OPENSEARCH_URL now (a refresh and every review decision do it themselves when
     KORPUS_BACKEND=opensearch): what changed since the last sync — missing chunks indexed from stored text and
     vectors, lifecycles and labels switched, removed ones deleted; --full compares everything."""
+    sync_opensearch(data, full)
+
+
+def sync_opensearch(data: Path | None, full: bool) -> None:
+    """One sync (`full`: a reconcile) of the catalog under `data` to the configured cluster, and what it sent."""
     from tasks.index.opensearch import opensearch_index
     from tasks.index.sqlite import SqliteIndex
     from tasks.runtime.retry import TransientError

@@ -1,0 +1,178 @@
+"""A hybrid search on OpenSearch: korpus against a plain client on the same node and index (#64 item 2).
+
+    .venv/bin/python benchmarks/opensearch_search.py [--chunks 30000] [--queries 200] [--opensearch-url URL] [--json]
+
+Generated chunks (benchmarks/index_scale.py `generate`, labelled as generated: Zipf words, random unit vectors) are
+mirrored to a real OpenSearch node with korpus's mapping (`sync_from`), with the catalog beside it. Questions are
+three to five words of a random chunk with that chunk's vector plus noise, asked with the `public` scope. Timed side
+by side, each question in turn by each row (the order rotating), after 20 warm-up questions:
+- **korpus hybrid (default)** — `Retriever.from_settings(...).search(q, v, ["public"], k=10)`: typo check, BM25, kNN,
+  identifiers and routing in one `_msearch` (`prefetch`), convex fusion, the hits' fields, the catalog's per-hit check;
+- **korpus, one request a primitive** — the same with `prefetch` turned off (what korpus did before);
+- **plain client** — what a competent engineer writes without korpus: one `_msearch` of `match` and `knn` under the
+  same filter (current, public), the hits' fields but not the vectors, RRF (k 60) in Python, the top 10.
+Reported: p50 and p95 in ms and korpus ÷ plain at each (target p95 ≤ 1.3), and requests a question.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import statistics
+import sys
+import tempfile
+import time
+import uuid
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from benchmarks.index_scale import DIMS, generate
+from tasks.index.sqlite import SqliteIndex
+
+WARMUP = 20
+ROWS = ("korpus hybrid (default)", "korpus, one request a primitive", "plain client (_msearch + RRF)")
+
+
+def _questions(sources: list, count: int, seed: int = 7) -> list[tuple[str, np.ndarray]]:
+    rng, nrng = random.Random(seed), np.random.default_rng(seed)
+    public = [
+        (c, v) for s, chunks, vectors in sources if s.access == "public" for c, v in zip(chunks, vectors, strict=True)
+    ]
+    out = []
+    for _ in range(count):
+        chunk, vector = rng.choice(public)
+        words = chunk.text.split()
+        start = rng.randrange(max(1, len(words) - 5))
+        noisy = vector + nrng.standard_normal(DIMS).astype(np.float32) * 0.05
+        out.append((" ".join(words[start : start + rng.randint(3, 5)]), noisy / np.linalg.norm(noisy)))
+    return out
+
+
+def _plain(client, alias: str, query: str, vector: np.ndarray) -> list[str]:
+    """One `_msearch` of BM25 and kNN under the filter, RRF in Python: the baseline."""
+    filters = [{"term": {"lifecycle": "current"}}, {"term": {"access": "public"}}]
+    source = {"excludes": ["embedding"]}
+    bm25 = {
+        "size": 50,
+        "_source": source,
+        "query": {"bool": {"must": [{"match": {"text": query}}], "filter": filters}},
+    }
+    knn = {
+        "size": 50,
+        "_source": source,
+        "query": {"knn": {"embedding": {"vector": vector.tolist(), "k": 50, "filter": {"bool": {"filter": filters}}}}},
+    }
+    answers = client.msearch(body=[{"index": alias}, bm25, {"index": alias}, knn])["responses"]
+    scores: dict[str, float] = {}
+    docs: dict[str, dict] = {}
+    for answer in answers:
+        for rank, hit in enumerate(answer["hits"]["hits"]):
+            scores[hit["_id"]] = scores.get(hit["_id"], 0.0) + 1.0 / (60 + rank + 1)
+            docs[hit["_id"]] = hit["_source"]
+    return sorted(scores, key=scores.get, reverse=True)[:10]
+
+
+def measure(n: int, queries: int, url: str, folder: Path) -> dict:
+    from opensearchpy import OpenSearch
+
+    from korpus.core.settings import Settings
+    from tasks.index.opensearch import OpenSearchIndex
+    from tasks.retrieval.retriever import Retriever
+
+    path = folder / f"catalog-{n}.db"
+    sources = generate(n)
+    with SqliteIndex(path) as index:
+        index.bind_embedding("e5-small", DIMS)
+        for source, chunks, vectors in sources:
+            index.publish_version(source, chunks, vectors, 1)
+    cluster = OpenSearchIndex(
+        OpenSearch(hosts=[url], timeout=600, max_retries=0), prefix=f"search{uuid.uuid4().hex[:8]}", catalog=path
+    )
+    settings = Settings(data=folder)
+    try:
+        with SqliteIndex(path) as index:
+            cluster.sync_from(index)
+        unfetched = OpenSearchIndex(cluster.client, prefix=cluster.prefix, catalog=path)
+        unfetched.prefetch = lambda *_asked: None  # type: ignore[method-assign]
+        korpus, alone = Retriever.from_settings(cluster, settings), Retriever.from_settings(unfetched, settings)
+        asked = _questions(sources, WARMUP + queries)
+        counted = {row: 0 for row in ROWS}
+        perform = cluster.client.transport.perform_request
+        current = [ROWS[0]]
+
+        def counting(*args, **kwargs):
+            counted[current[0]] += 1
+            return perform(*args, **kwargs)
+
+        cluster.client.transport.perform_request = counting
+        runs = {
+            ROWS[0]: lambda q, v: korpus.search(q, v, ["public"], k=10),
+            ROWS[1]: lambda q, v: alone.search(q, v, ["public"], k=10),
+            ROWS[2]: lambda q, v: _plain(cluster.client, cluster.alias, q, v),
+        }
+        times: dict[str, list[float]] = {row: [] for row in ROWS}
+        for i, (query, vector) in enumerate(asked):
+            order = ROWS[i % 3 :] + ROWS[: i % 3]
+            for row in order:
+                current[0] = row
+                start = time.perf_counter()
+                runs[row](query, vector)
+                if i >= WARMUP:
+                    times[row].append(time.perf_counter() - start)
+        out: dict = {"chunks": n, "queries": queries}
+        for row in ROWS:
+            ordered = sorted(times[row])
+            out[row] = {
+                "p50_ms": round(1000 * statistics.median(ordered), 1),
+                "p95_ms": round(1000 * ordered[int(0.95 * (len(ordered) - 1))], 1),
+                "requests_a_question": round(counted[row] / len(asked), 2),
+            }
+        plain = out[ROWS[2]]
+        for row in ROWS[:2]:
+            out[row]["p50_ratio"] = round(out[row]["p50_ms"] / plain["p50_ms"], 2)
+            out[row]["p95_ratio"] = round(out[row]["p95_ms"] / plain["p95_ms"], 2)
+        return out
+    finally:
+        cluster.client.indices.delete(index=f"{cluster.prefix}-chunks-*", ignore=[404])
+        cluster.client.indices.delete_index_template(name=f"{cluster.prefix}-chunks", ignore=[404])
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--chunks", type=int, nargs="+", default=[30_000])
+    parser.add_argument("--queries", type=int, default=200)
+    parser.add_argument("--opensearch-url", help="a running node (else one is started for the run)")
+    parser.add_argument("--json", action="store_true")
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(tmp)
+        if args.opensearch_url:
+            results = [measure(n, args.queries, args.opensearch_url, folder) for n in args.chunks]
+        else:
+            from tasks.runtime.opensearch_node import start, stop_leashed
+
+            try:
+                (node,) = start(folder / "opensearch", port=None, heap_mb=2048, detach=False, log=sys.stderr)
+                results = [measure(n, args.queries, node.url, folder) for n in args.chunks]
+            finally:
+                stop_leashed()
+    if args.json:
+        print(json.dumps(results, indent=2))
+        return
+    print("| chunks (generated) | row | p50 ms | p95 ms | ÷ plain p50 | ÷ plain p95 | requests a question |")
+    print("|---|---|---|---|---|---|---|")
+    for r in results:
+        for row in ROWS:
+            m = r[row]
+            print(
+                f"| {r['chunks']:,} | {row} | {m['p50_ms']} | {m['p95_ms']} | {m.get('p50_ratio', 1.0)} | "
+                f"{m.get('p95_ratio', 1.0)} | {m['requests_a_question']} |"
+            )
+
+
+if __name__ == "__main__":
+    main()
