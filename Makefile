@@ -11,7 +11,7 @@ export PREFECT_SERVER_ANALYTICS_ENABLED := false
 export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 
-.PHONY: help setup system python models opensearch demo test test-topology test-opensearch lint format clean
+.PHONY: help setup system python models opensearch verapdf demo test test-topology test-opensearch lint format clean
 
 help:
 	@echo "make demo   set up, write the sample archive, refresh it twice, run cited searches"
@@ -20,7 +20,7 @@ help:
 	@echo "make lint   ruff check + format check"
 	@echo "make test-opensearch   the OpenSearch tests against KORPUS_OPENSEARCH_URL (a user's own cluster)"
 
-setup: system python models opensearch
+setup: system python models opensearch verapdf
 
 system:
 	@missing=$$(for p in $(APT_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || echo $$p; done); \
@@ -49,6 +49,14 @@ opensearch: $(NODE)/target/.built
 
 $(NODE)/target/.built: $(NODE)/pom.xml $(wildcard $(NODE)/src/main/java/org/korpus/opensearch/*.java)
 	cd $(NODE) && mvn -q -B package
+	touch $@
+
+# veraPDF, the PDF/A validator, from Maven Central (infra/verapdf): the tests check every searchable copy with it.
+VERAPDF := infra/verapdf
+verapdf: $(VERAPDF)/target/.built
+
+$(VERAPDF)/target/.built: $(VERAPDF)/pom.xml
+	cd $(VERAPDF) && mvn -q -B package
 	touch $@
 
 demo: setup

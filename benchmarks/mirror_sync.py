@@ -6,7 +6,11 @@ For each size: generated chunks (benchmarks/index_scale.py `generate`, labelled 
 vectors) in a catalog, mirrored once to a real OpenSearch node; then, timed side by side on the same node and catalog:
 - a review decision's sync — one source (50 chunks) relabelled, then synced: from the outbox (the default) and by the
   full comparison (`full=True`: what every sync did before: the whole catalog's states and a scroll of the cluster);
-- a sync with nothing to do, both ways.
+- a sync with nothing to do, both ways;
+- the first sync (every chunk indexed) against what a competent engineer writes without korpus: the same documents
+  read from the same catalog, into the same mapping on the same node, by `opensearchpy.helpers.bulk` (2,000 actions
+  or 8 MB a request, as korpus's bulks), then a refresh — run one after the other, korpus first at the first size and
+  second at the next (#64 item 2's target: korpus ≥ 0.9× the plain bulk's speed).
 The claim: the outbox sync's cost follows the change, not the corpus (the ratio between sizes near 1), while the full
 comparison grows with the corpus.
 """
@@ -36,7 +40,7 @@ def _timed(call) -> float:
     return time.perf_counter() - start
 
 
-def measure(n: int, url: str, folder: Path) -> dict:
+def measure(n: int, url: str, folder: Path, korpus_first: bool = True) -> dict:
     from opensearchpy import OpenSearch
 
     from tasks.index.opensearch import OpenSearchIndex
@@ -51,9 +55,16 @@ def measure(n: int, url: str, folder: Path) -> dict:
         OpenSearch(hosts=[url], timeout=600, max_retries=0), prefix=f"sync{uuid.uuid4().hex[:8]}", catalog=path
     )
     out: dict = {"chunks": n}
+    plain = OpenSearchIndex(backend.client, prefix=f"plain{uuid.uuid4().hex[:8]}")
     try:
         with SqliteIndex(path) as index:
-            out["first_sync_s"] = round(_timed(lambda: backend.sync_from(index)), 1)
+            first = {
+                "first_sync_s": lambda: _timed(lambda: backend.sync_from(index)),
+                "plain_bulk_s": lambda: _plain_bulk(index, plain),
+            }
+            for name in sorted(first, reverse=not korpus_first):
+                out[name] = round(first[name](), 1)
+            out["first_sync_vs_plain"] = round(out["plain_bulk_s"] / out["first_sync_s"], 2)
             rows: dict[str, list[float]] = {k: [] for k in ("decision", "decision full", "nothing", "nothing full")}
             for r in range(REPEATS):
                 source = sources[r * 7 % len(sources)][0]
@@ -67,9 +78,31 @@ def measure(n: int, url: str, folder: Path) -> dict:
                 rows["nothing full"].append(_timed(lambda: backend.sync_from(index, full=True)))
             out.update({k: round(statistics.median(v), 4) for k, v in rows.items()})
     finally:
-        backend.client.indices.delete(index=f"{backend.prefix}-chunks-*", ignore=[404])
-        backend.client.indices.delete_index_template(name=f"{backend.prefix}-chunks", ignore=[404])
+        for prefix in (backend.prefix, plain.prefix):
+            backend.client.indices.delete(index=f"{prefix}-chunks-*", ignore=[404])
+            backend.client.indices.delete_index_template(name=f"{prefix}-chunks", ignore=[404])
     return out
+
+
+def _plain_bulk(index: SqliteIndex, plain) -> float:
+    """The baseline: every current chunk read from the catalog, its document built and sent by `helpers.bulk`."""
+    from opensearchpy import helpers
+
+    from tasks.index.opensearch_requests import chunk_document
+
+    start = time.perf_counter()
+    plain.ensure(*index.embedding_model())
+    ids = [c for (c,) in index.conn.execute("SELECT chunk_id FROM chunks WHERE lifecycle = 'current'")]
+
+    def actions():
+        for at in range(0, len(ids), 500):
+            for stored in index.stored_chunks(ids[at : at + 500]):
+                doc = chunk_document(stored.chunk, stored.ordinal, stored.vector, stored.kind, stored.exception)
+                yield {"_index": plain.alias, "_id": stored.chunk.chunk_id, "_source": doc | {"lifecycle": "current"}}
+
+    helpers.bulk(plain.client, actions(), chunk_size=2000, max_chunk_bytes=8 * 2**20)
+    plain.client.indices.refresh(index=plain.alias)
+    return time.perf_counter() - start
 
 
 def main() -> None:
@@ -81,22 +114,28 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
         if args.opensearch_url:
-            results = [measure(n, args.opensearch_url, folder) for n in args.chunks]
+            results = [measure(n, args.opensearch_url, folder, i % 2 == 0) for i, n in enumerate(args.chunks)]
         else:
             from tasks.runtime.opensearch_node import start, stop_leashed
 
             try:
                 (node,) = start(folder / "opensearch", port=None, heap_mb=2048, detach=False, log=sys.stderr)
-                results = [measure(n, node.url, folder) for n in args.chunks]
+                results = [measure(n, node.url, folder, i % 2 == 0) for i, n in enumerate(args.chunks)]
             finally:
                 stop_leashed()
     if args.json:
         print(json.dumps(results, indent=2))
         return
-    print("| chunks (generated) | decision: outbox s | decision: full s | nothing: outbox s | nothing: full s |")
-    print("|---|---|---|---|---|")
+    print(
+        "| chunks (generated) | decision: outbox s | decision: full s | nothing: outbox s | nothing: full s "
+        "| first sync s | helpers.bulk s | korpus speed ÷ plain |"
+    )
+    print("|---|---|---|---|---|---|---|---|")
     for r in results:
-        print(f"| {r['chunks']:,} | {r['decision']} | {r['decision full']} | {r['nothing']} | {r['nothing full']} |")
+        print(
+            f"| {r['chunks']:,} | {r['decision']} | {r['decision full']} | {r['nothing']} | {r['nothing full']} "
+            f"| {r['first_sync_s']} | {r['plain_bulk_s']} | {r['first_sync_vs_plain']} |"
+        )
     if len(results) > 1:
         a, b = results[0], results[-1]
         print(

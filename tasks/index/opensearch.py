@@ -173,7 +173,9 @@ class OpenSearchIndex:
     def _ids(self, query: dict[str, Any]) -> list[str]:
         return [hit["_id"] for hit in self._every(query, source=False)]
 
-    def _bulk(self, actions: list[dict[str, Any]], refresh: bool | str = False) -> None:
+    def _bulk(self, actions: list[dict[str, Any]] | str, refresh: bool | str = False) -> None:
+        """One bulk request: `actions` as dicts, or a body already serialized (tasks/index/opensearch_mirror.bulks);
+        items refused under load are retried, all of them, any other refusal raised."""
         if not actions:
             return
 

@@ -3,10 +3,17 @@
 A sync reads only what changed. Every write to the catalog's chunks leaves its chunk id in the outbox
 (`chunk_outbox`, tasks/index/schema.py), numbered in order; the mirror records the last number it holds. A sync
 takes the outbox rows past it, a batch at a time, compares those chunks' states in the catalog with the cluster's
-(one multi-get a batch) and sends what differs: the current chunks the cluster lacks indexed as `staged`, from the
-stored text and vectors (nothing re-parsed or re-embedded); then partial updates switch lifecycles and labels, and
-deletes take out what the catalog no longer holds (versions `korpus gc` and retention removed). So its cost follows
-the change, not the corpus: one review decision is a few updates.
+(one multi-get a batch) and sends what differs: the current chunks the cluster lacks indexed in their catalog state
+(current, with the catalog's labels), from the stored text and vectors (nothing re-parsed or re-embedded); partial
+updates switch lifecycles and labels; deletes take out what the catalog no longer holds (versions `korpus gc` and
+retention removed). So its cost follows the change, not the corpus: one review decision is a few updates.
+
+Each chunk is written once. Until session 34 a new chunk was indexed `staged` and switched current by a second
+write, so that a version's chunks became current together — which the catalog's per-hit check already guarantees:
+a hit is served only if the catalog holds its chunk current and visible (tasks/index/catalog_check.py), and the
+catalog switches a version in one transaction. While a sync is half-way, a superseded chunk the cluster still calls
+current is dropped by that check, never served; the staging cost a second write of every chunk (the mirror took
+1.9× as long as `helpers.bulk` of the same documents, #64).
 
 A reconcile (`full=True`: `korpus opensearch reconcile`, the weekly `verify` refresh, and a mirror's first sync)
 compares every chunk of the catalog with every document of the cluster instead — for repair, never on a request's
@@ -69,30 +76,25 @@ def sync_from(cluster: Any, catalog: SqliteIndex, batch: int = 500, full: bool =
 
 def _sync_all(cluster: Any, catalog: SqliteIndex, batch: int) -> dict[str, int]:
     """Every chunk of the catalog against every document of the cluster, both walked in chunk id order and merged
-    (`in_step`), so memory holds a page of each, never the corpus: a first walk stages the current chunks the
-    cluster lacks, a second — from a new point in time, which sees them — switches and deletes."""
+    (`in_step`), so memory holds a page of each, never the corpus."""
     report = {"indexed": 0, "updated": 0, "deleted": 0, "compared": 0}
-    missing: list[str] = []
+    missing: dict[str, State] = {}
+    actions: list[dict[str, Any]] = []
     for chunk_id, want, have in in_step(catalog.chunk_states_in_order(batch), cluster.states_in_order(batch)):
         report["compared"] += (want is not None) + (have is not None)
         if _lacks(want, have):
-            missing.append(chunk_id)
+            missing[chunk_id] = want
+        elif have is not None:
+            updated, deleted = _switch(cluster, {chunk_id: want} if want else {}, {chunk_id: have}, actions)
+            report["updated"] += updated
+            report["deleted"] += deleted
         if len(missing) >= batch:
-            report["indexed"] += len(_stage(cluster, catalog, missing))
-            missing = []
-    report["indexed"] += len(_stage(cluster, catalog, missing))
-    if report["indexed"]:
-        _searchable(cluster)
-    actions: list[dict[str, Any]] = []
-    for chunk_id, want, have in in_step(catalog.chunk_states_in_order(batch), cluster.states_in_order(batch)):
-        if have is None:  # not current, or written to the catalog after the first walk: the outbox has it
-            continue
-        updated, deleted = _switch(cluster, {chunk_id: want} if want else {}, {chunk_id: have}, actions)
-        report["updated"] += updated
-        report["deleted"] += deleted
+            report["indexed"] += _index(cluster, catalog, missing)
+            missing = {}
         if len(actions) >= 2 * BULK_ACTIONS:
             send(cluster, actions)
             actions = []
+    report["indexed"] += _index(cluster, catalog, missing)
     send(cluster, actions)
     if report["indexed"] or report["updated"] or report["deleted"]:
         _searchable(cluster)
@@ -119,19 +121,18 @@ def in_step(
 
 
 def _sync_changes(cluster: Any, catalog: SqliteIndex, batch: int, since: int, head: int) -> dict[str, int]:
-    """The chunks of the outbox rows numbered in (`since`, `head`]: staged first, all of them, then switched — as
-    a full sync does, so a version's chunks become current together after every one of them is in."""
+    """The chunks of the outbox rows numbered in (`since`, `head`], a batch at a time: those the cluster lacks
+    indexed, the rest updated or deleted."""
     report = {"indexed": 0, "updated": 0, "deleted": 0, "compared": 0}
     for ids in catalog_check.changed_since(catalog.conn, since, head, batch):
         want, have = catalog.chunk_states_of(ids), cluster.states_of(ids)
-        report["indexed"] += len(_stage(cluster, catalog, [c for c in ids if _lacks(want.get(c), have.get(c))]))
-        report["compared"] += len(ids)
-    for ids in catalog_check.changed_since(catalog.conn, since, head, batch):
+        report["indexed"] += _index(cluster, catalog, {c: want[c] for c in ids if _lacks(want.get(c), have.get(c))})
         actions: list[dict[str, Any]] = []
-        updated, deleted = _switch(cluster, catalog.chunk_states_of(ids), cluster.states_of(ids), actions)
+        updated, deleted = _switch(cluster, want, have, actions)
         send(cluster, actions)
         report["updated"] += updated
         report["deleted"] += deleted
+        report["compared"] += len(ids)
     if report["indexed"] or report["updated"] or report["deleted"]:
         _searchable(cluster)
     return report
@@ -147,22 +148,24 @@ def _searchable(cluster: Any) -> None:
     cluster._retrying("refresh", lambda: cluster.client.indices.refresh(index=cluster.alias))
 
 
-def _stage(cluster: Any, catalog: SqliteIndex, chunk_ids: list[str]) -> list[str]:
-    """Index these chunks as `staged`, from their stored text and vectors, in bounded bulks; their ids."""
+def _index(cluster: Any, catalog: SqliteIndex, wanted: dict[str, State]) -> int:
+    """Index these chunks in the catalog's state (`wanted`: lifecycle and labels), from their stored text and
+    vectors, in bounded bulks; how many."""
     actions: list[dict[str, Any]] = []
-    for stored in catalog.stored_chunks(chunk_ids) if chunk_ids else ():
+    for stored in catalog.stored_chunks(list(wanted)) if wanted else ():
         doc = chunk_document(stored.chunk, stored.ordinal, stored.vector, stored.kind, stored.exception)
+        doc.update(zip(STATE_FIELDS, wanted[stored.chunk.chunk_id], strict=True))
         actions += [{"index": {"_index": cluster.alias, "_id": stored.chunk.chunk_id}}, doc]
     send(cluster, actions)
-    return [action["index"]["_id"] for action in actions[::2]]
+    return len(actions) // 2
 
 
 def _switch(
     cluster: Any, want: dict[str, State], have: dict[str, State], actions: list[dict[str, Any]]
 ) -> tuple[int, int]:
     """The actions (added to `actions`) that make what the cluster holds (`have`) the catalog's state (`want`):
-    updates where labels or lifecycle differ, deletes of what the catalog no longer holds; (updated, deleted) —
-    a staged chunk switched current is not counted as updated (it was just indexed)."""
+    updates where labels or lifecycle differ, deletes of what the catalog no longer holds; (updated, deleted) — a
+    chunk a sync before this release left `staged` and this one makes current is not counted as updated."""
     updated = deleted = 0
     for chunk_id, state in have.items():
         target = want.get(chunk_id)
@@ -177,26 +180,28 @@ def _switch(
 
 def bulks(
     actions: Iterable[dict[str, Any]], max_bytes: int = BULK_BYTES, max_actions: int = BULK_ACTIONS
-) -> Iterator[list[dict[str, Any]]]:
-    """`actions` cut into bulks of at most `max_bytes` of body and `max_actions` actions, never between an action
-    and its document (an `index` or `update` header is followed by its body line; a `delete` stands alone)."""
-    current: list[dict[str, Any]] = []
+) -> Iterator[str]:
+    """`actions` as bulk request bodies (newline-delimited JSON, each line serialized once) of at most `max_bytes`
+    and `max_actions` actions, never cut between an action and its document (an `index` or `update` header is
+    followed by its body line; a `delete` stands alone)."""
+    current: list[str] = []
     size = count = 0
     pending = iter(actions)
     for header in pending:
         item = [header] if "delete" in header else [header, next(pending)]
-        weight = sum(len(json.dumps(line, ensure_ascii=False).encode()) + 1 for line in item)
+        lines = [json.dumps(line, ensure_ascii=False) for line in item]
+        weight = sum(len(line.encode()) + 1 for line in lines)
         if current and (size + weight > max_bytes or count + 1 > max_actions):
-            yield current
+            yield "\n".join(current) + "\n"
             current, size, count = [], 0, 0
-        current += item
+        current += lines
         size += weight
         count += 1
     if current:
-        yield current
+        yield "\n".join(current) + "\n"
 
 
 def send(cluster: Any, actions: list[dict[str, Any]]) -> None:
     """`actions` in bounded bulks."""
-    for part in bulks(actions):
-        cluster._bulk(part)
+    for body in bulks(actions):
+        cluster._bulk(body)

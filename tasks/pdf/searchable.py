@@ -3,7 +3,8 @@
 Written with PyMuPDF (docs/ocr.md says why not ocrmypdf's renderer): each word is inserted with render mode 3
 (invisible) and scaled horizontally to its box, in korpus's outline-free invisible font (tasks/pdf/invisible_font.py)
 subset once per document at the end (~1 KB). Pages that kept their own text layer are copied as they are. Output goes to
-`<data>/searchable/<source path>` — never over the source.
+`<data>/searchable/<source path>` — never over the source — as PDF/A-2b unless `KORPUS_PDFA` says otherwise
+(tasks/pdf/pdfa.py).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from PIL import Image
 
 from korpus.core.datamodel import PageResult, PageWord
 from tasks.pdf.invisible_font import invisible_font
+from tasks.pdf.pdfa import make_pdfa
 from tasks.text.unicode_repair import (
     MIN_COVERAGE,
     Votes,
@@ -29,12 +31,17 @@ from tasks.text.unicode_repair import (
 )
 
 
-def save_atomically(doc: pymupdf.Document, out: Path) -> None:
-    """Subset the fonts and write `out` under a temporary name first, so a kill never leaves half a PDF."""
+def save_atomically(doc: pymupdf.Document, out: Path, pdfa: str = "2b") -> dict[str, str | None]:
+    """Subset the fonts, write `out` under a temporary name first — finished as PDF/A of flavour `pdfa` ('off':
+    plain PDF) — so a kill never leaves half a PDF. {"pdfa": the flavour written or None, "pdfa_refused": why a
+    copy asked for PDF/A is plain}."""
     doc.subset_fonts()
     tmp = out.with_suffix(f".{os.getpid()}.part")
     doc.save(tmp, garbage=3, deflate=True)
+    refused = make_pdfa(tmp, pdfa) if pdfa != "off" else None
     tmp.replace(out)
+    written = None if pdfa == "off" or refused else pdfa
+    return {"pdfa": written} | ({"pdfa_refused": refused} if refused else {})
 
 
 def add_text_layer(page: pymupdf.Page, words: list[PageWord], font: pymupdf.Font) -> int:
@@ -99,9 +106,10 @@ def remove_old_text(
     return outcome
 
 
-def write_searchable_pdf(source_pdf: str, pages: list[PageResult], out: Path) -> dict[str, float]:
+def write_searchable_pdf(source_pdf: str, pages: list[PageResult], out: Path, pdfa: str = "2b") -> dict[str, float]:
     """Copy `source_pdf` to `out` with invisible OCR text on every page that has words; pages whose layer was
-    replaced lose their old text first. Atomic write."""
+    replaced lose their old text first. The source's document information (title, author, dates) stays. Atomic
+    write, as PDF/A of flavour `pdfa` ('off': plain PDF)."""
     by_page = {p.page: p for p in pages if p.words}
     font = invisible_font()
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -121,7 +129,7 @@ def write_searchable_pdf(source_pdf: str, pages: list[PageResult], out: Path) ->
             result = by_page.get(number)
             if result is not None and result.rotation in (0, None) and number not in repaired:
                 placed += add_text_layer(page, result.words, font)
-        save_atomically(doc, out)
+        archival = save_atomically(doc, out, pdfa)
     before, after = Path(source_pdf).stat().st_size, out.stat().st_size
     return {
         "pages_with_text": len(by_page),
@@ -129,14 +137,14 @@ def write_searchable_pdf(source_pdf: str, pages: list[PageResult], out: Path) ->
         "pages_repaired_in_place": len(repaired),
         "size_growth": round(after / before - 1, 4),
         "path": str(out),
-    }
+    } | archival
 
 
 def write_searchable_images(
-    frame: Callable[[int], Image.Image], pages: list[PageResult], out: Path, original_size: int
+    frame: Callable[[int], Image.Image], pages: list[PageResult], out: Path, original_size: int, pdfa: str = "2b"
 ) -> dict[str, float]:
     """A searchable PDF of page images: each page upright (turned as OCR found it), greyscale JPEG at its own
-    resolution, with the invisible OCR layer. Atomic write."""
+    resolution, with the invisible OCR layer. Atomic write, as PDF/A of flavour `pdfa` ('off': plain PDF)."""
     font = invisible_font()
     out.parent.mkdir(parents=True, exist_ok=True)
     placed = 0
@@ -152,11 +160,11 @@ def write_searchable_images(
             placed += add_text_layer(page, result.words, font)
         if doc.page_count == 0:
             return {"pages_with_text": 0, "words": 0, "size_growth": 0.0}
-        save_atomically(doc, out)
+        archival = save_atomically(doc, out, pdfa)
     growth = out.stat().st_size / original_size - 1 if original_size else 0.0
     return {
         "pages_with_text": sum(1 for p in pages if p.words),
         "words": placed,
         "size_growth": round(growth, 4),
         "path": str(out),
-    }
+    } | archival

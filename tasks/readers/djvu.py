@@ -3,6 +3,7 @@ same detector as a PDF layer; pages without a good one are rendered and OCR'd. C
 
 from __future__ import annotations
 
+import io
 import re
 import shutil
 import subprocess
@@ -11,9 +12,12 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+from PIL import Image
+
 from korpus.core.datamodel import PageResult, ReasonCode, Source, SourceKind
 from korpus.core.settings import Settings
 from tasks.ocr.engine import PageImage, PageImageSource, fit_dpi
+from tasks.pdf.searchable import write_searchable_images
 from tasks.readers.base import ParseOutcome, UnreadableSourceError, problem
 from tasks.runtime.processes import run_owned
 from tasks.text.quality import text_layer_quality
@@ -88,14 +92,21 @@ def djvu_page_image(path: str, page: int, dpi: int, fmt: str) -> PageImage:
         _djvu("ddjvu", "-format=pgm", f"-page={page}", f"-scale={dpi}", path, str(out))
         data = out.read_bytes()
     if fmt != "pnm":
-        import io
-
-        from PIL import Image
-
         buffer = io.BytesIO()
         Image.open(io.BytesIO(data)).save(buffer, fmt.upper())
         data = buffer.getvalue()
     return PageImage(data, dpi, width * 72 / own, height * 72 / own)
+
+
+def djvu_frame(path: str, page: int) -> Image.Image:
+    """Page `page` as a greyscale image at its own resolution (at most what `fit_dpi` lets a huge page have), its
+    resolution in `info["dpi"]`."""
+    _width, _height, own = page_dpi(path, page)
+    rendered = djvu_page_image(path, page, own, "pnm")
+    image = Image.open(io.BytesIO(rendered.data))
+    image.load()
+    image.info["dpi"] = (rendered.dpi, rendered.dpi)
+    return image
 
 
 class DjvuReader:
@@ -135,4 +146,10 @@ class DjvuReader:
         return lambda dpi, fmt: djvu_page_image(source.path, page, dpi, fmt)
 
     def searchable_copy(self, source: Source, pages: list[PageResult], settings: Settings) -> dict[str, Any] | None:
-        return None  # the transcript is indexed; a DjVu with a new hidden-text layer (djvused set-txt) is open work
+        """A searchable PDF (PDF/A unless KORPUS_PDFA=off) of the DjVu's pages, as for page images: each page at its
+        own resolution with the text korpus indexed (its hidden text, or OCR's) as the invisible layer. (A DjVu
+        with a new hidden-text layer, djvused set-txt, would keep the format but no archive standard.)"""
+        out = settings.data / "searchable" / (source.source_id + ".pdf")
+        return write_searchable_images(
+            lambda page: djvu_frame(source.path, page), pages, out, source.size, settings.pdfa
+        )

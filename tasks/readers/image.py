@@ -127,4 +127,4 @@ class ImageReader:
 
     def searchable_copy(self, source: Source, pages: list[PageResult], settings: Settings) -> dict[str, Any] | None:
         out = settings.data / "searchable" / (source.source_id + ".pdf")
-        return write_searchable_images(lambda page: frame(source.path, page), pages, out, source.size)
+        return write_searchable_images(lambda page: frame(source.path, page), pages, out, source.size, settings.pdfa)

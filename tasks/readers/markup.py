@@ -25,6 +25,7 @@ taken out, so the work grows with the page, not with the square of its nesting.
 
 from __future__ import annotations
 
+import html
 import re
 from pathlib import Path
 from typing import Any
@@ -74,6 +75,9 @@ _DECLARED = re.compile(rb"""<meta[^>]+charset\s*=\s*["']?\s*([A-Za-z0-9_\-]+)"""
 MARKUP_MAX_TEXT_CHARS = 32 * 2**20
 """The most text one web page, feed or e-book gives (32 Mi characters: ten thousand pages of a book)."""
 _TAGS = re.compile(r"<[^>]*>")
+_UNRENDERED = re.compile(r"<!--.*?(?:-->|\Z)|<(script|style)\b.*?(?:</\1\s*>|\Z)", re.IGNORECASE | re.DOTALL)
+"""Comments, scripts and styles in fallback content past the reparse budget: never rendered (an unclosed one runs to
+the end, as a parser reads it)."""
 
 
 class MarkupTooLargeError(UnreadableSourceError):
@@ -221,14 +225,16 @@ def html_to_text(markup: str, budget: _ReparseBudget | None = None) -> str:
 
 def _fallback_children(node: Any, budget: _ReparseBudget) -> list[Any]:
     """An `<iframe>`'s (`<noembed>`'s, `<noframes>`') raw fallback content as parsed markup while the budget lasts;
-    past it, one text node of the content with its tags taken out (linear in its length)."""
+    past it, one text node of the content without its tags, comments, scripts and styles and with its character
+    references decoded (linear in its length; the HTML property found «&#1046;» left as written and a script's text
+    kept, past the budget)."""
     from selectolax.lexbor import LexborHTMLParser
 
     raw = node.text(deep=True)
     if budget.take(len(raw)):
         inner = LexborHTMLParser(raw).body
         return list(inner.iter(include_text=True)) if inner is not None else []
-    return [_Text(_TAGS.sub(" ", raw))]
+    return [_Text(html.unescape(_TAGS.sub(" ", _UNRENDERED.sub(" ", raw))))]
 
 
 class _Text:

@@ -1,0 +1,129 @@
+"""PDF/A for korpus's searchable copies (ISO 19005): what turns the copy PyMuPDF wrote into an archival one.
+
+The copy is finished with pikepdf (qpdf), in place, before it replaces the previous one:
+- an output intent with an sRGB ICC profile (built by Little CMS through Pillow, so no profile file is carried), which
+  PDF/A needs for any device colour (a scan's DeviceGray or DeviceRGB image);
+- XMP metadata identifying the part and conformance (`pdfaid`), carried over from the document information the
+  source had — its title, author, subject, keywords, creation and modification dates — and kept in step with it;
+- every Type 2 CIDFont with its CIDToGIDMap (`/Identity`, which is also the default PDF readers assume: PyMuPDF's
+  embedded subset of the invisible font leaves it out, and PDF/A requires it);
+- graphics states without transfer functions (`/TR`), which PDF/A forbids and a kept page may carry;
+- none of what PDF/A forbids and a scan's copy could carry: encryption (PyMuPDF writes none), JavaScript and
+  additional actions (taken out: a copy for an archive runs no code), a trailer without an ID (qpdf writes one).
+A copy whose kept born-digital pages draw with fonts the source did not embed cannot conform without changing those
+pages (Ghostscript's PDF/A conversion embeds substitutes, and also garbled the invisible Cyrillic layer when tried:
+«АКТ № 7» read back as «ēĝĥ Ė 7»), so it is written as plain PDF and says why (`make_pdfa`'s answer, the copy's
+summary `pdfa_refused`).
+
+`FLAVOURS` names what `KORPUS_PDFA` may ask for. The default is PDF/A-2b: the level OCRmyPDF writes by default,
+accepted by every archive validator, and one a mixed copy can reach — a born-digital page kept as it is may draw
+glyphs whose fonts have no Unicode map, which 2u refuses; 3b adds only arbitrary attachments, which a copy has none
+of. veraPDF checks every copy the tests write (tests/integration/test_pdfa.py).
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from pathlib import Path
+
+import pikepdf
+from PIL import ImageCms
+
+FLAVOURS = {"2b": (2, "B"), "2u": (2, "U"), "3b": (3, "B")}
+"""`KORPUS_PDFA` value → (part, conformance); `off` writes plain PDF."""
+FORBIDDEN_IN_CATALOG = ("/AA", "/JavaScript")
+
+
+@lru_cache(maxsize=1)
+def srgb_profile() -> bytes:
+    """An sRGB ICC profile made by Little CMS (Pillow's ImageCms), the output intent's colour space."""
+    return ImageCms.ImageCmsProfile(ImageCms.createProfile("sRGB")).tobytes()
+
+
+def make_pdfa(path: Path, flavour: str = "2b") -> str | None:
+    """Turn the PDF at `path` into PDF/A of `flavour` (a key of FLAVOURS), rewriting it in place; None when done.
+    A copy that cannot conform is left as it is and not called PDF/A — the reason is returned: a font a kept
+    born-digital page draws with but does not embed (PDF/A needs every font program inside the file, and a
+    substitute would change the page)."""
+    part, conformance = FLAVOURS[flavour]
+    with pikepdf.open(path, allow_overwriting_input=True) as pdf:
+        missing = unembedded_fonts(pdf)
+        if missing:
+            return f"fonts not embedded in the source: {', '.join(sorted(missing)[:5])}"
+        _output_intent(pdf)
+        _fonts(pdf)
+        _no_code(pdf)
+        _no_transfer_functions(pdf)
+        with pdf.open_metadata(set_pikepdf_as_editor=False) as meta:
+            meta.load_from_docinfo(pdf.docinfo, raise_failure=False)
+            meta["pdfaid:part"] = str(part)
+            meta["pdfaid:conformance"] = conformance
+        pdf.save(path, min_version="1.7" if part >= 2 else "1.4")
+    return None
+
+
+def unembedded_fonts(pdf: pikepdf.Pdf) -> set[str]:
+    """The base names of the fonts of `pdf` whose programs are not in the file (Type 3 fonts draw with the file's
+    own content streams and need none)."""
+    missing: set[str] = set()
+    for obj in pdf.objects:
+        if not isinstance(obj, pikepdf.Dictionary) or obj.get("/Type") != pikepdf.Name.Font:
+            continue
+        subtype = obj.get("/Subtype")
+        if subtype in (pikepdf.Name.Type3, pikepdf.Name.CIDFontType0, pikepdf.Name.CIDFontType2):
+            continue  # a CIDFont is judged through the Type0 font that uses it
+        font = obj.DescendantFonts[0] if subtype == pikepdf.Name.Type0 else obj
+        descriptor = font.get("/FontDescriptor")
+        if descriptor is None or not any(k in descriptor for k in ("/FontFile", "/FontFile2", "/FontFile3")):
+            missing.add(str(obj.get("/BaseFont", "unnamed")).lstrip("/"))
+    return missing
+
+
+def _output_intent(pdf: pikepdf.Pdf) -> None:
+    profile = pdf.make_stream(srgb_profile())
+    profile.N = 3
+    intent = pikepdf.Dictionary(
+        Type=pikepdf.Name.OutputIntent,
+        S=pikepdf.Name.GTS_PDFA1,
+        OutputConditionIdentifier=pikepdf.String("sRGB"),
+        Info=pikepdf.String("sRGB IEC61966-2.1"),
+        DestOutputProfile=profile,
+    )
+    pdf.Root.OutputIntents = pikepdf.Array([pdf.make_indirect(intent)])
+
+
+def _fonts(pdf: pikepdf.Pdf) -> None:
+    for obj in pdf.objects:
+        if isinstance(obj, pikepdf.Dictionary) and obj.get("/Subtype") == pikepdf.Name.CIDFontType2:
+            if "/CIDToGIDMap" not in obj:
+                obj.CIDToGIDMap = pikepdf.Name.Identity
+
+
+def _no_transfer_functions(pdf: pikepdf.Pdf) -> None:
+    """Graphics states without transfer functions (`/TR`; `/TR2` other than `/Default`), which PDF/A forbids: they
+    adjust a particular output device's tones, and conforming readers ignore them (a scanned law from the real
+    archive, whose broken layer korpus replaced, had one)."""
+    states = [o for o in pdf.objects if isinstance(o, pikepdf.Dictionary) and o.get("/Type") == "/ExtGState"]
+    for page in pdf.pages:
+        found = page.obj.get("/Resources", {}).get("/ExtGState", {})
+        states += [found[name] for name in found.keys()]
+    for state in states:
+        if "/TR" in state:
+            del state["/TR"]
+        if "/TR2" in state and state.TR2 != pikepdf.Name.Default:
+            state.TR2 = pikepdf.Name.Default
+
+
+def _no_code(pdf: pikepdf.Pdf) -> None:
+    for key in FORBIDDEN_IN_CATALOG:
+        if key in pdf.Root:
+            del pdf.Root[key]
+    names = pdf.Root.get("/Names")
+    if names is not None and "/JavaScript" in names:
+        del names["/JavaScript"]
+    action = pdf.Root.get("/OpenAction")
+    if isinstance(action, pikepdf.Dictionary) and action.get("/S") == pikepdf.Name.JavaScript:
+        del pdf.Root["/OpenAction"]
+    for page in pdf.pages:
+        if "/AA" in page.obj:
+            del page.obj["/AA"]
