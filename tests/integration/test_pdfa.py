@@ -104,3 +104,40 @@ def test_a_mixed_pdf_becomes_pdfa_with_its_document_information(models, tmp_path
     assert refused["pdfa"] is None and "Helvetica" in refused["pdfa_refused"]
     with pikepdf.open(tmp_path / "memo-searchable.pdf") as pdf:
         assert "/OutputIntents" not in pdf.Root and "pdfaid:part" not in pdf.open_metadata()
+
+
+def test_export_writes_the_visible_copies_with_a_manifest(real_refreshed: tuple, tmp_path: Path) -> None:
+    """`korpus export --pdfa DIR --validate`: the copies in a tree that mirrors the archive, a manifest with each
+    source's and copy's sha256, the pages OCR'd and the engine, veraPDF's verdict; the scopes decide what goes."""
+    import hashlib
+    import json
+
+    from typer.testing import CliRunner
+
+    from korpus.apps.cli import app
+
+    _root, settings, _summary = real_refreshed
+    runner = CliRunner()
+    out = tmp_path / "архив-pdfa"
+    done = runner.invoke(
+        app, ["export", str(out), "--pdfa", "--scopes", "public", "--validate", "--data", str(settings.data)]
+    )
+    assert done.exit_code == 0, done.output
+    manifest = json.loads((out / "manifest.json").read_text(encoding="utf-8"))
+    copies = {c["copy"]: c for c in manifest["copies"]}
+    assert {"scans/law_image.png.pdf", "scans/example_with_table7.djvu.pdf", "broken-layer/ukodeksrf.pdf"} <= set(
+        copies
+    )
+    for name, entry in copies.items():
+        assert hashlib.sha256((out / name).read_bytes()).hexdigest() == entry["copy_sha256"]
+        assert entry["pdfa"] == "2b" and entry["valid"] and entry["engines"] == ["tesseract"]
+        assert entry["pages_ocr"] and len(entry["source_sha256"]) == 64
+    law = copies["scans/law_image.png.pdf"]
+    assert law["source_sha256"] == hashlib.sha256((_root / "scans" / "law_image.png").read_bytes()).hexdigest()
+
+    hidden = runner.invoke(
+        app, ["export", str(tmp_path / "hr"), "--pdfa", "--scopes", "hr", "--data", str(settings.data)]
+    )
+    assert hidden.exit_code == 0 and "0 copies exported" in hidden.output, hidden.output
+    assert json.loads((tmp_path / "hr" / "manifest.json").read_text())["not_visible"] == len(copies)
+    assert not [p for p in (tmp_path / "hr").rglob("*.pdf")]

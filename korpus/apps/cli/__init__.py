@@ -1,9 +1,9 @@
 """`korpus`, the command line: one Typer app whose commands live in small modules by what they are about —
-`sources` (sample, refresh, chunks, sources, quarantine, ocr), `search` (search, exact, cite, eval, import-beir),
-`review` (the `korpus review …` group), `meta`, `models` (models, reindex), `serve`, `ops` (status, gc, sync-opensearch,
-prefect), `opensearch` (the `korpus opensearch …` group: a local node), `topology` (the production topology as
-processes on loopback) — listed in `COMMANDS` below, the one place
-that names them; `common` holds the shared options and errors.
+`sources` (sample, refresh, chunks, sources, quarantine, ocr, export), `search` (search, exact, cite, eval,
+import-beir), `review` (the `korpus review …` group), `meta`, `models` (models, reindex), `serve`, `ops` (status, gc,
+sync-opensearch, prefect), `opensearch` (the `korpus opensearch …` group: a local node, reconcile), `topology` (the
+production topology as processes on loopback) — listed in `COMMANDS` below, the one place that names them; `common`
+holds the shared options and errors.
 """
 
 from __future__ import annotations
@@ -27,6 +27,7 @@ COMMANDS = (
     ("refresh", sources.refresh),
     ("search", search.search),
     ("ocr", sources.ocr),
+    ("export", sources.export),
     ("chunks", sources.chunks),
     ("exact", search.exact),
     ("cite", search.cite),

@@ -214,3 +214,42 @@ def ocr(
     except (ValueError, FileNotFoundError) as exc:
         _fail(str(exc))
     typer.echo(json.dumps(summary, ensure_ascii=False))
+
+
+def export(
+    dest: Annotated[Path, typer.Argument(help="The folder the copies go to (a tree that mirrors the archive).")],
+    pdfa: Annotated[bool, typer.Option("--pdfa", help="The archival PDF/A copies (what korpus exports).")] = False,
+    scopes: Annotated[
+        str | None, typer.Option("--scopes", help="Access scopes, comma-separated (default: settings).")
+    ] = None,
+    validate: Annotated[bool, typer.Option("--validate", help="Check each copy with veraPDF (make verapdf).")] = False,
+    data: DataOption = None,
+) -> None:
+    """Export the searchable PDF/A copies of the current sources the scopes may see into DEST, mirroring the
+    archive, with DEST/manifest.json: source and copy sha256, pages OCR'd, engines, PDF/A flavour (and veraPDF's
+    verdict with --validate). Exit 3 when a validated copy fails."""
+    from korpus.core.settings import parse_scopes
+    from tasks.index.sqlite import SqliteIndex
+    from tasks.pdf.export import export_copies
+    from tasks.pdf.validate import ValidatorMissing
+
+    if not pdfa:
+        _fail("say what to export: --pdfa (the archival copies)")
+    settings = _settings(data)
+    if not settings.index_path.is_file():
+        _fail(f"no catalog at {settings.index_path}: run `korpus refresh --root DIR` first")
+    scope_list = parse_scopes(scopes) if scopes else settings.default_scopes
+    try:
+        with SqliteIndex(settings.index_path) as index:
+            manifest = export_copies(index, settings.data, dest, scope_list, validate)
+    except ValidatorMissing as exc:
+        _fail(str(exc))
+    copies = manifest["copies"]
+    typer.echo(
+        f"{len(copies)} copies exported to {dest} ({sum(bool(c['pdfa']) for c in copies)} PDF/A; "
+        f"{manifest['not_visible']} not visible to {','.join(scope_list)}); manifest: {dest / 'manifest.json'}"
+    )
+    if validate and not all(c["valid"] for c in copies):
+        failed = [c["copy"] for c in copies if not c["valid"]]
+        typer.echo(f"not valid PDF/A: {', '.join(failed)}", err=True)
+        raise typer.Exit(3)
