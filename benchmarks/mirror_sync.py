@@ -10,7 +10,12 @@ vectors) in a catalog, mirrored once to a real OpenSearch node; then, timed side
 - the first sync (every chunk indexed) against what a competent engineer writes without korpus: the same documents
   read from the same catalog, into the same mapping on the same node, by `opensearchpy.helpers.bulk` (2,000 actions
   or 8 MB a request, as korpus's bulks), then a refresh — run one after the other, korpus first at the first size and
-  second at the next (#64 item 2's target: korpus ≥ 0.9× the plain bulk's speed).
+  second at the next (#64 item 2's target: korpus ≥ 0.9× the plain bulk's speed);
+- `korpus serve` on that catalog and cluster: its resident memory after 30 searches (#63: what a serving machine
+  holds must not grow with the corpus).
+Past `--plain-up-to` (100,000) the plain bulk and the full comparison are not run (each takes minutes a round there):
+
+    .venv/bin/python benchmarks/mirror_sync.py --chunks 10000 1000000 --heap-mb 4096
 The claim: the outbox sync's cost follows the change, not the corpus (the ratio between sizes near 1), while the full
 comparison grows with the corpus.
 """
@@ -40,15 +45,20 @@ def _timed(call) -> float:
     return time.perf_counter() - start
 
 
-def measure(n: int, url: str, folder: Path, korpus_first: bool = True) -> dict:
+def measure(
+    n: int, url: str, folder: Path, korpus_first: bool = True, plain_up_to: int = 100_000, full_up_to: int = 100_000
+) -> dict:
     from opensearchpy import OpenSearch
 
     from tasks.index.opensearch import OpenSearchIndex
 
-    path = folder / f"catalog-{n}.db"
+    path = folder / str(n) / "korpus.db"
     sources = generate(n)
-    with SqliteIndex(path) as index:
-        index.bind_embedding("e5-small", DIMS)
+    from korpus.core.model_store import embed_model_path
+    from korpus.core.settings import Settings
+
+    with SqliteIndex(path) as index:  # bound to the default model's name: `korpus serve` embeds the queries with it
+        index.bind_embedding(embed_model_path(Settings()).name, DIMS)
         for source, chunks, vectors in sources:
             index.publish_version(source, chunks, vectors, 1)
     backend = OpenSearchIndex(
@@ -62,26 +72,74 @@ def measure(n: int, url: str, folder: Path, korpus_first: bool = True) -> dict:
                 "first_sync_s": lambda: _timed(lambda: backend.sync_from(index)),
                 "plain_bulk_s": lambda: _plain_bulk(index, plain),
             }
+            if n > plain_up_to:  # the baseline's bulk is not run at this size (as long again)
+                first.pop("plain_bulk_s")
             for name in sorted(first, reverse=not korpus_first):
                 out[name] = round(first[name](), 1)
-            out["first_sync_vs_plain"] = round(out["plain_bulk_s"] / out["first_sync_s"], 2)
+            if "plain_bulk_s" in out:
+                out["first_sync_vs_plain"] = round(out["plain_bulk_s"] / out["first_sync_s"], 2)
             rows: dict[str, list[float]] = {k: [] for k in ("decision", "decision full", "nothing", "nothing full")}
+            compare = (False, True) if n <= full_up_to else (False,)  # the full comparison: minutes a round past it
             for r in range(REPEATS):
                 source = sources[r * 7 % len(sources)][0]
-                for full in (False, True):
+                for full in compare:
                     access = "hr" if (r + full) % 2 else "public"
                     index.relabel_source(source.model_copy(update={"access": access}))
                     rows["decision full" if full else "decision"].append(
                         _timed(lambda full=full: backend.sync_from(index, full=full))
                     )
                 rows["nothing"].append(_timed(lambda: backend.sync_from(index)))
-                rows["nothing full"].append(_timed(lambda: backend.sync_from(index, full=True)))
-            out.update({k: round(statistics.median(v), 4) for k, v in rows.items()})
+                if True in compare:
+                    rows["nothing full"].append(_timed(lambda: backend.sync_from(index, full=True)))
+            out.update({k: round(statistics.median(v), 4) if v else "—" for k, v in rows.items()})
+        out["serve_rss_mb"] = _serve_rss(path.parent, url, backend.prefix)
     finally:
         for prefix in (backend.prefix, plain.prefix):
             backend.client.indices.delete(index=f"{prefix}-chunks-*", ignore=[404])
             backend.client.indices.delete_index_template(name=f"{prefix}-chunks", ignore=[404])
     return out
+
+
+def _serve_rss(data: Path, url: str, prefix: str, searches: int = 30) -> float:
+    """`korpus serve` on this catalog and cluster: its resident memory (MB, with its children) after `searches`
+    searches — what a serving machine holds as the corpus grows."""
+    import os
+    import socket
+    import subprocess
+
+    import httpx
+    import psutil
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    env = dict(os.environ, KORPUS_BACKEND="opensearch", KORPUS_OPENSEARCH_URL=url, KORPUS_OPENSEARCH_PREFIX=prefix)
+    korpus = Path(sys.executable).parent / "korpus"
+    server = subprocess.Popen(
+        [str(korpus), "serve", "--port", str(port), "--data", str(data)],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        deadline = time.monotonic() + 120
+        while True:
+            try:
+                httpx.get(f"http://127.0.0.1:{port}/health", timeout=5)
+                break
+            except httpx.HTTPError:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.5)
+        for n in range(searches):
+            answer = httpx.get(f"http://127.0.0.1:{port}/search", params={"q": f"договор поставки {n}"}, timeout=120)
+            answer.raise_for_status()
+        process = psutil.Process(server.pid)
+        rss = process.memory_info().rss + sum(c.memory_info().rss for c in process.children(recursive=True))
+        return round(rss / 2**20, 1)
+    finally:
+        server.terminate()
+        server.wait(30)
 
 
 def _plain_bulk(index: SqliteIndex, plain) -> float:
@@ -109,18 +167,28 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--chunks", type=int, nargs="+", default=[10_000, 30_000])
     parser.add_argument("--opensearch-url", help="a running node (else one is started for the run)")
+    parser.add_argument(
+        "--plain-up-to", type=int, default=100_000, help="run helpers.bulk and the full comparison up to this size"
+    )
+    parser.add_argument("--heap-mb", type=int, default=2048, help="the node's heap (4096 for 1,000,000 chunks)")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
         if args.opensearch_url:
-            results = [measure(n, args.opensearch_url, folder, i % 2 == 0) for i, n in enumerate(args.chunks)]
+            results = [
+                measure(n, args.opensearch_url, folder, i % 2 == 0, args.plain_up_to, args.plain_up_to)
+                for i, n in enumerate(args.chunks)
+            ]
         else:
             from tasks.runtime.opensearch_node import start, stop_leashed
 
             try:
-                (node,) = start(folder / "opensearch", port=None, heap_mb=2048, detach=False, log=sys.stderr)
-                results = [measure(n, node.url, folder, i % 2 == 0) for i, n in enumerate(args.chunks)]
+                (node,) = start(folder / "opensearch", port=None, heap_mb=args.heap_mb, detach=False, log=sys.stderr)
+                results = [
+                    measure(n, node.url, folder, i % 2 == 0, args.plain_up_to, args.plain_up_to)
+                    for i, n in enumerate(args.chunks)
+                ]
             finally:
                 stop_leashed()
     if args.json:
@@ -128,19 +196,20 @@ def main() -> None:
         return
     print(
         "| chunks (generated) | decision: outbox s | decision: full s | nothing: outbox s | nothing: full s "
-        "| first sync s | helpers.bulk s | korpus speed ÷ plain |"
+        "| first sync s | helpers.bulk s | korpus speed ÷ plain | serve RSS MB |"
     )
-    print("|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|")
     for r in results:
         print(
             f"| {r['chunks']:,} | {r['decision']} | {r['decision full']} | {r['nothing']} | {r['nothing full']} "
-            f"| {r['first_sync_s']} | {r['plain_bulk_s']} | {r['first_sync_vs_plain']} |"
+            f"| {r['first_sync_s']} | {r.get('plain_bulk_s', '—')} | {r.get('first_sync_vs_plain', '—')} "
+            f"| {r['serve_rss_mb']} |"
         )
     if len(results) > 1:
         a, b = results[0], results[-1]
         print(
             f"outbox decision {b['chunks']:,} ÷ {a['chunks']:,}: {b['decision'] / a['decision']:.2f}; "
-            f"full: {b['decision full'] / a['decision full']:.2f}"
+            f"nothing: {b['nothing'] / a['nothing']:.2f}; serve RSS: {b['serve_rss_mb'] / a['serve_rss_mb']:.2f}"
         )
 
 

@@ -1,12 +1,18 @@
 """A mixed office folder — born-digital PDFs, scanned PDFs, Word files — through the default `korpus refresh`,
-against what a competent engineer would run without korpus (#47 item 3): `ocrmypdf --skip-text -j 2` on every PDF
-(OCR where a page has no text, the text layer kept where it has), the text of every page read back with PyMuPDF,
-each `.docx`'s paragraphs read from its XML, and the plain embedding loop of benchmarks/plain_loop.py (the same
-chunker, the fast tokenizer, ONNX Runtime in batches of 32, one SQLite transaction).
+against what a competent engineer would run without korpus (#47 item 3): `ocrmypdf --output-type auto --pdfa-backend
+internal --skip-text -j 2` on every PDF (OCR where a page has no text, the text layer kept where it has; PDF/A-2b out
+where OCRmyPDF's pikepdf path can confirm it, else regular PDF — `--output-type pdfa` cannot run here: OCRmyPDF 17
+refuses its Ghostscript backend with --skip-text on Debian's Ghostscript 10.0.0, whose regressions corrupt existing
+text, and its internal backend refuses the born-digital files it cannot confirm), the text of every page read back
+with PyMuPDF, each `.docx`'s paragraphs read from its XML, and the plain embedding loop of benchmarks/plain_loop.py
+(the same chunker, the fast tokenizer, ONNX Runtime in batches of 32, one SQLite transaction).
 
 Pages are XQuAD-ru paragraphs typeset in DejaVu Serif (benchmarks/ocr.py); a scan is that page rendered at 300 dpi,
 rotated, blurred and noised. Each side runs in a fresh process with its models loaded before the clock; korpus on
 its local Prefect server (started by a warm-up refresh first, as a user's server is already up). Best of `--rounds`.
+After the runs, the archival copies of the last round are compared (#65): korpus's searchable copies (the scans: a
+born-digital PDF needs none) against OCRmyPDF's outputs of the same files — total size — and veraPDF's PDF/A-2b
+verdict on every copy either side wrote (infra/verapdf, `make verapdf`).
 
     .venv/bin/pip install -e ".[bench]"      # ocrmypdf
     .venv/bin/python benchmarks/mixed_folder.py [--digital 20 --scans 10 --docx 10] [--rounds 2]
@@ -34,6 +40,7 @@ from benchmarks.scale import in_fresh_process, refresh  # noqa: E402
 from tasks.runtime.prefect_server import stop_server  # noqa: E402
 
 MANIFEST = "defaults:\n  access: public\n  owner: Канцелярия\n"
+PLAIN_ROW = "ocrmypdf --output-type auto --pdfa-backend internal --skip-text -j 2 + plain loop"
 
 
 def docx(path: Path, paragraphs_: list[str]) -> None:
@@ -109,8 +116,8 @@ texts, names = [], []
 for path in sorted(folder.iterdir()):
     if path.suffix == ".pdf":
         out = work / path.name
-        subprocess.run(["ocrmypdf", "-q", "-l", {language!r}, "--skip-text", "-j", "2", str(path), str(out)],
-                       check=True)
+        subprocess.run(["ocrmypdf", "-q", "-l", {language!r}, "--output-type", "auto", "--pdfa-backend", "internal",
+                        "--skip-text", "-j", "2", str(path), str(out)], check=True)
         pages = [page.get_text() for page in pymupdf.open(out)]
     elif path.suffix == ".docx":
         xml = zipfile.ZipFile(path).read("word/document.xml").decode("utf-8")
@@ -129,6 +136,24 @@ seconds = time.perf_counter() - start
 print(json.dumps({{"seconds": seconds, "chunks": len(texts), "sources": len(set(names)),
                   "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}}))
 """
+
+
+def _copies(data: Path, plain: Path) -> dict:
+    """korpus's searchable copies against OCRmyPDF's outputs of the same sources: count, total size, PDF/A-2b."""
+    from tasks.pdf.validate import validate
+
+    korpus = sorted((data / "searchable").rglob("*.pdf"))
+    same = [plain / path.name for path in korpus]
+    every = sorted(plain.glob("*.pdf"))
+    verdicts = validate([*korpus, *every], "2b")
+    passed = lambda paths: sum(verdicts[str(p)]["compliant"] for p in paths)  # noqa: E731
+    return {
+        "korpus copies": len(korpus),
+        "korpus copies MB": round(sum(p.stat().st_size for p in korpus) / 2**20, 2),
+        "ocrmypdf outputs of the same files MB": round(sum(p.stat().st_size for p in same) / 2**20, 2),
+        "korpus PDF/A-2b valid": f"{passed(korpus)}/{len(korpus)}",
+        "ocrmypdf PDF/A-2b valid (every output)": f"{passed(every)}/{len(every)}",
+    }
 
 
 def main() -> None:
@@ -152,7 +177,7 @@ def main() -> None:
             warm = Path(tmp) / "warm-up"
             write_folder(warm, 1, 0, 0)
             refresh(warm, Path(tmp) / "data-warm-up", home)
-            runs: dict[str, list[dict]] = {"korpus refresh (default)": [], "ocrmypdf --skip-text -j 2 + plain loop": []}
+            runs: dict[str, list[dict]] = {"korpus refresh (default)": [], PLAIN_ROW: []}
             for n in range(args.rounds):
                 runs["korpus refresh (default)"].append(refresh(folder, Path(tmp) / f"data-{n}", home))
                 script = PLAIN.format(
@@ -161,7 +186,7 @@ def main() -> None:
                     work=str(Path(tmp) / f"plain-{n}"),
                     language=Settings().ocr_language,
                 )
-                runs["ocrmypdf --skip-text -j 2 + plain loop"].append(in_fresh_process(script, env))
+                runs[PLAIN_ROW].append(in_fresh_process(script, env))
         finally:
             stop_server(home)
         for name, results in runs.items():
@@ -172,8 +197,11 @@ def main() -> None:
                 "chunks": best["chunks"],
                 "peak_rss_mb": round(best["peak_rss_mb"]),
             }
+        report["archival copies"] = _copies(
+            Path(tmp) / f"data-{args.rounds - 1}", Path(tmp) / f"plain-{args.rounds - 1}"
+        )
         korpus = report["korpus refresh (default)"]["seconds"]
-        plain = report["ocrmypdf --skip-text -j 2 + plain loop"]["seconds"]
+        plain = report[PLAIN_ROW]["seconds"]
         report["korpus speed ÷ ocrmypdf + plain loop"] = round(plain / korpus, 3)
     print(json.dumps(report, ensure_ascii=False, indent=2))
 
