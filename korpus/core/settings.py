@@ -108,10 +108,11 @@ class Settings(BaseSettings):
         default_factory=lambda: ["tesseract", "vlm"],
         description="The OCR cascade, in order (tasks/ocr: tesseract, vlm); vlm only runs when KORPUS_VLM_URL is set.",
     )
-    pdfa: Literal["2b", "2u", "3b", "off"] = Field(
+    pdfa: Literal["2b", "2u", "3b", "3u", "off"] = Field(
         default="2b",
         description="The searchable copies korpus writes are PDF/A of this flavour (ISO 19005: 2b as OCRmyPDF "
-        "writes; 2u also demands a Unicode map for every glyph; 3b allows attachments); off: plain PDF.",
+        "writes; 2u also demands a Unicode map for every glyph; 3b, 3u allow attachments) — or of a PDF/A "
+        "source's own level when that is higher; off: plain PDF.",
     )
     layer_agreement: float = Field(
         default=0.75,

@@ -17,10 +17,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-import pikepdf
-
 from korpus.core.datamodel import scope_of
 from tasks.index.sqlite import SqliteIndex
+from tasks.pdf.pdfa import declared_pdfa
 
 OCR_ENGINES = ("tesseract", "vlm")
 
@@ -31,14 +30,6 @@ def _sha256(path: Path) -> str:
         for block in iter(lambda: handle.read(1 << 20), b""):
             digest.update(block)
     return digest.hexdigest()
-
-
-def declared_pdfa(path: Path) -> str | None:
-    """The PDF/A flavour a PDF's XMP declares ('2b'), or None."""
-    with pikepdf.open(path) as pdf:
-        meta = pdf.open_metadata()
-        part, conformance = meta.get("pdfaid:part"), meta.get("pdfaid:conformance")
-    return f"{part}{conformance.lower()}" if part and conformance else None
 
 
 def copy_of(data: Path, source_id: str) -> Path | None:

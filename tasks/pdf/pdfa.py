@@ -29,8 +29,32 @@ from pathlib import Path
 import pikepdf
 from PIL import ImageCms
 
-FLAVOURS = {"2b": (2, "B"), "2u": (2, "U"), "3b": (3, "B")}
+FLAVOURS = {"2b": (2, "B"), "2u": (2, "U"), "3b": (3, "B"), "3u": (3, "U")}
 """`KORPUS_PDFA` value → (part, conformance); `off` writes plain PDF."""
+
+
+def declared_pdfa(path: Path | str) -> str | None:
+    """The PDF/A flavour a PDF's XMP declares ('1b', '2u', '3a', …), or None (also for a file qpdf cannot read)."""
+    try:
+        with pikepdf.open(path) as pdf:
+            meta = pdf.open_metadata()
+            part, conformance = meta.get("pdfaid:part"), meta.get("pdfaid:conformance")
+    except (pikepdf.PdfError, pikepdf.PasswordError, ValueError):
+        return None
+    return f"{part}{conformance.lower()}" if part and conformance else None
+
+
+def kept_level(source: str | None, asked: str) -> str:
+    """The flavour of a copy of a source that declares `source` when `asked` is configured: the source's level or
+    better — part 2 at least (what korpus writes), Unicode (`u`) when either asks for it. Level A (tagged, for
+    accessibility) cannot be kept: the text layer korpus adds is not tagged, so an `a` source's copy is `u`."""
+    if asked == "off" or source is None or source[:1] not in "123":
+        return asked
+    part = max(int(source[0]), FLAVOURS[asked][0])
+    unicode = source[1:] in ("u", "a") or FLAVOURS[asked][1] == "U"
+    return f"{part}{'u' if unicode else 'b'}"
+
+
 FORBIDDEN_IN_CATALOG = ("/AA", "/JavaScript")
 
 

@@ -19,7 +19,7 @@ from PIL import Image
 
 from korpus.core.datamodel import PageResult, PageWord
 from tasks.pdf.invisible_font import invisible_font
-from tasks.pdf.pdfa import make_pdfa
+from tasks.pdf.pdfa import declared_pdfa, kept_level, make_pdfa
 from tasks.text.unicode_repair import (
     MIN_COVERAGE,
     Votes,
@@ -109,11 +109,12 @@ def remove_old_text(
 def write_searchable_pdf(source_pdf: str, pages: list[PageResult], out: Path, pdfa: str = "2b") -> dict[str, float]:
     """Copy `source_pdf` to `out` with invisible OCR text on every page that has words; pages whose layer was
     replaced lose their old text first. The source's document information (title, author, dates) stays. Atomic
-    write, as PDF/A of flavour `pdfa` ('off': plain PDF)."""
+    write, as PDF/A of flavour `pdfa` ('off': plain PDF) — or of the source's own PDF/A level when that is higher."""
     by_page = {p.page: p for p in pages if p.words}
     font = invisible_font()
     out.parent.mkdir(parents=True, exist_ok=True)
     placed = 0
+    pdfa = kept_level(declared_pdfa(source_pdf), pdfa)  # a PDF/A source keeps its level or better
     with pymupdf.open(source_pdf) as doc:
         replaced = {p.page for p in pages if p.layer_check and p.layer_check.decision == "ocr-replaced-layer"}
         replaced |= {p.page for p in pages if (p.tier or 0) >= 1 and p.quality_reasons}

@@ -99,6 +99,18 @@ def test_a_mixed_pdf_becomes_pdfa_with_its_document_information(models, tmp_path
         verdict = validate([broken], "2b")[str(broken)]
         assert not verdict["compliant"] and verdict["failed"], (strip, verdict)
 
+    # A source that is PDF/A-2u already: its copy keeps 2u (every glyph with its Unicode), not the default 2b.
+    from tasks.pdf.pdfa import make_pdfa
+
+    archival = _mixed(tmp_path / "архивный.pdf", "embedded")
+    assert make_pdfa(archival, "2u") is None and validate([archival], "2u")[str(archival)]["compliant"]
+    kept = ocr_document(archival, tmp_path / "архивный-searchable.pdf", Settings(data=tmp_path / "data"))
+    assert kept["pdfa"] == "2u"
+    assert validate([tmp_path / "архивный-searchable.pdf"], "2u")[str(tmp_path / "архивный-searchable.pdf")] == {
+        "compliant": True,
+        "failed": [],
+    }
+
     plain = _mixed(tmp_path / "memo.pdf", "helvetica")
     refused = ocr_document(plain, tmp_path / "memo-searchable.pdf", Settings(data=tmp_path / "data"))
     assert refused["pdfa"] is None and "Helvetica" in refused["pdfa_refused"]

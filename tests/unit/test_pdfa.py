@@ -11,7 +11,7 @@ import pymupdf
 import pytest
 
 from corpora.sample_archive import FONT_SERIF
-from tasks.pdf.pdfa import make_pdfa, unembedded_fonts
+from tasks.pdf.pdfa import declared_pdfa, kept_level, make_pdfa, unembedded_fonts
 
 pytestmark = pytest.mark.unit
 INFO = {
@@ -69,3 +69,29 @@ def test_a_copy_drawing_with_a_font_it_does_not_embed_is_left_as_it_is(tmp_path:
     refused = make_pdfa(path, "2b")
     assert refused is not None and "Helvetica" in refused
     assert path.read_bytes() == before  # never called PDF/A
+
+
+@pytest.mark.parametrize(
+    ("source", "asked", "copy"),
+    [
+        (None, "2b", "2b"),
+        ("1b", "2b", "2b"),
+        ("2u", "2b", "2u"),
+        ("1a", "2b", "2u"),  # level A (tagged) cannot be kept: the added layer is not tagged
+        ("3b", "2b", "3b"),
+        ("3a", "2u", "3u"),
+        ("2b", "3u", "3u"),
+        ("2u", "off", "off"),
+    ],
+)
+def test_a_pdfa_source_keeps_its_level_or_better(source: str | None, asked: str, copy: str) -> None:
+    assert kept_level(source, asked) == copy
+
+
+def test_the_declared_flavour_is_read_back_and_a_damaged_file_declares_none(tmp_path: Path) -> None:
+    path = _born_digital(tmp_path / "акт.pdf")
+    assert declared_pdfa(path) is None
+    make_pdfa(path, "2u")
+    assert declared_pdfa(path) == "2u"
+    (tmp_path / "broken.pdf").write_bytes(b"%PDF-1.7\n garbage")
+    assert declared_pdfa(tmp_path / "broken.pdf") is None
