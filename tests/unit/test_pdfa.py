@@ -95,3 +95,21 @@ def test_the_declared_flavour_is_read_back_and_a_damaged_file_declares_none(tmp_
     assert declared_pdfa(path) == "2u"
     (tmp_path / "broken.pdf").write_bytes(b"%PDF-1.7\n garbage")
     assert declared_pdfa(tmp_path / "broken.pdf") is None
+
+
+def test_a_scans_jpeg_is_deflated_losslessly(tmp_path: Path) -> None:
+    """The JPEG of a scanned page comes out byte for byte; the copy is smaller (as OCRmyPDF's --optimize 1)."""
+    from corpora.sample_archive import _scan_pdf
+
+    path = tmp_path / "скан.pdf"
+    path.write_bytes(_scan_pdf(["АКТ № 7", "приёмки задвижек"], seed=5))
+    with pymupdf.open(path) as doc:
+        before = doc.extract_image(doc[0].get_images()[0][0])["image"]
+    size = path.stat().st_size
+    assert make_pdfa(path, "2b") is None
+    with pymupdf.open(path) as doc:
+        assert doc.extract_image(doc[0].get_images()[0][0])["image"] == before
+    with pikepdf.open(path) as pdf:
+        images = [o for o in pdf.objects if isinstance(o, pikepdf.Stream) and o.get("/Subtype") == "/Image"]
+        assert [list(i.Filter) for i in images] == [[pikepdf.Name.FlateDecode, pikepdf.Name.DCTDecode]]
+    assert path.stat().st_size < size
