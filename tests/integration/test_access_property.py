@@ -4,11 +4,13 @@ meta-documents name only that scope's people), the viewer's /view, the CLI's sea
 Zero hits outside the caller's granted scopes; superseded and withdrawn chunks never returned; asking for more
 scopes than granted is a 403, never a wider answer. A second tenant (`acme`) holds documents under the same access
 rules (`public`, `hr`): a key granted `public` never sees `acme`'s `public`, one granted `acme/public` sees only
-that (#46 item 5: tenants enforced on every read path)."""
+that (#46 item 5: tenants enforced on every read path). The same catalog mirrored to a real OpenSearch node holds
+to it too, through the API and through the cluster's own filters alone (#64 item 6)."""
 
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from pathlib import Path
 from urllib.parse import quote
 
@@ -193,17 +195,11 @@ def _allowed(key: str | None, requested: str | None) -> tuple[int, set[str]]:
     return (403, set()) if wanted - granted else (200, wanted)
 
 
-@FUZZ
-@given(
-    key=st.sampled_from([*KEYS, None, "wrong-key"]),
-    requested=_scope_params,
-    extras=_extras,
-    q=_queries,
-    mode=st.sampled_from([m for m in SEARCH_MODES if m != "hybrid+rerank"]),
-)
-def test_api_never_answers_beyond_the_granted_scopes(
+def _searched(
     client: TestClient, key: str | None, requested: str | None, extras: dict, q: str, mode: str
-) -> None:
+) -> tuple[int, set[str], dict[str, str]]:
+    """/search, /exact and /count asked as `key` with `requested` scopes: each answers the status it must, and only
+    from what the caller may see — never a superseded or withdrawn text; (status, scopes seen, params)."""
     expected_status, may_see = _allowed(key, requested)
     params = {**extras, "q": q, "mode": mode, "text": q, "k": "50", **({"scopes": requested} if requested else {})}
     if requested == "":  # an empty scopes= narrows to nothing at all
@@ -222,6 +218,21 @@ def test_api_never_answers_beyond_the_granted_scopes(
             assert all(ACCESS[s] in may_see for s in seen), (path, seen, may_see)
             found = json.dumps(body.get("occurrences", []), ensure_ascii=False).lower()
             assert "устаревший" not in found and "отозванный" not in found
+    return expected_status, may_see, params
+
+
+@FUZZ
+@given(
+    key=st.sampled_from([*KEYS, None, "wrong-key"]),
+    requested=_scope_params,
+    extras=_extras,
+    q=_queries,
+    mode=st.sampled_from([m for m in SEARCH_MODES if m != "hybrid+rerank"]),
+)
+def test_api_never_answers_beyond_the_granted_scopes(
+    client: TestClient, key: str | None, requested: str | None, extras: dict, q: str, mode: str
+) -> None:
+    expected_status, may_see, params = _searched(client, key, requested, extras, q, mode)
     for kind in ("toc", "chronology", "persons", "organisations"):
         status, body = _get(client, f"/meta/{kind}", key, {k: v for k, v in params.items() if k != "q"})
         assert status == expected_status, (kind, status, body)
@@ -275,3 +286,54 @@ def test_eval_counts_no_leaks_for_any_question_scopes(served: Settings) -> None:
             report = evaluate(questions, index.searcher, embedder, retriever, ["public"], 0.8)
             assert report["leaks"] == {"denied_access": 0, "superseded": 0}
             assert report["recall@10"] == 1.0  # each question finds its own scope's document
+
+
+@pytest.fixture(scope="module")
+def cluster_client(served: Settings, opensearch_url: str) -> Iterator[tuple[TestClient, object]]:
+    """The same catalog mirrored to the session's real OpenSearch node, served from it (#64 item 6: tenants on the
+    cluster): every hit the cluster finds is also checked against the catalog, and this test holds both to it."""
+    import uuid
+
+    from tasks.index.opensearch import OpenSearchIndex, opensearch_index
+
+    prefix = f"access{uuid.uuid4().hex[:8]}"
+    on_cluster = served.model_copy(
+        update={"backend": "opensearch", "opensearch_url": opensearch_url, "opensearch_prefix": prefix}
+    )
+    cluster = opensearch_index(on_cluster)
+    try:
+        with SqliteIndex(on_cluster.index_path) as index:
+            assert cluster.sync_from(index)["indexed"] > 0
+        # the cluster's own filters, without the catalog's check behind them (what a hit must pass first)
+        raw = OpenSearchIndex(cluster.client, prefix=prefix)
+        yield TestClient(create_app(on_cluster)), raw
+    finally:
+        cluster.client.indices.delete(index=f"{prefix}-chunks-*", ignore=[404])
+        cluster.client.indices.delete_index_template(name=f"{prefix}-chunks", ignore=[404])
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    key=st.sampled_from([*KEYS, None, "wrong-key"]),
+    requested=_scope_params,
+    extras=_extras,
+    q=_queries,
+    mode=st.sampled_from(["bm25", "hybrid", "dense", "bm25-nostem"]),
+)
+@pytest.mark.opensearch
+def test_the_cluster_never_answers_beyond_the_granted_scopes(
+    cluster_client: tuple[TestClient, object], key: str | None, requested: str | None, extras: dict, q: str, mode: str
+) -> None:
+    """On OpenSearch, tenant `acme`'s public documents never reach a caller granted the default tenant's `public`
+    (nor the reverse), on /search, /exact and /count, whatever scopes, parameters and mode are passed — and the
+    cluster's own filters hold without the catalog's check behind them."""
+    from tasks.retrieval.retriever import retrieve
+
+    client, raw = cluster_client
+    _, may_see, _ = _searched(client, key, requested, extras, q, mode)
+    if may_see:
+        hits = retrieve(raw, q, None, sorted(may_see), k=50, mode="bm25")
+        assert all(ACCESS[h["source_id"]] in may_see for h in hits), (may_see, [h["source_id"] for h in hits])
+        assert not {h["chunk_id"] for h in hits} & RETIRED
+        found = raw.exact_occurrences(q, sorted(may_see))
+        assert all(ACCESS[s] in may_see for s in found["by_source"]), (may_see, found["by_source"])
