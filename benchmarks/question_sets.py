@@ -8,6 +8,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_XQUAD = ROOT / "eval" / "xquad-ru"
+DANETQA = ROOT / "eval" / "danetqa"
+"""2,212 Wikipedia passages, 1,812 natural questions split once into a fitting and a reporting half (its SOURCE.md)."""
 REAL_FILES = ROOT / "tests" / "fixtures" / "real-archive"
 REAL_QUESTIONS = ROOT / "eval" / "real-colloquial" / "questions.jsonl"
 REAL_TYPED = ROOT / "eval" / "real-typed"

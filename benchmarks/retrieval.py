@@ -40,7 +40,7 @@ os.environ.setdefault("PREFECT_LOGGING_LEVEL", "WARNING")
 os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks.question_sets import DEFAULT_XQUAD, REAL_QUESTIONS, ROOT, write_real_colloquial
+from benchmarks.question_sets import DANETQA, DEFAULT_XQUAD, REAL_QUESTIONS, ROOT, write_real_colloquial
 from corpora import archive_eval
 from corpora.sample_archive import write_sample_archive
 from flows.corpus_refresh import run_refresh
@@ -253,6 +253,11 @@ def _main(args: argparse.Namespace) -> None:
             import_beir(args.xquad, corpus, questions)
             report["xquad-ru"] = run(corpus, questions, Path(tmp) / "xquad-data")
             built["xquad-ru"] = (Path(tmp) / "xquad-data", questions)
+        if wanted("danetqa"):  # its reporting half: 890 questions nobody fits on
+            corpus, questions = Path(tmp) / "danetqa", Path(tmp) / "danetqa.jsonl"
+            import_beir(DANETQA, corpus, questions, split="-report")
+            report["danetqa"] = run(corpus, questions, Path(tmp) / "danetqa-data")
+            built["danetqa"] = (Path(tmp) / "danetqa-data", questions)
         if wanted("real-colloquial"):
             real = Path(tmp) / "real"
             write_real_colloquial(real)

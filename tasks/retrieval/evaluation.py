@@ -217,9 +217,12 @@ def calibrate_no_answer(
     }
 
 
-def import_beir(folder: Path, out: Path, eval_out: Path | None = None, access: str = "public") -> dict[str, int]:
+def import_beir(
+    folder: Path, out: Path, eval_out: Path | None = None, access: str = "public", split: str = "*"
+) -> dict[str, int]:
     """A BEIR folder (corpus.jsonl, queries*.jsonl, qrels*.tsv) → a corpus folder of `<_id>.txt` files with a
-    manifest, and an eval file whose expected source id is that file name."""
+    manifest, and an eval file whose expected source id is that file name. `split` names the question files read
+    (`queries{split}.jsonl`, `qrels{split}.tsv`: '-report' for a set's reporting half; every one by default)."""
     out.mkdir(parents=True, exist_ok=True)
     (out / "korpus.yaml").write_text(f"defaults:\n  owner: beir-import\n  access: {access}\n", encoding="utf-8")
     passages = 0
@@ -232,12 +235,12 @@ def import_beir(folder: Path, out: Path, eval_out: Path | None = None, access: s
     questions = 0
     if eval_out is not None:
         queries = {}
-        for path in sorted(folder.glob("queries*.jsonl")):
+        for path in sorted(folder.glob(f"queries{split}.jsonl")):
             for line in path.read_text(encoding="utf-8").splitlines():
                 q = json.loads(line)
                 queries[q["_id"]] = q["text"]
         relevant: dict[str, list[str]] = defaultdict(list)
-        for path in sorted(folder.glob("qrels*.tsv")):
+        for path in sorted(folder.glob(f"qrels{split}.tsv")):
             with open(path, encoding="utf-8") as handle:
                 for row in csv.reader(handle, delimiter="\t"):
                     if len(row) >= 3 and row[0] in queries and row[2].strip() not in ("0", "score"):
