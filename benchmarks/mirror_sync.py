@@ -23,6 +23,7 @@ comparison grows with the corpus.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import statistics
 import sys
@@ -93,10 +94,12 @@ def measure(
                     rows["nothing full"].append(_timed(lambda: backend.sync_from(index, full=True)))
             out.update({k: round(statistics.median(v), 4) if v else "—" for k, v in rows.items()})
         out["serve_rss_mb"] = _serve_rss(path.parent, url, backend.prefix)
-    finally:
+    finally:  # a node still merging may time out here: the figures are kept, the node goes with the run
         for prefix in (backend.prefix, plain.prefix):
-            backend.client.indices.delete(index=f"{prefix}-chunks-*", ignore=[404])
-            backend.client.indices.delete_index_template(name=f"{prefix}-chunks", ignore=[404])
+            with contextlib.suppress(Exception):
+                backend.client.indices.delete(index=f"{prefix}-chunks-*", ignore=[404])
+                backend.client.indices.delete_index_template(name=f"{prefix}-chunks", ignore=[404])
+    print(json.dumps(out), file=sys.stderr, flush=True)  # each size as soon as it is measured
     return out
 
 
