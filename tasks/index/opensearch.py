@@ -51,6 +51,7 @@ from tasks.index.opensearch_requests import (
     STATE_FIELDS,
     chunk_document,
     cluster_not_whole,
+    count_body,
     identifier_body,
     index_name,
     index_template,
@@ -321,8 +322,7 @@ class OpenSearchIndex:
         for body in (b for _, b in asked):
             body["_source"] = HIT_FIELDS
         for term in [*terms, None]:  # documents holding each term, and in all (coverage; known or a typo)
-            query_of = {"match_all": {}} if term is None else {"term": {"text": term}}
-            asked.append((("df", term), {"size": 0, "track_total_hits": True, "query": query_of}))
+            asked.append((("df", term), count_body(term)))
         for term in terms:  # whether a chunk the caller may see holds it (typo variants are judged in scope)
             asked.append((("visible", term, key), visible_holds_body(term, scopes)))
         lines = [line for _, body in asked for line in ({"index": self.alias}, body)]
@@ -356,9 +356,8 @@ class OpenSearchIndex:
 
     def _ranked(self, body: dict[str, Any], asked: tuple[Any, ...] | None = None) -> list[tuple[str, float]]:
         """The ranking `body` asks for — from this search's `prefetch` when it holds `asked`."""
-        held = _PREFETCHED.get()
-        if held is not None and asked is not None and asked in held:
-            return held[asked]
+        if (held := _prefetched(asked)) is not _MISSING:
+            return held
         hits = self.client.search(index=self.alias, body=body)["hits"]["hits"]
         return [(h["_id"], float(h["_score"] or 0.0)) for h in hits]
 
@@ -389,11 +388,9 @@ class OpenSearchIndex:
 
     def term_frequency(self, term: str) -> int:
         """Documents whose analysed text holds `term` (a stem, as tasks/text/analysis.py makes it)."""
-        held = _PREFETCHED.get()
-        if held is not None and ("df", term) in held:
-            return held[("df", term)]
-        body = {"size": 0, "track_total_hits": True, "query": {"term": {"text": term}}}
-        return int(self.client.search(index=self.alias, body=body)["hits"]["total"]["value"])
+        if (held := _prefetched(("df", term))) is not _MISSING:
+            return held
+        return int(self.client.search(index=self.alias, body=count_body(term))["hits"]["total"]["value"])
 
     def near(self, term: str) -> list[tuple[str, int]]:
         """Indexed terms sharing `term`'s first letter within two edits, with their document frequencies: the
@@ -419,9 +416,8 @@ class OpenSearchIndex:
 
     def visible_holds(self, term: str, scopes: Sequence[str]) -> bool:
         """Whether a chunk the scopes may see holds the analysed term."""
-        held = _PREFETCHED.get()
-        if held is not None and ("visible", term, tuple(scopes)) in held:
-            return held[("visible", term, tuple(scopes))] > 0
+        if (held := _prefetched(("visible", term, tuple(scopes)))) is not _MISSING:
+            return held > 0
         body = visible_holds_body(term, scopes)
         return int(self.client.search(index=self.alias, body=body)["hits"]["total"]["value"]) > 0
 
@@ -539,6 +535,15 @@ class OpenSearchIndex:
 _PREFETCHED: ContextVar[dict[Any, Any] | None] = ContextVar("korpus_opensearch_prefetched", default=None)
 """What this search's `prefetch` brought, by request: a context variable, so concurrent searches (the API's threads)
 never read each other's."""
+
+
+_MISSING = object()
+
+
+def _prefetched(asked: Any) -> Any:
+    """What this search's `prefetch` brought for `asked`, or _MISSING (none asked, or not that)."""
+    held = _PREFETCHED.get()
+    return _MISSING if held is None or asked is None else held.get(asked, _MISSING)
 
 
 @contextmanager

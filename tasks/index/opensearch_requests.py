@@ -105,6 +105,12 @@ def visible(scopes: Sequence[str]) -> list[dict[str, Any]]:
     return [{"term": {"lifecycle": "current"}}, {"bool": {"should": either, "minimum_should_match": 1}}]
 
 
+def count_body(term: str | None) -> dict[str, Any]:
+    """How many documents hold the analysed `term` (None: how many there are)."""
+    query = {"match_all": {}} if term is None else {"term": {"text": term}}
+    return {"size": 0, "track_total_hits": True, "query": query}
+
+
 def visible_holds_body(term: str, scopes: Sequence[str]) -> dict[str, Any]:
     """Whether a chunk the scopes may see holds the analysed `term` (a count that stops at the first)."""
     query = {"bool": {"filter": [{"term": {"text": term}}, *visible(scopes)]}}

@@ -9,7 +9,6 @@ veraPDF's verdict.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import shutil
 from collections.abc import Sequence
@@ -18,18 +17,11 @@ from pathlib import Path
 from typing import Any
 
 from korpus.core.datamodel import scope_of
+from tasks.files import file_sha256
 from tasks.index.sqlite import SqliteIndex
 from tasks.pdf.pdfa import declared_pdfa
 
 OCR_ENGINES = ("tesseract", "vlm")
-
-
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def copy_of(data: Path, source_id: str) -> Path | None:
@@ -68,7 +60,7 @@ def export_copies(
                 "version": source["version"],
                 "source_sha256": source["version"],
                 "copy": str(target.relative_to(dest)),
-                "copy_sha256": _sha256(target),
+                "copy_sha256": file_sha256(target),
                 "pages": len([p for p in pages if p.page]),
                 "pages_ocr": sorted(p.page for p in read),
                 "engines": sorted({p.method for p in read}),
@@ -78,15 +70,15 @@ def export_copies(
     if validate and entries:
         from tasks.pdf.validate import validate as verapdf
 
-        verdicts = verapdf([dest / e["copy"] for e in entries], "2b")
-        for entry in entries:
-            flavour = entry["pdfa"]
-            if flavour and flavour != "2b":
-                verdict = verapdf([dest / entry["copy"]], flavour)[str(dest / entry["copy"])]
-            else:
+        by_flavour: dict[str, list[dict[str, Any]]] = {}
+        for entry in entries:  # a plain copy is checked as 2b, for what it lacks
+            by_flavour.setdefault(entry["pdfa"] or "2b", []).append(entry)
+        for flavour, group in by_flavour.items():  # one veraPDF run a flavour
+            verdicts = verapdf([dest / e["copy"] for e in group], flavour)
+            for entry in group:
                 verdict = verdicts[str(dest / entry["copy"])]
-            entry["valid"] = bool(flavour) and verdict["compliant"]
-            entry["failed"] = verdict["failed"]
+                entry["valid"] = bool(entry["pdfa"]) and verdict["compliant"]
+                entry["failed"] = verdict["failed"]
     manifest = {
         "exported_at": datetime.now(UTC).isoformat(timespec="seconds"),
         "scopes": list(scopes),

@@ -12,10 +12,11 @@ import pikepdf
 import pymupdf
 import pytest
 
-from corpora.sample_archive import FONT_SERIF, _scan_pdf
+from corpora.sample_archive import _scan_pdf
 from korpus.core.settings import Settings
 from tasks.index.sqlite import SqliteIndex
 from tasks.pdf.validate import validate
+from tests.unit.test_pdfa import born_digital_page
 
 pytestmark = pytest.mark.integration
 
@@ -58,12 +59,7 @@ def _mixed(path: Path, font: str) -> Path:
     """A born-digital page (an embedded TrueType font, or Helvetica as old tools wrote it: not embedded) and a
     scanned one, with the document information an archive keeps."""
     doc = pymupdf.open()
-    page = doc.new_page(width=595, height=842)
-    if font == "embedded":
-        page.insert_font(fontname="dvs", fontfile=str(FONT_SERIF))
-        page.insert_text((72, 100), "Служебная записка о ремонте кровли склада.", fontname="dvs", fontsize=12)
-    else:
-        page.insert_text((72, 100), "Memo about the roof repair.", fontname="helv", fontsize=12)
+    born_digital_page(doc, "dvs" if font == "embedded" else "helv")
     doc.insert_pdf(pymupdf.open(stream=_scan_pdf(["АКТ № 7", "приёмки задвижек", "Принято без замечаний."], seed=3)))
     doc.set_metadata({"title": "Акт приёмки", "author": "Канцелярия", "creationDate": "D:20010203040506+03'00'"})
     doc.save(path)

@@ -22,14 +22,20 @@ INFO = {
 }
 
 
-def _born_digital(path: Path, font: str = "dvs") -> Path:
-    doc = pymupdf.open()
+def born_digital_page(doc: pymupdf.Document, font: str = "dvs") -> None:
+    """A typeset page added to `doc`: Cyrillic in an embedded TrueType font (`dvs`), or Helvetica as old tools
+    wrote it, not embedded (`helv`)."""
     page = doc.new_page(width=595, height=842)
     if font == "dvs":
         page.insert_font(fontname="dvs", fontfile=str(FONT_SERIF))
         page.insert_text((72, 100), "Служебная записка о ремонте кровли склада.", fontname="dvs", fontsize=12)
     else:
         page.insert_text((72, 100), "Memo about the roof repair.", fontname="helv", fontsize=12)
+
+
+def _born_digital(path: Path, font: str = "dvs") -> Path:
+    doc = pymupdf.open()
+    born_digital_page(doc, font)
     doc.set_metadata(INFO)
     doc.save(path)
     with pikepdf.open(path, allow_overwriting_input=True) as pdf:  # a document that would run code when opened
