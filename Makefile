@@ -6,7 +6,7 @@ PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV ?= .venv
 BIN := $(VENV)/bin
 DEMO ?= .demo
-APT_PACKAGES := tesseract-ocr tesseract-ocr-rus tesseract-ocr-eng tesseract-ocr-osd ffmpeg ghostscript fonts-dejavu-core espeak-ng poppler-utils djvulibre-bin libreoffice-writer-nogui chromium chromium-driver openjdk-17-jdk-headless maven libarchive-tools
+APT_PACKAGES := tesseract-ocr tesseract-ocr-rus tesseract-ocr-eng tesseract-ocr-osd ffmpeg ghostscript fonts-dejavu-core espeak-ng poppler-utils djvulibre-bin libreoffice-writer-nogui chromium chromium-driver openjdk-17-jdk-headless maven libarchive-tools postgresql
 export PREFECT_SERVER_ANALYTICS_ENABLED := false
 export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
@@ -93,8 +93,6 @@ test: setup
 # The production topology as processes (PostgreSQL, Prefect server and worker, Dask, 3 OpenSearch nodes, korpus
 # serve), one part SIGKILLed at a time (tests/topology; docs/topology.md). CI runs it after `make test`.
 test-topology: setup
-	@dpkg -s postgresql >/dev/null 2>&1 || { echo "installing postgresql"; apt-get update -qq && \
-	  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends postgresql; }
 	$(BIN)/python -m pytest -m topology tests/topology -q -s --durations=5
 
 # The OpenSearch tests against a user's own cluster instead of the node `make test` starts.

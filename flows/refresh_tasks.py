@@ -95,6 +95,8 @@ def dask_task_runner(settings: Settings) -> DaskTaskRunner:
 def read_catalog(settings: Settings) -> tuple[dict[str, dict[str, tuple]], dict[str, dict[str, set[str]]], dict]:
     """The current versions with their labels, the versions refused as a whole, the containers' listings."""
     with SqliteIndex(settings.index_path) as index:
+        if settings.catalog_url:  # every write of this refresh goes through the serving part on PostgreSQL
+            index.bind_serving_catalog(settings.catalog_url)
         repaired = index.reconcile()
         if repaired:
             get_run_logger().warning("reconciled %d rows left inconsistent by an earlier crash", repaired)

@@ -12,6 +12,7 @@ Server-rendered HTML (Jinja's autoescape: no query string reaches the page unesc
 `j`/`k` and Enter — the page reads the same without it.
 """
 
+import contextlib
 import math
 import re
 from datetime import date
@@ -106,11 +107,13 @@ def search_page_router(deps: Served) -> APIRouter:
             if scope and not scopes:
                 context["message"] = f"Область «{scope}» вам не доступна: искали в ваших областях не будем."
             else:
-                with SqliteIndex(settings.index_path) as idx:
+                # stateless serving (KORPUS_CATALOG_URL) opens no file: the hits come without the file dates
+                with contextlib.nullcontext(None) if deps.stateless else SqliteIndex(settings.index_path) as idx:
                     found = (
                         _exact(deps, idx, query, scopes) if state["mode"] == "exact" else _ask(deps, idx, query, scopes)
                     )
-                    _dates(idx, found)
+                    if idx is not None:
+                        _dates(idx, found)
                 context["results"] = _filtered(found, state, _page_number(page))
         context["link"] = lambda **change: "/?" + urlencode({k: v for k, v in {**state, **change}.items() if v})
         return HTMLResponse(_templates.get_template("search.html").render(**context))
@@ -122,11 +125,12 @@ def _page_number(text: str) -> int:
     return int(text) if text.isdigit() and 0 < int(text) < 10_000 else 1
 
 
-def _ask(deps: Served, idx: SqliteIndex, query: str, scopes: list[str]) -> list[dict[str, Any]]:
+def _ask(deps: Served, idx: SqliteIndex | None, query: str, scopes: list[str]) -> list[dict[str, Any]]:
     """The question's top hits as `/search` ranks them; identifier pins and meta-document parts marked."""
     reader = deps.reader(idx)
     batcher = shared_query_batcher(str(embed_model_path(deps.settings)))
-    idx.bind_embedding(batcher.embedder.name, batcher.embedder.dims)
+    if idx is not None:
+        idx.bind_embedding(batcher.embedder.name, batcher.embedder.dims)
     pinned: set[str] = set()
 
     def one(part: str, vector: Any) -> list[dict[str, Any]]:
@@ -159,7 +163,7 @@ def _ask(deps: Served, idx: SqliteIndex, query: str, scopes: list[str]) -> list[
     return out
 
 
-def _exact(deps: Served, idx: SqliteIndex, query: str, scopes: list[str]) -> list[dict[str, Any]]:
+def _exact(deps: Served, idx: SqliteIndex | None, query: str, scopes: list[str]) -> list[dict[str, Any]]:
     """Every occurrence of the phrase (`/exact`), one row each, with its file's count."""
     found = deps.reader(idx).exact_occurrences(query, scopes, limit=500)
     return [

@@ -239,6 +239,12 @@ class Settings(BaseSettings):
         "credentials in the URL or env.",
     )
     opensearch_prefix: str = Field(default="korpus", description="Index, alias, template and pipeline name prefix.")
+    catalog_url: str | None = Field(
+        default=None,
+        description="postgresql://user@host:5432/db: the catalog's serving part — which chunk is current and "
+        "visible to which scope — on PostgreSQL (tasks/index/pg_catalog.py), so `korpus serve` with the OpenSearch "
+        "backend checks every hit there and needs no file of its own. The password from PGPASSWORD or ~/.pgpass.",
+    )
     mirror_max_lag_seconds: float = Field(
         default=60.0,
         ge=0,

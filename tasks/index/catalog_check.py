@@ -12,6 +12,7 @@ generation is past it, the mirror is behind (`mirror_lag`), and /health and `kor
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -125,3 +126,25 @@ def mirror_lag(conn: apsw.Connection, alias: str, max_seconds: float = 0.0) -> d
             return None
     lag = {"catalog_generation": now, "mirror_generation": synced}
     return lag | ({"lag_seconds": round(waited, 1)} if waited is not None else {})
+
+
+class SqliteCatalog:
+    """The check's reads on the SQLite catalog file, one read-only connection a call (the same calls as
+    `tasks.index.pg_catalog.PgCatalog`, the catalog's serving part on PostgreSQL)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+
+    def served(self, chunk_ids: Sequence[str], scopes: Sequence[str]) -> dict[str, str]:
+        with contextlib.closing(read_only(self.path)) as conn:
+            return served(conn, chunk_ids, scopes)
+
+    def mirror_lag(self, alias: str, max_seconds: float = 0.0) -> dict[str, Any] | None:
+        """None also when there is no catalog yet (nothing to lag behind)."""
+        if not self.path.is_file():
+            return None
+        with contextlib.closing(read_only(self.path)) as conn:
+            return mirror_lag(conn, alias, max_seconds)
+
+    def mark_synced(self, alias: str, reached: int, outbox: int) -> None:
+        """Nothing beyond the file's own marks (`mark_synced`, written by the sync in the file)."""

@@ -61,6 +61,7 @@ from tasks.index.opensearch_requests import (
     visible,
     visible_holds_body,
 )
+from tasks.index.pg_catalog import CatalogUnavailable, PgCatalog
 from tasks.runtime.retry import RetryPolicy, TransientError, with_retries
 from tasks.text.analysis import analyse, words
 from tasks.text.regions import unpack
@@ -87,15 +88,16 @@ class OpenSearchIndex:
         client: Any,
         prefix: str = "korpus",
         retry: RetryPolicy | None = None,
-        catalog: Path | None = None,
+        catalog: Path | catalog_check.SqliteCatalog | PgCatalog | None = None,
         max_lag: float = 0.0,
     ) -> None:
         self.client = client
         self.max_lag = max_lag
         """Seconds the mirror may lack a catalog change before `health` says `behind` (mirror_max_lag_seconds)."""
-        self.catalog = catalog
-        """The SQLite catalog this cluster mirrors: every hit is checked against it. None only for a cluster used
-        without a catalog (the backend's own tests)."""
+        self.catalog = catalog_check.SqliteCatalog(catalog) if isinstance(catalog, Path) else catalog
+        """Who every hit is checked against: the SQLite catalog file this cluster mirrors, or the catalog's serving
+        part on PostgreSQL (KORPUS_CATALOG_URL). None only for a cluster used without a catalog (the backend's own
+        tests)."""
         self.retry = retry or RetryPolicy()
         self.prefix = prefix
         self.alias = f"{prefix}-chunks"
@@ -468,8 +470,7 @@ class OpenSearchIndex:
         the caller (tasks/index/catalog_check.py); None when this cluster has no catalog to ask."""
         if self.catalog is None:
             return None
-        with contextlib.closing(catalog_check.read_only(self.catalog)) as conn:
-            return catalog_check.served(conn, chunk_ids, scopes)
+        return self.catalog.served(chunk_ids, scopes)
 
     @staticmethod
     def _hit(source: dict[str, Any], score: float, regions: bool = True) -> dict[str, Any]:
@@ -489,10 +490,10 @@ class OpenSearchIndex:
             served = int(self.client.search(index=self.alias, body=body)["hits"]["total"]["value"])
         except OpenSearchException as exc:
             return {"backend": self.name, "status": "unreachable", "error": str(exc)[:300]}
-        lag = None
-        if self.catalog is not None and self.catalog.is_file():
-            with contextlib.closing(catalog_check.read_only(self.catalog)) as conn:
-                lag = catalog_check.mirror_lag(conn, self.alias, self.max_lag)
+        try:
+            lag = None if self.catalog is None else self.catalog.mirror_lag(self.alias, self.max_lag)
+        except CatalogUnavailable as exc:
+            return {"backend": self.name, "status": "unreachable", "chunks_served": served, "error": str(exc)}
         cluster = cluster_not_whole(self.client)
         if cluster is not None:
             return {"backend": self.name, "status": "degraded", "chunks_served": served, **cluster}
@@ -575,7 +576,7 @@ def opensearch_index(settings: Settings) -> OpenSearchIndex:
         client,
         prefix=settings.opensearch_prefix,
         retry=RetryPolicy.from_settings(settings),
-        catalog=settings.index_path,
+        catalog=PgCatalog(settings.catalog_url) if settings.catalog_url else settings.index_path,
         max_lag=settings.mirror_max_lag_seconds,
     )
 

@@ -71,6 +71,8 @@ def sync_from(cluster: Any, catalog: SqliteIndex, batch: int = 500, full: bool =
         with catalog.write_transaction():
             catalog_check.mark_synced(catalog.conn, cluster.alias, reached, head)
             catalog_check.prune_outbox(catalog.conn)
+        if catalog.serving is not None:
+            catalog.serving.mark_synced(cluster.alias, reached, head)
         return report
 
 

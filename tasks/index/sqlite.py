@@ -26,6 +26,7 @@ import numpy as np
 import sqlite_vec
 
 from korpus.core.datamodel import Chunk, Lifecycle, PageResult, Source, listing_key
+from tasks.index.pg_catalog import BIND_KEY, PgWriter, without_password
 from tasks.index.quarantine_store import QuarantineStore
 from tasks.index.records import RefreshRecords
 from tasks.index.schema import (
@@ -75,6 +76,9 @@ class SqliteIndex(VectorTables, QuarantineStore, RefreshRecords):
                 if have and column not in have:
                     self.conn.execute(f"ALTER TABLE {table} ADD COLUMN {column} {kind}")
             self.conn.execute(SCHEMA)
+        bound = self.conn.execute("SELECT value FROM index_meta WHERE key = ?", (BIND_KEY,)).fetchall()
+        self.serving: PgWriter | None = PgWriter(bound[0][0], self.conn) if bound else None
+        """The PostgreSQL server this file's writes go through (tasks/index/pg_catalog.py); None: SQLite alone."""
         have = {row[0] for row in self.conn.execute("SELECT name FROM sqlite_master WHERE type = 'trigger'")}
         if not have.issuperset(DERIVED_TRIGGERS):
             with self.write_transaction():
@@ -84,7 +88,28 @@ class SqliteIndex(VectorTables, QuarantineStore, RefreshRecords):
                 self.conn.execute(CURRENT_TERMS_SQL)
                 self.conn.execute(OUTBOX_SQL)
 
+    def bind_serving_catalog(self, url: str) -> int:
+        """Write every later change through the server at `url` too (tasks/index/pg_catalog.py), and bring it up
+        to date now (a whole load when it holds another catalog or none); returns the chunks written."""
+        url = without_password(url)
+        self.conn.execute("INSERT OR REPLACE INTO index_meta VALUES (?, ?)", (BIND_KEY, url))
+        if self.serving is None or self.serving.url != url:
+            if self.serving is not None:
+                self.serving.close()
+            self.serving = PgWriter(url, self.conn)
+        return self.sync_serving_catalog()
+
+    def sync_serving_catalog(self) -> int:
+        """Carry to the bound server whatever it lacks (a widening an outage held back); the chunks written."""
+        if self.serving is None:
+            return 0
+        with self.write_transaction():  # the narrowing step, under the SQLite write lock; the widening after it
+            pass
+        return self.serving.written
+
     def close(self) -> None:
+        if self.serving is not None:
+            self.serving.close()
         self.conn.close()
 
     @contextmanager
@@ -99,10 +124,16 @@ class SqliteIndex(VectorTables, QuarantineStore, RefreshRecords):
         self.conn.execute("BEGIN IMMEDIATE")
         try:
             yield
+            if self.serving is not None:  # narrow the serving catalog before this commits (pg_catalog.py)
+                self.serving.narrow()
         except BaseException:
             self.conn.execute("ROLLBACK")
             raise
-        self.conn.execute("COMMIT")
+        try:
+            self.conn.execute("COMMIT")
+        finally:
+            if self.serving is not None:  # then widen it to what committed (or restore it, when nothing did)
+                self.serving.widen()
 
     def __enter__(self) -> SqliteIndex:
         return self

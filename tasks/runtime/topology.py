@@ -3,8 +3,10 @@ run whole on one machine»): for trials, for the test that kills one part at a t
 guide (docs/topology.md) moves apart.
 
 Parts, started in this order, each a process of its own (its own session, its log under `<home>/logs/`):
-- `postgres` — PostgreSQL from Debian's packages, its own data directory (initdb on first start, trust on loopback;
-  as root it runs as the `postgres` user, which PostgreSQL requires), database `prefect`;
+- `postgres` — PostgreSQL from Debian's packages (tasks/runtime/postgres.py), its own data directory (initdb on first
+  start, trust on loopback; as root it runs as the `postgres` user, which PostgreSQL requires), databases `prefect`
+  and `korpus` — the catalog's serving part (KORPUS_CATALOG_URL, tasks/index/pg_catalog.py), which every hit the
+  replicas serve is checked against;
 - `opensearch` — a three-node OpenSearch cluster (tasks/runtime/opensearch_node.py; korpus's indices keep
   OpenSearch's default of one replica, so any one node may go);
 - `prefect-server` — `prefect server start` on that database (PREFECT_API_DATABASE_CONNECTION_URL);
@@ -14,7 +16,8 @@ Parts, started in this order, each a process of its own (its own session, its lo
   deployed (the nightly refresh and the rest); its flow runs reach Dask and OpenSearch through KORPUS_DASK_ADDRESS,
   KORPUS_BACKEND=opensearch and KORPUS_OPENSEARCH_URL;
 - `serve-1`, `serve-2` — two `korpus serve` replicas on the same catalog and cluster, each on its own port (a load
-  balancer in front of them is the operator's; either may go and the other answers).
+  balancer in front of them is the operator's; either may go and the other answers). Their searches read no file:
+  the cluster, and PostgreSQL for the check (while it is down they answer 503).
 `<home>/topology.json` records every part's ports and process; `down` stops them all (SIGTERM, SIGKILL after a grace)
 and leaves no process behind; `kill` SIGKILLs one part and `start` brings it back with the same ports and data.
 """
@@ -24,8 +27,6 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import pwd
-import shutil
 import signal
 import socket
 import subprocess
@@ -38,7 +39,7 @@ from typing import Any
 import httpx
 import psutil
 
-from tasks.runtime import opensearch_node
+from tasks.runtime import opensearch_node, postgres
 from tasks.runtime.processes import recorded_process
 
 REPO = Path(__file__).resolve().parents[2]
@@ -55,17 +56,12 @@ ORDER = [
     *SERVE_REPLICAS,
 ]
 START_SECONDS = 180.0
+DATABASES = ("prefect", "korpus")
+"""On the topology's PostgreSQL: Prefect's, and the catalog's serving part (KORPUS_CATALOG_URL)."""
 
 
 class TopologyError(RuntimeError):
     """A part did not start; the message names it and ends with its log's last lines."""
-
-
-def _pg_bin(name: str) -> str:
-    found = shutil.which(name) or next(iter(sorted(Path("/usr/lib/postgresql").glob(f"*/bin/{name}"))), None)
-    if not found:
-        raise TopologyError(f"{name} not found: install PostgreSQL (Debian: apt-get install postgresql)")
-    return str(found)
 
 
 class Topology:
@@ -164,6 +160,7 @@ class Topology:
             KORPUS_DASK_ADDRESS=self.dask_address,
             KORPUS_BACKEND="opensearch",
             KORPUS_OPENSEARCH_URL=self.opensearch_urls,
+            KORPUS_CATALOG_URL=self.catalog_url,
             PYTHONPATH=os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])),
         )
         return env
@@ -174,21 +171,7 @@ class Topology:
         """(argv, environment, user) of a process part."""
         bin_dir, env = Path(sys.executable).parent, self.env()
         if part == "postgres":
-            return (
-                [
-                    _pg_bin("postgres"),
-                    "-D",
-                    str(self.pg_dir / "data"),
-                    "-p",
-                    str(self.ports["postgres"]),
-                    "-k",
-                    str(self.pg_dir),
-                    "-c",
-                    "listen_addresses=127.0.0.1",
-                ],
-                env,
-                self._pg_user(),
-            )
+            return postgres.server_argv(self.pg_dir, self.ports["postgres"]), env, postgres.server_user()
         if part == "prefect-server":
             env["PREFECT_API_DATABASE_CONNECTION_URL"] = (
                 f"postgresql+asyncpg://korpus@127.0.0.1:{self.ports['postgres']}/prefect"
@@ -253,9 +236,6 @@ class Topology:
             )
         raise ValueError(f"no such part: {part} (parts: {', '.join(ORDER)})")
 
-    def _pg_user(self) -> str | None:
-        return "postgres" if os.geteuid() == 0 else None
-
     def _ready(self, part: str) -> Callable[[], bool]:
         def tcp(port: int) -> Callable[[], bool]:
             def probe() -> bool:
@@ -274,7 +254,7 @@ class Topology:
             return probe
 
         if part == "postgres":  # ready when it accepts connections: an open port may still be in crash recovery
-            return self._accepting
+            return lambda: postgres.accepting(self.ports["postgres"])
         if part == "prefect-server":
             return http(f"{self.api_url}/health")
         if part == "dask-scheduler":
@@ -282,12 +262,6 @@ class Topology:
         if part in SERVE_REPLICAS:
             return http(f"http://127.0.0.1:{self.ports[part]}/health", ok=(200, 503))
         return lambda: True  # workers: their scheduler or server sees them (`wait_for_dask_workers`)
-
-    def _accepting(self) -> bool:
-        """PostgreSQL answers a real request (`pg_isready`: a server still in crash recovery after a SIGKILL has its
-        port open but refuses connections — «the database system is starting up» — and is not ready)."""
-        argv = [_pg_bin("pg_isready"), "-h", "127.0.0.1", "-p", str(self.ports["postgres"]), "-U", "korpus"]
-        return subprocess.run([*argv, "-d", "postgres", "-t", "2"], capture_output=True).returncode == 0
 
     def _log(self, part: str) -> Path:
         (self.home / "logs").mkdir(parents=True, exist_ok=True)
@@ -327,42 +301,24 @@ class Topology:
     def _init_postgres(self) -> None:
         if (self.pg_dir / "data" / "PG_VERSION").is_file():
             return
-        if self._pg_user():  # PostgreSQL refuses root; its user must reach the directory (not a 0700 pytest tmp)
+        if postgres.server_user():  # its user must reach the directory (not a 0700 pytest tmp)
             self.state["pg_dir"] = str(
                 Path(os.environ.get("TMPDIR", "/tmp")) / f"korpus-pg-{os.getpid()}-{abs(hash(str(self.home))) % 10**8}"
             )
-        self.pg_dir.mkdir(parents=True, exist_ok=True)
-        user = self._pg_user()
-        if user:
-            entry = pwd.getpwnam(user)
-            os.chown(self.pg_dir, entry.pw_uid, entry.pw_gid)
-        subprocess.run(
-            [
-                _pg_bin("initdb"),
-                "-D",
-                str(self.pg_dir / "data"),
-                "-U",
-                "korpus",
-                "--auth=trust",
-                "-E",
-                "UTF8",
-                "--no-locale",
-            ],
-            check=True,
-            capture_output=True,
-            user=user,
-            cwd="/",
-        )
+        postgres.init_cluster(self.pg_dir)
         self._write()
 
     def _create_database(self) -> None:
-        done = subprocess.run(
-            [_pg_bin("createdb"), "-h", "127.0.0.1", "-p", str(self.ports["postgres"]), "-U", "korpus", "prefect"],
-            capture_output=True,
-            text=True,
-        )
-        if done.returncode and "already exists" not in done.stderr:
-            raise TopologyError(f"createdb prefect: {done.stderr}")
+        try:
+            for name in DATABASES:
+                postgres.create_database(self.ports["postgres"], name)
+        except postgres.PostgresError as exc:
+            raise TopologyError(str(exc)) from exc
+
+    @property
+    def catalog_url(self) -> str:
+        """The catalog's serving part (KORPUS_CATALOG_URL): a database beside Prefect's on the topology's PostgreSQL."""
+        return f"postgresql://korpus@127.0.0.1:{self.ports['postgres']}/korpus"
 
     def _start_opensearch(self) -> None:
         running = opensearch_node.status(self.opensearch_home)

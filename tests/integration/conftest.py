@@ -185,6 +185,36 @@ def opensearch_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         stop_leashed()
 
 
+@pytest.fixture(scope="session")
+def postgres_server() -> Iterator[Any]:
+    """A real PostgreSQL from Debian's packages (tasks/runtime/postgres.py), one a test session, in a directory its
+    server user reaches; a watchdog ends it with the session however the session ends."""
+    import uuid
+
+    from tasks.runtime.postgres import LocalPostgres
+    from tasks.runtime.processes import watch_over_me
+
+    watch_over_me()
+    server = LocalPostgres(Path(os.environ.get("TMPDIR", "/tmp")) / f"korpus-test-pg-{uuid.uuid4().hex[:8]}")
+    server.start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def catalog_url(postgres_server: Any) -> str:
+    """A fresh database on the session's server for one test (dropped by the server's end)."""
+    import uuid
+
+    from tasks.runtime.postgres import create_database
+
+    name = f"c{uuid.uuid4().hex[:10]}"
+    create_database(postgres_server.port, name)
+    return f"postgresql://korpus@127.0.0.1:{postgres_server.port}/{name}"
+
+
 @pytest.fixture
 def os_prefix(opensearch_url: str) -> Iterator[str]:
     """A fresh index prefix on the session's node for one test; its indices and template are deleted after it."""

@@ -208,6 +208,9 @@ class Archive(RuleBasedStateMachine):
     """Settings the sequence runs with besides the defaults (the meta-documents and whole-document variant)."""
     cluster: tuple[str, str, Faults] | None = None
     """(the node's URL, the fault proxy's URL, the proxy's faults) for the OpenSearch run; None: SQLite alone."""
+    catalog_url: str | None = None
+    """With `cluster`: the catalog's serving part on this PostgreSQL (KORPUS_CATALOG_URL) — the refreshes and
+    decisions write through it, and every search's hits are checked there instead of in the file."""
 
     def __init__(self) -> None:
         super().__init__()
@@ -228,8 +231,11 @@ class Archive(RuleBasedStateMachine):
                     "retry_backoff": 0.0,
                 }
             )
+            if self.catalog_url is not None:
+                self.settings = self.settings.model_copy(update={"catalog_url": self.catalog_url})
             # searches ask the node itself: whatever it holds, through the backend korpus serves with
             self.serving = self.settings.model_copy(update={"opensearch_url": node})
+            self.cluster_backend = opensearch_index(self.serving)
         self.labels: dict[str, tuple[str, str]] = {}  # manifest rules: source id → (access, tenant)
         self.child_access: str | None = None  # the rule naming the letter's attachment, when one is written
         self.files: dict[str, str] = {}  # what is on disk
@@ -242,13 +248,15 @@ class Archive(RuleBasedStateMachine):
 
     def teardown(self) -> None:
         if self.cluster is not None:
-            client = opensearch_index(self.serving).client
+            if self.catalog_url is not None:
+                self.cluster_backend.catalog.close()
+            client = self.cluster_backend.client
             client.indices.delete(index=f"{self.settings.opensearch_prefix}-chunks-*", ignore=[404])
             client.indices.delete_index_template(name=f"{self.settings.opensearch_prefix}-chunks", ignore=[404])
         shutil.rmtree(self.dir, ignore_errors=True)
 
     def searcher(self, index: SqliteIndex) -> Any:
-        return index.searcher if self.cluster is None else opensearch_index(self.serving)
+        return index.searcher if self.cluster is None else self.cluster_backend
 
     def _manifest(self) -> None:
         rules: list[dict[str, str]] = []
@@ -559,6 +567,33 @@ def test_access_and_lifecycle_hold_on_the_opensearch_mirror_through_outages(
         "settings",
         settings(
             max_examples=25,
+            stateful_step_count=10,
+            deadline=None,
+            suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
+        ),
+    )
+    faults = Faults(path="/")
+    with fault_proxy(opensearch_url, faults) as proxy:
+        monkeypatch.setattr(Archive, "cluster", (opensearch_url, proxy, faults))
+        Archive.TestCase().runTest()
+
+
+@pytest.mark.opensearch
+def test_access_and_lifecycle_hold_with_the_check_on_postgres(
+    vectors: Vectors, opensearch_url: str, catalog_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The same machine and invariants on PostgreSQL + OpenSearch (#63): refreshes and reviewers' decisions write
+    through the catalog's serving part on the session's PostgreSQL, and every search's hits are checked there — the
+    answers korpus serve gives without a file. Cluster outages stay among the steps; the server's own outages are
+    the label machine's (tests/integration/test_pg_catalog.py)."""
+    monkeypatch.setattr(refresh_tasks.events, "sources_indexed", lambda *_a, **_k: None)
+    monkeypatch.setattr(Archive, "vectors", vectors, raising=False)
+    monkeypatch.setattr(Archive, "catalog_url", catalog_url)
+    monkeypatch.setattr(
+        Archive.TestCase,
+        "settings",
+        settings(
+            max_examples=12,
             stateful_step_count=10,
             deadline=None,
             suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],

@@ -412,12 +412,19 @@ def test_the_prefect_server_and_postgres_killed_and_restarted(topology: Topology
     with _client(topology) as client:
         before = {r.id for r in client.read_flow_runs()}
     topology.kill("prefect-server")
+    assert _sources(topology, "списание имущества", "k-public")  # searches do not need Prefect
     topology.kill("postgres")
     status = _status(topology)
     assert status["health"] == "degraded" and any("Prefect server" in r for r in status["degraded"]), status
-    assert _sources(topology, "списание имущества", "k-public")  # searches do not need Prefect
+    # ... but every hit is checked on the catalog's PostgreSQL: while it is down both replicas say so, and serve
+    # nothing unchecked
+    for url in topology.serve_urls:
+        refused = _search(topology, "списание имущества", "k-public", url)
+        assert refused.status_code == 503 and "catalog cannot answer" in refused.json()["detail"], refused.text
     restarted = time.monotonic()
     topology.start("postgres")
+    for url in topology.serve_urls:  # the same replicas answer again (their dropped connections replaced)
+        assert _sources(topology, "списание имущества", "k-public", url)
     topology.start("prefect-server")
     with _client(topology) as client:
         assert before <= {r.id for r in client.read_flow_runs()}  # the run history is on PostgreSQL

@@ -41,8 +41,10 @@ def create_app(settings: Settings) -> FastAPI:
     from opensearchpy.exceptions import ConnectionError as ClusterUnreachable
     from opensearchpy.exceptions import TransportError
 
+    from tasks.index.pg_catalog import CatalogUnavailable
     from tasks.runtime.retry import TransientError
 
+    @app.exception_handler(CatalogUnavailable)
     @app.exception_handler(ClusterUnreachable)
     @app.exception_handler(TransportError)
     @app.exception_handler(TransientError)
@@ -53,7 +55,8 @@ def create_app(settings: Settings) -> FastAPI:
         if isinstance(exc, TransportError) and not isinstance(exc, ClusterUnreachable) and str(status).isdigit():
             if int(status) < 500:
                 raise exc
-        detail = f"the search cluster cannot answer now ({type(exc).__name__}); try again shortly"
+        what = "the catalog" if isinstance(exc, CatalogUnavailable) else "the search cluster"
+        detail = f"{what} cannot answer now ({type(exc).__name__}); try again shortly"
         if request.url.path == "/" and "text/html" in request.headers.get("accept", "text/html"):
             page = (
                 f"<!doctype html><meta charset=utf-8><title>korpus</title><p>Поиск временно недоступен: {detail}.</p>"

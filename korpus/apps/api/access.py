@@ -28,11 +28,15 @@ class Served:
     settings: Settings
     Scopes: Any
     Index: Any
+    SearchIndex: Any
+    """The index file for the search routes: None when serving is stateless (`stateless`)."""
     Reader: Any
     reader: Any
     """The function behind `Reader`, for a route that opens its own index (/health)."""
     sessions: Sessions
     """The browser logins of this server (the viewer's and the review page's)."""
+    stateless: bool
+    """KORPUS_CATALOG_URL with a cluster backend: searches and /health read no file of this machine's."""
 
 
 def served(settings: Settings) -> Served:
@@ -65,9 +69,20 @@ def served(settings: Settings) -> Served:
         with SqliteIndex(settings.index_path) as idx:
             yield idx
 
+    # Stateless serving: the catalog's serving part on PostgreSQL and the chunks in the cluster — /search, /exact,
+    # /count, the search page and /health read no file of this machine's (tasks/index/pg_catalog.py).
+    stateless = settings.catalog_url is not None and backend_entry(settings).outlives_index
+
+    def search_index() -> Any:
+        """The index file the search routes read, or None when serving is stateless."""
+        if stateless:
+            yield None
+            return
+        yield from index()
+
     kept: list[Any] = []  # a backend that outlives the index connection (a cluster client), made on first use
 
-    def reader(idx: Annotated[SqliteIndex, Depends(index)]) -> Retriever:
+    def reader(idx: Annotated[SqliteIndex | None, Depends(search_index)]) -> Retriever:
         """Who answers /search, /exact and /count: `backend_for` (tasks/index/registry.py), as everywhere — the
         embedded index, or the cluster mirroring it; the same routing, fusion, pins and rerank either way."""
         if kept:
@@ -81,7 +96,9 @@ def served(settings: Settings) -> Served:
         settings,
         Annotated[list[str], Depends(scopes)],
         Annotated[SqliteIndex, Depends(index)],
+        Annotated[SqliteIndex | None, Depends(search_index)],
         Annotated[Retriever, Depends(reader)],
         reader,
         sessions,
+        stateless,
     )

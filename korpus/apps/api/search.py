@@ -13,13 +13,13 @@ from tasks.retrieval.query import search_message
 
 
 def search_router(served: Served) -> APIRouter:
-    settings, Index, Reader, Scopes = served.settings, served.Index, served.Reader, served.Scopes
+    settings, SearchIndex, Reader, Scopes = served.settings, served.SearchIndex, served.Reader, served.Scopes
     app = APIRouter()
 
     @app.get("/search", summary="Hybrid search")
     def search(
         q: str,
-        idx: Index,
+        idx: SearchIndex,
         read: Reader,
         allowed: Scopes,
         k: Annotated[int, Query(ge=1, le=50)] = 8,
@@ -32,7 +32,8 @@ def search_router(served: Served) -> APIRouter:
         embed = None
         if mode not in ("bm25", "bm25-nostem"):
             batcher = shared_query_batcher(str(embed_model_path(settings)))
-            idx.bind_embedding(batcher.embedder.name, batcher.embedder.dims)
+            if idx is not None:  # stateless: the cluster checks the query vector against its mapping
+                idx.bind_embedding(batcher.embedder.name, batcher.embedder.dims)
 
             def embed(parts: list[str]) -> list[Any]:
                 # concurrent requests share a forward pass on a sentence-transformers folder; an ONNX one runs each

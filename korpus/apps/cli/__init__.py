@@ -17,6 +17,7 @@ os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
 import typer
 
 from korpus.apps.cli import meta, models, ops, search, serve, sources
+from korpus.apps.cli.catalog import catalog_app
 from korpus.apps.cli.opensearch import opensearch_app
 from korpus.apps.cli.review import review_app
 from korpus.apps.cli.topology import topology_app
@@ -48,6 +49,7 @@ COMMANDS = (
 app = typer.Typer(no_args_is_help=True, add_completion=False, help="Russian archives → citable RAG evidence.")
 app.add_typer(review_app, name="review")
 app.add_typer(opensearch_app, name="opensearch")
+app.add_typer(catalog_app, name="catalog")
 app.add_typer(topology_app, name="topology")
 for _name, _command in COMMANDS:
     app.command(_name)(_command)
