@@ -15,7 +15,11 @@ vectors) in a catalog, mirrored once to a real OpenSearch node; then, timed side
   holds must not grow with the corpus).
 Past `--plain-up-to` (100,000) the plain bulk and the full comparison are not run (each takes minutes a round there):
 
-    .venv/bin/python benchmarks/mirror_sync.py --chunks 10000 1000000 --heap-mb 4096
+    .venv/bin/python benchmarks/mirror_sync.py --chunks 10000 1000000 --heap-mb 4096 [--postgres]
+
+With `--postgres` the catalog's serving part is on a PostgreSQL started for the run (KORPUS_CATALOG_URL): every
+publish and the relabel write through it, the hits are checked there, and `korpus serve` runs with an empty data
+directory of its own — the stateless replica (#63 item 4).
 The claim: the outbox sync's cost follows the change, not the corpus (the ratio between sizes near 1), while the full
 comparison grows with the corpus.
 """
@@ -25,6 +29,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import os
 import statistics
 import sys
 import tempfile
@@ -35,6 +40,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks.index_scale import DIMS, generate
+from tasks.index.pg_catalog import PgCatalog
 from tasks.index.sqlite import SqliteIndex
 
 REPEATS = 5
@@ -47,7 +53,13 @@ def _timed(call) -> float:
 
 
 def measure(
-    n: int, url: str, folder: Path, korpus_first: bool = True, plain_up_to: int = 100_000, full_up_to: int = 100_000
+    n: int,
+    url: str,
+    folder: Path,
+    korpus_first: bool = True,
+    plain_up_to: int = 100_000,
+    full_up_to: int = 100_000,
+    catalog_url: str | None = None,
 ) -> dict:
     from opensearchpy import OpenSearch
 
@@ -58,14 +70,19 @@ def measure(
     from korpus.core.model_store import embed_model_path
     from korpus.core.settings import Settings
 
+    built = time.perf_counter()
     with SqliteIndex(path) as index:  # bound to the default model's name: `korpus serve` embeds the queries with it
+        if catalog_url:  # every publish writes through the catalog's serving part, as a refresh's does
+            index.bind_serving_catalog(catalog_url)
         index.bind_embedding(embed_model_path(Settings()).name, DIMS)
         for source, chunks, vectors in sources:
             index.publish_version(source, chunks, vectors, 1)
+    out: dict = {"chunks": n, "build_s": round(time.perf_counter() - built, 1)}
     backend = OpenSearchIndex(
-        OpenSearch(hosts=[url], timeout=600, max_retries=0), prefix=f"sync{uuid.uuid4().hex[:8]}", catalog=path
+        OpenSearch(hosts=[url], timeout=600, max_retries=0),
+        prefix=f"sync{uuid.uuid4().hex[:8]}",
+        catalog=PgCatalog(catalog_url) if catalog_url else path,
     )
-    out: dict = {"chunks": n}
     plain = OpenSearchIndex(backend.client, prefix=f"plain{uuid.uuid4().hex[:8]}")
     try:
         with SqliteIndex(path) as index:
@@ -79,13 +96,21 @@ def measure(
                 out[name] = round(first[name](), 1)
             if "plain_bulk_s" in out:
                 out["first_sync_vs_plain"] = round(out["plain_bulk_s"] / out["first_sync_s"], 2)
-            rows: dict[str, list[float]] = {k: [] for k in ("decision", "decision full", "nothing", "nothing full")}
+            rows: dict[str, list[float]] = {
+                k: [] for k in ("decision", "decision full", "nothing", "nothing full", "relabel")
+            }
             compare = (False, True) if n <= full_up_to else (False,)  # the full comparison: minutes a round past it
             for r in range(REPEATS):
                 source = sources[r * 7 % len(sources)][0]
                 for full in compare:
                     access = "hr" if (r + full) % 2 else "public"
-                    index.relabel_source(source.model_copy(update={"access": access}))
+                    rows["relabel"].append(  # the catalog's own write (through PostgreSQL when bound)
+                        _timed(
+                            lambda access=access, source=source: index.relabel_source(
+                                source.model_copy(update={"access": access})
+                            )
+                        )
+                    )
                     rows["decision full" if full else "decision"].append(
                         _timed(lambda full=full: backend.sync_from(index, full=full))
                     )
@@ -93,7 +118,10 @@ def measure(
                 if True in compare:
                     rows["nothing full"].append(_timed(lambda: backend.sync_from(index, full=True)))
             out.update({k: round(statistics.median(v), 4) if v else "—" for k, v in rows.items()})
-        out["serve_rss_mb"] = _serve_rss(path.parent, url, backend.prefix)
+            out["check_ms"] = _check_ms(backend, index)
+        # stateless with the catalog on PostgreSQL: the replica gets an empty data directory of its own
+        serving_data = folder / f"replica-{n}" if catalog_url else path.parent
+        out["serve_rss_mb"] = _serve_rss(serving_data, url, backend.prefix, catalog_url)
     finally:  # a node still merging may time out here: the figures are kept, the node goes with the run
         for prefix in (backend.prefix, plain.prefix):
             with contextlib.suppress(Exception):
@@ -103,7 +131,14 @@ def measure(
     return out
 
 
-def _serve_rss(data: Path, url: str, prefix: str, searches: int = 30) -> float:
+def _check_ms(backend, index: SqliteIndex, rounds: int = 50) -> float:
+    """The per-hit check of one search's 50 hits (the catalog file, or PostgreSQL): median ms."""
+    ids = [c for (c,) in index.conn.execute("SELECT chunk_id FROM chunks ORDER BY random() LIMIT ?", (50 * rounds,))]
+    times = [_timed(lambda r=r: backend._allowed(ids[r * 50 : (r + 1) * 50], ["public"])) for r in range(rounds)]
+    return round(statistics.median(times) * 1000, 2)
+
+
+def _serve_rss(data: Path, url: str, prefix: str, catalog_url: str | None = None, searches: int = 30) -> float:
     """`korpus serve` on this catalog and cluster: its resident memory (MB, with its children) after `searches`
     searches — what a serving machine holds as the corpus grows."""
     import os
@@ -117,6 +152,8 @@ def _serve_rss(data: Path, url: str, prefix: str, searches: int = 30) -> float:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
     env = dict(os.environ, KORPUS_BACKEND="opensearch", KORPUS_OPENSEARCH_URL=url, KORPUS_OPENSEARCH_PREFIX=prefix)
+    if catalog_url:
+        env["KORPUS_CATALOG_URL"] = catalog_url
     korpus = Path(sys.executable).parent / "korpus"
     server = subprocess.Popen(
         [str(korpus), "serve", "--port", str(port), "--data", str(data)],
@@ -174,13 +211,29 @@ def main() -> None:
         "--plain-up-to", type=int, default=100_000, help="run helpers.bulk and the full comparison up to this size"
     )
     parser.add_argument("--heap-mb", type=int, default=2048, help="the node's heap (4096 for 1,000,000 chunks)")
+    parser.add_argument(
+        "--postgres",
+        action="store_true",
+        help="the catalog's serving part on a PostgreSQL started for the run (KORPUS_CATALOG_URL): writes go through "
+        "it, hits are checked there, and serve runs with no file",
+    )
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
-    with tempfile.TemporaryDirectory() as tmp:
+    with tempfile.TemporaryDirectory() as tmp, contextlib.ExitStack() as stack:
         folder = Path(tmp)
+        catalogs: list[str | None] = [None] * len(args.chunks)
+        if args.postgres:
+            from tasks.runtime.postgres import LocalPostgres, create_database
+
+            server = LocalPostgres(Path(os.environ.get("TMPDIR", "/tmp")) / f"korpus-bench-pg-{uuid.uuid4().hex[:8]}")
+            server.start()
+            stack.callback(server.stop)
+            for n in args.chunks:
+                create_database(server.port, f"bench{n}")
+            catalogs = [server.url.rsplit("/", 1)[0] + f"/bench{n}" for n in args.chunks]
         if args.opensearch_url:
             results = [
-                measure(n, args.opensearch_url, folder, i % 2 == 0, args.plain_up_to, args.plain_up_to)
+                measure(n, args.opensearch_url, folder, i % 2 == 0, args.plain_up_to, args.plain_up_to, catalogs[i])
                 for i, n in enumerate(args.chunks)
             ]
         else:
@@ -189,7 +242,7 @@ def main() -> None:
             try:
                 (node,) = start(folder / "opensearch", port=None, heap_mb=args.heap_mb, detach=False, log=sys.stderr)
                 results = [
-                    measure(n, node.url, folder, i % 2 == 0, args.plain_up_to, args.plain_up_to)
+                    measure(n, node.url, folder, i % 2 == 0, args.plain_up_to, args.plain_up_to, catalogs[i])
                     for i, n in enumerate(args.chunks)
                 ]
             finally:
@@ -197,16 +250,17 @@ def main() -> None:
     if args.json:
         print(json.dumps(results, indent=2))
         return
+    where = "PostgreSQL" if args.postgres else "the file"
     print(
-        "| chunks (generated) | decision: outbox s | decision: full s | nothing: outbox s | nothing: full s "
-        "| first sync s | helpers.bulk s | korpus speed ÷ plain | serve RSS MB |"
+        "| chunks (generated) | catalog on | relabel s | decision: outbox s | decision: full s | nothing: outbox s "
+        "| nothing: full s | first sync s | helpers.bulk s | korpus speed ÷ plain | check ms | serve RSS MB |"
     )
-    print("|---|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
     for r in results:
         print(
-            f"| {r['chunks']:,} | {r['decision']} | {r['decision full']} | {r['nothing']} | {r['nothing full']} "
-            f"| {r['first_sync_s']} | {r.get('plain_bulk_s', '—')} | {r.get('first_sync_vs_plain', '—')} "
-            f"| {r['serve_rss_mb']} |"
+            f"| {r['chunks']:,} | {where} | {r['relabel']} | {r['decision']} | {r['decision full']} | {r['nothing']} "
+            f"| {r['nothing full']} | {r['first_sync_s']} | {r.get('plain_bulk_s', '—')} "
+            f"| {r.get('first_sync_vs_plain', '—')} | {r['check_ms']} | {r['serve_rss_mb']} |"
         )
     if len(results) > 1:
         a, b = results[0], results[-1]
