@@ -244,14 +244,18 @@ def _summary_markdown(summary: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+SECRET_OR_LOCAL = ("data", "api_keys", "review_keys", "opensearch_password")
+
+
 def run_refresh(root: Path, settings: Settings) -> dict[str, Any]:
     """Run the flow with these settings on korpus's local Prefect server (tasks/runtime/prefect_server.py: started
     once, reused, its history kept) or PREFECT_API_URL: every field that differs from what the flow would read itself
-    (KORPUS_*, korpus.yaml) travels as a flow parameter — never the API keys. The Dask task runner comes from the
-    settings."""
+    (KORPUS_*, korpus.yaml) travels as a flow parameter — never the API keys or the cluster's password (parameters
+    are stored by Prefect: the flow reads KORPUS_OPENSEARCH_PASSWORD from its own environment). The Dask task runner
+    comes from the settings."""
     watch_over_me()  # what this process starts (LibreOffice, Tesseract) is killed with it, also when it is SIGKILLed
     own, ambient = settings.model_dump(mode="json"), Settings().model_dump(mode="json")
-    overrides = {k: v for k, v in own.items() if v != ambient[k] and k not in ("data", "api_keys", "review_keys")}
+    overrides = {k: v for k, v in own.items() if v != ambient[k] and k not in SECRET_OR_LOCAL}
     with flows_on_server(settings.prefect_port):  # korpus's local server, started once (or PREFECT_API_URL)
         return corpus_refresh(root=str(root), data=str(settings.data), overrides=overrides or None)
 

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Annotated, Any, Literal
 
 import yaml
-from pydantic import BaseModel, Field, field_validator
+from pydantic import BaseModel, Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, NoDecode, PydanticBaseSettingsSource, SettingsConfigDict
 
 MANIFEST_KEYS = {"defaults", "rules"}
@@ -239,6 +239,17 @@ class Settings(BaseSettings):
         "credentials in the URL or env.",
     )
     opensearch_prefix: str = Field(default="korpus", description="Index, alias, template and pipeline name prefix.")
+    opensearch_user: str | None = Field(
+        default=None, description="The cluster's user (HTTP basic auth, with KORPUS_OPENSEARCH_PASSWORD)."
+    )
+    opensearch_password: SecretStr | None = Field(
+        default=None, description="That user's password: from the environment, never written anywhere by korpus."
+    )
+    opensearch_ca: Path | None = Field(
+        default=None,
+        description="A CA bundle (PEM) an https:// cluster's certificate is verified against; unset: the system's "
+        "(certifi). Verification is never turned off.",
+    )
     catalog_url: str | None = Field(
         default=None,
         description="postgresql://user@host:5432/db: the catalog's serving part — which chunk is current and "

@@ -30,6 +30,7 @@ runs that suite alone.
 
 from __future__ import annotations
 
+import base64
 import contextlib
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
@@ -561,6 +562,26 @@ def cluster_hosts(url: str) -> list[str]:
     return [part.strip() for part in url.split(",") if part.strip()]
 
 
+def client_security(settings: Settings) -> dict[str, Any]:
+    """The client's credentials and TLS from the settings: basic auth with KORPUS_OPENSEARCH_USER and _PASSWORD, and
+    an https:// cluster's certificate verified — against KORPUS_OPENSEARCH_CA when set, else the system's bundle."""
+    options: dict[str, Any] = {}
+    if settings.opensearch_user:
+        if settings.opensearch_password is None:
+            raise ValueError("KORPUS_OPENSEARCH_USER is set without KORPUS_OPENSEARCH_PASSWORD")
+        # encoded as UTF-8 (RFC 7617, what OpenSearch's security plugin decodes): urllib3's own basic auth encodes
+        # Latin-1 and fails on a Cyrillic password (found by the test)
+        pair = f"{settings.opensearch_user}:{settings.opensearch_password.get_secret_value()}".encode()
+        options["headers"] = {"Authorization": "Basic " + base64.b64encode(pair).decode("ascii")}
+    if settings.opensearch_ca is not None:
+        if not settings.opensearch_ca.is_file():
+            raise ValueError(f"KORPUS_OPENSEARCH_CA: no CA bundle at {settings.opensearch_ca}")
+        options["ca_certs"] = str(settings.opensearch_ca)
+    if any(h.startswith("https://") for h in cluster_hosts(settings.opensearch_url or "")):
+        options |= {"use_ssl": True, "verify_certs": True, "ssl_show_warn": True}
+    return options
+
+
 def opensearch_index(settings: Settings) -> OpenSearchIndex:
     """The configured cluster (KORPUS_OPENSEARCH_URL: one node's URL or several, comma-separated), or a clear error
     when the backend has no address."""
@@ -571,7 +592,13 @@ def opensearch_index(settings: Settings) -> OpenSearchIndex:
     # Every node is known: a request a node cannot take (refused, dropped, timed out) goes at once to the next one
     # (the client's own retries, one a node). korpus's retries with backoff come on top, for writes.
     hosts = cluster_hosts(settings.opensearch_url)
-    client = OpenSearch(hosts=hosts, timeout=60, max_retries=len(hosts) - 1, retry_on_timeout=len(hosts) > 1)
+    client = OpenSearch(
+        hosts=hosts,
+        timeout=60,
+        max_retries=len(hosts) - 1,
+        retry_on_timeout=len(hosts) > 1,
+        **client_security(settings),
+    )
     return OpenSearchIndex(
         client,
         prefix=settings.opensearch_prefix,

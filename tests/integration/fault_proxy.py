@@ -12,7 +12,9 @@ Faults, consumed in order by the matching requests (`Faults.script`):
 
 from __future__ import annotations
 
+import base64
 import socket
+import ssl
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -31,11 +33,15 @@ class Faults:
     down: bool = False
     seen: list[str] = field(default_factory=list)
     """What happened to each matching request, in order: a fault's name, or `"ok"`."""
+    credentials: tuple[str, str] | None = None
+    """Set: every request without this user and password (HTTP basic auth) is answered 401, as a secured cluster
+    answers it (`"401"` in `seen`)."""
 
 
 @contextmanager
-def fault_proxy(upstream: str, faults: Faults) -> Iterator[str]:
-    """Listen on a free loopback port in front of `upstream`; yields the proxy's URL."""
+def fault_proxy(upstream: str, faults: Faults, tls: ssl.SSLContext | None = None) -> Iterator[str]:
+    """Listen on a free loopback port in front of `upstream`; yields the proxy's URL (https:// with `tls`, the
+    server side's context: its certificate is the one a client must verify)."""
     client = httpx.Client(base_url=upstream, timeout=30)
     lock = threading.Lock()
 
@@ -59,6 +65,12 @@ def fault_proxy(upstream: str, faults: Faults) -> Iterator[str]:
 
         def _forward(self) -> None:
             body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+            if faults.credentials is not None:
+                token = base64.b64encode(":".join(faults.credentials).encode()).decode()
+                if self.headers.get("Authorization") != f"Basic {token}":
+                    with lock:
+                        faults.seen.append("401")
+                    return self._answer(401, b'{"error":"unauthorized","status":401}', "application/json")
             fault = self._fault()
             if fault == "drop-before":
                 return self._drop()
@@ -83,7 +95,7 @@ def fault_proxy(upstream: str, faults: Faults) -> Iterator[str]:
             pass
 
     try:
-        with serving(Handler) as url:
+        with serving(Handler, tls) as url:
             yield url
     finally:
         client.close()

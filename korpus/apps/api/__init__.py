@@ -52,11 +52,14 @@ def create_app(settings: Settings) -> FastAPI:
         """The search cluster cannot answer (no node reachable, or each answered 5xx): a 503 that says so, never a
         bare 500; an error of korpus's own request (a 4xx) stays a 500 — that is a bug to see."""
         status = getattr(exc, "status_code", None)
+        refused = str(status) in ("401", "403")  # the cluster refuses korpus's credentials: the operator's to fix
         if isinstance(exc, TransportError) and not isinstance(exc, ClusterUnreachable) and str(status).isdigit():
-            if int(status) < 500:
+            if int(status) < 500 and not refused:
                 raise exc
         what = "the catalog" if isinstance(exc, CatalogUnavailable) else "the search cluster"
         detail = f"{what} cannot answer now ({type(exc).__name__}); try again shortly"
+        if refused:
+            detail = "the search cluster refused korpus's credentials (KORPUS_OPENSEARCH_USER / _PASSWORD)"
         if request.url.path == "/" and "text/html" in request.headers.get("accept", "text/html"):
             page = (
                 f"<!doctype html><meta charset=utf-8><title>korpus</title><p>Поиск временно недоступен: {detail}.</p>"
