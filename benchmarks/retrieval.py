@@ -49,6 +49,7 @@ from korpus.core.settings import Settings
 from tasks.index.sqlite import SqliteIndex
 from tasks.retrieval.embedding import Embedder
 from tasks.retrieval.evaluation import RETRIEVERS, calibrate_no_answer, evaluate, import_beir, load_questions
+from tasks.retrieval.retriever import Retriever
 
 EMBED_MODEL: list[Path] = []  # --embed-model, when given
 CLUSTER: list[str] = []  # --backend opensearch: the node's URL
@@ -113,9 +114,7 @@ def run(root: Path, questions: Path, data: Path, changes=None, policy: str | Non
                     r,
                     settings.default_scopes,
                     settings.no_answer_threshold,
-                    settings.rrf_k,
-                    settings.rrf_depth,
-                    settings.hybrid_min_coverage,
+                    Retriever.from_settings(backend, settings),  # what korpus search and the API rank with
                 )
                 total = time.perf_counter() - start
                 seconds[r + suffix] = {
@@ -135,7 +134,6 @@ def meta_check(root_writer, questions: Path, tmp: Path, name: str) -> dict:
     """Hybrid R@1 on the set's non-collection questions with meta-documents on and off; collection top-3."""
     from tasks.retrieval.evaluation import _scores
     from tasks.retrieval.query import clean_query
-    from tasks.retrieval.retriever import Retriever
 
     qs = load_questions(questions)
     out = {}

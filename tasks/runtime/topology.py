@@ -27,6 +27,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import secrets
 import signal
 import socket
 import subprocess
@@ -41,9 +42,11 @@ import psutil
 
 from tasks.runtime import opensearch_node, postgres
 from tasks.runtime.processes import recorded_process
+from tasks.runtime.tls import Credentials, loopback_credentials
 
 REPO = Path(__file__).resolve().parents[2]
 STATE = "topology.json"
+SECRETS = "secrets.json"
 SERVE_REPLICAS = ("serve-1", "serve-2")
 ORDER = [
     "postgres",
@@ -114,7 +117,40 @@ class Topology:
 
     @property
     def dask_address(self) -> str:
-        return f"tcp://127.0.0.1:{self.ports['dask']}"
+        return f"tls://127.0.0.1:{self.ports['dask']}"
+
+    @property
+    def prefect_auth(self) -> str:
+        """The Prefect API's basic-auth string (`user:password`): the operator's PREFECT_SERVER_API_AUTH_STRING, else
+        one made on first use and kept in `<home>/secrets.json`, readable by its owner only."""
+        given = os.environ.get("PREFECT_SERVER_API_AUTH_STRING")
+        if given:
+            return given
+        path = self.home / SECRETS
+        if path.is_file():
+            return json.loads(path.read_text(encoding="utf-8"))["prefect_auth"]
+        self.home.mkdir(parents=True, exist_ok=True)
+        made = f"korpus:{secrets.token_urlsafe(24)}"
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w", encoding="utf-8") as out:
+            json.dump({"prefect_auth": made}, out)
+        return made
+
+    @property
+    def dask_tls(self) -> Credentials:
+        """The certificate the scheduler, the workers and every client present to each other (tasks/runtime/tls.py);
+        a Dask client without it is refused."""
+        return loopback_credentials(self.home / "tls")
+
+    def dask_security(self) -> Any:
+        """`distributed.Security` for a Dask client in this process (the topology's processes get the same from
+        the DASK_DISTRIBUTED__COMM__* environment, `env`)."""
+        from distributed import Security
+
+        tls = self.dask_tls
+        return Security(
+            tls_ca_file=str(tls.ca), tls_client_cert=str(tls.cert), tls_client_key=str(tls.key), require_encryption=True
+        )
 
     @property
     def serve_url(self) -> str:
@@ -162,7 +198,13 @@ class Topology:
             KORPUS_OPENSEARCH_URL=self.opensearch_urls,
             KORPUS_CATALOG_URL=self.catalog_url,
             PYTHONPATH=os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])),
+            PREFECT_API_AUTH_STRING=self.prefect_auth,
         )
+        tls = self.dask_tls  # every Dask connection mutually authenticated by certificate
+        comm = "DASK_DISTRIBUTED__COMM__"
+        env.update({f"{comm}REQUIRE_ENCRYPTION": "True", f"{comm}TLS__CA_FILE": str(tls.ca)})
+        for role in ("SCHEDULER", "WORKER", "CLIENT"):
+            env.update({f"{comm}TLS__{role}__CERT": str(tls.cert), f"{comm}TLS__{role}__KEY": str(tls.key)})
         return env
 
     # --- parts ----------------------------------------------------------------------------------------------------
@@ -173,6 +215,7 @@ class Topology:
         if part == "postgres":
             return postgres.server_argv(self.pg_dir, self.ports["postgres"]), env, postgres.server_user()
         if part == "prefect-server":
+            env["PREFECT_SERVER_API_AUTH_STRING"] = self.prefect_auth
             env["PREFECT_API_DATABASE_CONNECTION_URL"] = (
                 f"postgresql+asyncpg://korpus@127.0.0.1:{self.ports['postgres']}/prefect"
             )
@@ -199,6 +242,8 @@ class Topology:
                 [
                     str(bin_dir / "dask"),
                     "scheduler",
+                    "--protocol",
+                    "tls",
                     "--host",
                     "127.0.0.1",
                     "--port",
@@ -245,10 +290,10 @@ class Topology:
 
             return probe
 
-        def http(url: str, ok: tuple[int, ...] = (200,)) -> Callable[[], bool]:
+        def http(url: str, ok: tuple[int, ...] = (200,), auth: tuple[str, str] | None = None) -> Callable[[], bool]:
             def probe() -> bool:
                 with contextlib.suppress(httpx.HTTPError):
-                    return httpx.get(url, timeout=2).status_code in ok
+                    return httpx.get(url, timeout=2, auth=auth).status_code in ok
                 return False
 
             return probe
@@ -256,7 +301,8 @@ class Topology:
         if part == "postgres":  # ready when it accepts connections: an open port may still be in crash recovery
             return lambda: postgres.accepting(self.ports["postgres"])
         if part == "prefect-server":
-            return http(f"{self.api_url}/health")
+            user, _, password = self.prefect_auth.partition(":")
+            return http(f"{self.api_url}/health", auth=(user, password))
         if part == "dask-scheduler":
             return tcp(self.ports["dask"])
         if part in SERVE_REPLICAS:
@@ -385,7 +431,10 @@ class Topology:
 
         deadline = time.monotonic() + timeout
         while True:
-            with contextlib.suppress(OSError, TimeoutError), Client(self.dask_address, timeout=5) as client:
+            with (
+                contextlib.suppress(OSError, TimeoutError),
+                Client(self.dask_address, timeout=5, security=self.dask_security()) as client,
+            ):
                 if len(client.scheduler_info()["workers"]) >= count:
                     return
             if time.monotonic() > deadline:

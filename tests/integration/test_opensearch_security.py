@@ -9,8 +9,6 @@ node does not load (the note of session 35 says so).
 
 from __future__ import annotations
 
-import datetime
-import ipaddress
 import ssl
 from pathlib import Path
 
@@ -21,6 +19,7 @@ from pydantic import SecretStr
 from flows.corpus_refresh import run_refresh
 from korpus.apps.api import create_app
 from korpus.core.settings import Settings
+from tasks.runtime.tls import loopback_credentials
 
 from .fault_proxy import Faults, fault_proxy
 
@@ -29,41 +28,10 @@ pytestmark = [pytest.mark.integration, pytest.mark.opensearch]
 
 def _certificates(folder: Path) -> tuple[Path, ssl.SSLContext]:
     """A CA of the test's own and a certificate it signed for 127.0.0.1: (the CA bundle, the server's context)."""
-    from cryptography import x509
-    from cryptography.hazmat.primitives import hashes, serialization
-    from cryptography.hazmat.primitives.asymmetric import ec
-    from cryptography.x509.oid import NameOID
-
-    now = datetime.datetime.now(datetime.UTC)
-
-    def certificate(subject: str, key, issuer: str, signer, ca: bool) -> x509.Certificate:
-        builder = (
-            x509.CertificateBuilder()
-            .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, subject)]))
-            .issuer_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, issuer)]))
-            .public_key(key.public_key())
-            .serial_number(x509.random_serial_number())
-            .not_valid_before(now - datetime.timedelta(minutes=5))
-            .not_valid_after(now + datetime.timedelta(days=1))
-            .add_extension(x509.BasicConstraints(ca=ca, path_length=None), critical=True)
-        )
-        if not ca:
-            names = [x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]
-            builder = builder.add_extension(x509.SubjectAlternativeName(names), critical=False)
-        return builder.sign(signer, hashes.SHA256())
-
-    ca_key, server_key = ec.generate_private_key(ec.SECP256R1()), ec.generate_private_key(ec.SECP256R1())
-    ca_cert = certificate("korpus test CA", ca_key, "korpus test CA", ca_key, ca=True)
-    server_cert = certificate("127.0.0.1", server_key, "korpus test CA", ca_key, ca=False)
-    pem = serialization.Encoding.PEM
-    (folder / "ca.pem").write_bytes(ca_cert.public_bytes(pem))
-    (folder / "server.pem").write_bytes(server_cert.public_bytes(pem))
-    (folder / "server.key").write_bytes(
-        server_key.private_bytes(pem, serialization.PrivateFormat.PKCS8, serialization.NoEncryption())
-    )
+    made = loopback_credentials(folder / "tls")
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-    context.load_cert_chain(folder / "server.pem", folder / "server.key")
-    return folder / "ca.pem", context
+    context.load_cert_chain(made.cert, made.key)
+    return made.ca, context
 
 
 def test_a_cluster_behind_tls_and_a_password(

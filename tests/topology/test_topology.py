@@ -111,9 +111,11 @@ def _alive(pid: int) -> bool:
 
 def _client(topology: Topology):
     from prefect.client.orchestration import get_client
-    from prefect.settings import PREFECT_API_URL, temporary_settings
+    from prefect.settings import PREFECT_API_AUTH_STRING, PREFECT_API_URL, temporary_settings
 
-    with temporary_settings(updates={PREFECT_API_URL: topology.api_url}):
+    with temporary_settings(
+        updates={PREFECT_API_URL: topology.api_url, PREFECT_API_AUTH_STRING: topology.prefect_auth}
+    ):
         return get_client(sync_client=True)
 
 
@@ -248,6 +250,30 @@ def test_scheduled_refreshes_serve_a_changing_corpus(topology: Topology) -> None
     _served_equals_catalog(topology)
 
 
+def test_the_parts_refuse_a_caller_without_credentials(topology: Topology) -> None:
+    """#64 item 5: the Prefect API asks for its basic-auth string (generated, kept under the topology's home readable
+    by its owner only) and the Dask scheduler for a certificate its CA signed. OpenSearch does not: its security
+    plugin is not loaded (docs/topology.md says so)."""
+    from distributed import Client
+    from distributed.security import Security
+
+    assert (topology.home / "secrets.json").stat().st_mode & 0o077 == 0
+    assert (topology.dask_tls.key.stat().st_mode & 0o077) == 0
+    flows = f"{topology.api_url}/flows/filter"
+    assert httpx.post(flows, json={}, timeout=30).status_code == 401
+    assert httpx.post(flows, json={}, auth=("korpus", "guess"), timeout=30).status_code == 401
+    user, _, password = topology.prefect_auth.partition(":")
+    assert httpx.post(flows, json={}, auth=(user, password), timeout=30).status_code == 200
+    with Client(topology.dask_address, timeout=10, security=topology.dask_security()) as client:
+        assert len(client.scheduler_info()["workers"]) == 2
+    # the scheduler's certificate verified, but none of the client's own: the handshake is refused
+    anonymous = Security(tls_ca_file=str(topology.dask_tls.ca), require_encryption=True)
+    with pytest.raises((OSError, TimeoutError)):
+        Client(topology.dask_address, timeout=10, security=anonymous).close()
+    with pytest.raises((OSError, TimeoutError, TypeError, ValueError)):  # plain TCP to a TLS scheduler
+        Client(topology.dask_address.replace("tls://", "tcp://"), timeout=10).close()
+
+
 def test_a_serve_replica_killed_while_searches_run(topology: Topology) -> None:
     """Two `korpus serve` replicas: with serve-1 killed, serve-2 answers every search; serve-1 comes back with its
     port. `korpus topology status --json` names every part with its process and URL, and says which is down."""
@@ -296,7 +322,7 @@ def test_a_dask_worker_killed_while_it_holds_ocr_work(topology: Topology) -> Non
     killed: list[str] = []
 
     def kill_when_busy() -> None:
-        with Client(topology.dask_address) as client:
+        with Client(topology.dask_address, security=topology.dask_security()) as client:
             deadline = time.monotonic() + 400
             while time.monotonic() < deadline and not killed:
                 for worker, keys in client.processing().items():
