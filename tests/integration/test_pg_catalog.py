@@ -293,3 +293,61 @@ def test_catalog_sync_and_status_through_the_cli(catalog_url: str, tmp_path: Pat
     gone = f"postgresql://korpus@127.0.0.1:{free_port()}/korpus"
     down = runner.invoke(app, ["catalog", "status", "--data", str(data)], env={"KORPUS_CATALOG_URL": gone})
     assert down.exit_code == 3 and "cannot answer" in down.output
+
+
+def test_writers_in_parallel_leave_the_server_exact(catalog_url: str, tmp_path: Path) -> None:
+    """Three connections to one bound file (a refresh's workers and a reviewer are such) relabel and retire at once:
+    each write takes SQLite's lock, then the server's advisory lock, and widens after its commit under the latter —
+    none waits on the other forever, none is lost, and the server ends exactly as the file."""
+    import threading
+
+    import psycopg
+
+    path = tmp_path / "k.db"
+    with SqliteIndex(path) as index:
+        index.bind_serving_catalog(catalog_url)
+        names = [f"f{n}.txt" for n in range(6)]
+        for name in names:
+            _publish(index, name, "public")
+    failures: list[BaseException] = []
+
+    def writer(seed: int) -> None:
+        try:
+            with SqliteIndex(path) as index:
+                for step in range(25):
+                    name = names[(seed * 7 + step) % len(names)]
+                    access = ("public", "hr", "legal")[(seed + step) % 3]
+                    if step % 11 == 10:
+                        index.retire_source(name)
+                    else:
+                        index.relabel_source(
+                            Source(
+                                source_id=name,
+                                version="v1",
+                                path="/x",
+                                kind=SourceKind.text,
+                                owner="o",
+                                access=access,
+                                tenant="default",
+                            )
+                        )
+        except BaseException as exc:  # reported by the test thread
+            failures.append(exc)
+
+    threads = [threading.Thread(target=writer, args=(seed,)) for seed in range(3)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=120)
+    assert not any(thread.is_alive() for thread in threads), "a writer is stuck"
+    assert not failures, failures
+    with SqliteIndex(path) as index:
+        in_file = {
+            c: (v, a)
+            for c, v, a in index.conn.execute(
+                "SELECT c.chunk_id, v.visible, c.access FROM chunks c JOIN chunk_visibility v ON v.rowid = c.rowid"
+            )
+        }
+    with psycopg.connect(catalog_url, autocommit=True) as conn:
+        on_server = {c: (v, a) for c, v, a in conn.execute("SELECT chunk_id, visible, access FROM chunk_access")}
+    assert on_server == in_file
