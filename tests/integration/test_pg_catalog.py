@@ -236,6 +236,8 @@ def test_a_replica_without_a_file_checks_every_hit_on_postgres_and_says_503_whil
     health = replica.get("/health")
     assert health.status_code == 200 and health.json()["catalog"] == "postgresql", health.json()
     assert health.json()["chunks_current"] == 2
+    viewer = replica.get("/sources/записка.txt")  # what still needs the file says so
+    assert viewer.status_code == 503 and "without a catalog file" in viewer.json()["detail"]
 
     with SqliteIndex(writer.index_path) as index:  # the writer's relabel; the cluster is not synced after it
         (version,) = index.indexed_versions()["записка.txt"]

@@ -65,6 +65,12 @@ def served(settings: Settings) -> Served:
 
     def index() -> Any:
         if not settings.index_path.is_file():
+            if settings.catalog_url and backend_entry(settings).outlives_index:  # a stateless search replica
+                raise HTTPException(
+                    status_code=503,
+                    detail=f"this server answers searches without a catalog file (KORPUS_CATALOG_URL); this page "
+                    f"needs the catalog file, which is not at {settings.index_path}",
+                )
             raise HTTPException(status_code=503, detail="no index yet: run `korpus refresh`")
         with SqliteIndex(settings.index_path) as idx:
             yield idx
