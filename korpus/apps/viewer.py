@@ -6,6 +6,9 @@ transcript.
     /view/{source}?page=N            a page with nothing highlighted
     /view/{source}?page=N&png=1      the page image itself; ?audio=1 the recording
 
+On a stateless replica (KORPUS_CATALOG_URL with the cluster) the source's row comes from PostgreSQL and its chunks
+from the cluster, each checked there; the page images from the file or its searchable copy, as anywhere.
+
 The same access rule as /search, on every route: the caller's scopes (API key as `X-API-Key`, `Authorization:
 Bearer …`, or the HttpOnly cookie /view/login sets for a browser) must include the source's access, else 404 — a
 caller cannot tell a source it may not see from one that does not exist. Server-rendered HTML with review.css and
@@ -34,8 +37,16 @@ def view_link(hit: dict[str, Any]) -> str | None:
     return f"/view/{quote(hit['source_id'], safe='/')}?chunk={hit['chunk_id']}"
 
 
+def _from_the_cluster(backend: Any, source_id: str, scopes: list[str]) -> tuple[dict | None, list[dict[str, Any]]]:
+    """(the source's current version the scopes may see, its chunks in order), read without the catalog file."""
+    found = backend.catalog.visible_source(source_id, scopes)
+    if found is None:
+        return None, []
+    return found, backend.source_chunks(source_id, found["version"], scopes)
+
+
 def viewer_router(deps: Served) -> APIRouter:
-    settings, Index, Scopes = deps.settings, deps.Index, deps.Scopes
+    settings, SearchIndex, Reader, Scopes = deps.settings, deps.SearchIndex, deps.Reader, deps.Scopes
     router = APIRouter(include_in_schema=False)
 
     @router.get("/view/login")
@@ -57,16 +68,21 @@ def viewer_router(deps: Served) -> APIRouter:
     def view(
         request: Request,
         source_id: str,
-        idx: Index,
+        idx: SearchIndex,
+        read: Reader,
         allowed: Scopes,
         chunk: str | None = None,
         page: Annotated[int | None, Query(ge=1)] = None,
         png: bool = False,
         audio: bool = False,
     ) -> Response:
-        searcher = idx.searcher
-        found = searcher.visible_source(source_id, allowed)
-        cited = searcher.cited(chunk, allowed) if chunk else None
+        if idx is None:  # a stateless replica: the source's row from PostgreSQL, its chunks from the cluster
+            found, chunks = _from_the_cluster(read.backend, source_id, allowed)
+            cited = next((dict(c, source_id=source_id) for c in chunks if c["chunk_id"] == chunk), None)
+        else:
+            found = idx.searcher.visible_source(source_id, allowed)
+            cited = idx.searcher.cited(chunk, allowed) if chunk else None
+            chunks = None
         if found is None or (chunk and (cited is None or cited["source_id"] != source_id)):
             raise HTTPException(status_code=404, detail="no such source or chunk for these scopes")
         source = Source(
@@ -87,7 +103,8 @@ def viewer_router(deps: Served) -> APIRouter:
             except (OSError, ValueError, IndexError) as exc:
                 raise HTTPException(status_code=404, detail=f"no page {number}: {exc}") from exc
             return Response(image, media_type="image/png")
-        chunks = idx.source_chunks(source_id)
+        if chunks is None:
+            chunks = idx.source_chunks(source_id)
         html = _templates.get_template("view.html").render(
             source=found,
             chunk=cited,

@@ -466,6 +466,26 @@ class OpenSearchIndex:
             found = {c: source | {"access": allowed[c]} for c, source in found.items() if c in allowed}
         return [(c, self._hit(found[c], score, regions)) for c, score in scored if c in found]
 
+    def source_chunks(self, source_id: str, version: str, scopes: Sequence[str]) -> list[dict[str, Any]]:
+        """A source version's current chunks in order, as the viewer shows them (previous and next ids included),
+        each checked against the catalog — what a replica without the catalog file reads instead of its rows."""
+        query = {
+            "bool": {
+                "filter": [{"term": {"source_id": source_id}}, {"term": {"source_version": version}}, *visible(scopes)]
+            }
+        }
+        fields = ["chunk_id", "page", "t_start", "t_end", "section_path", "text", "body", "exception", "regions"]
+        found = [h["_source"] for h in self._every(query, source=[*fields, "ordinal"], sort=("ordinal", "chunk_id"))]
+        allowed = self._allowed([c["chunk_id"] for c in found], scopes)
+        if allowed is not None:
+            found = [c | {"access": allowed[c["chunk_id"]]} for c in found if c["chunk_id"] in allowed]
+        for at, chunk in enumerate(found):
+            chunk["previous_id"] = found[at - 1]["chunk_id"] if at else None
+            chunk["next_id"] = found[at + 1]["chunk_id"] if at + 1 < len(found) else None
+            chunk["section_path"] = list(chunk.get("section_path") or [])
+            chunk["regions"] = unpack(chunk.get("regions"))
+        return found
+
     def _allowed(self, chunk_ids: list[str], scopes: Sequence[str]) -> dict[str, str] | None:
         """The catalog's say, read in this request: chunk id → access rule of those it holds current and visible to
         the caller (tasks/index/catalog_check.py); None when this cluster has no catalog to ask."""

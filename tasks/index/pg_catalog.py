@@ -121,6 +121,23 @@ class PgCatalog:
         sql = "SELECT chunk_id, access FROM chunk_access WHERE chunk_id = ANY(%s) AND visible = ANY(%s)"
         return dict(self._run(lambda conn: conn.execute(sql, (list(chunk_ids), list(scopes))).fetchall()))
 
+    def visible_source(self, source_id: str, scopes: Sequence[str]) -> dict[str, Any] | None:
+        """The current version of a file the scopes may see (version, kind, path, size, access, tenant); None
+        otherwise — as the SQLite side's `visible_source`, for a replica's viewer."""
+        from korpus.core.datamodel import scope_of
+
+        sql = (
+            "SELECT source_id, version, kind, path, size, access, tenant FROM catalog_sources "
+            "WHERE source_id = %s AND lifecycle = 'current' AND kind IS DISTINCT FROM 'meta'"
+        )
+        rows = self._run(lambda conn: conn.execute(sql, (source_id,)).fetchall())
+        names = ("source_id", "version", "kind", "path", "size", "access", "tenant")
+        for row in rows:
+            found = dict(zip(names, row, strict=True))
+            if scope_of(found["access"], found["tenant"]) in scopes:
+                return found
+        return None
+
     def meta(self) -> dict[str, str]:
         return dict(self._run(lambda conn: conn.execute("SELECT key, value FROM catalog_meta").fetchall()))
 
@@ -238,13 +255,14 @@ class PgWriter:
             applied = self._applied(conn, catalog_id)
             with conn.transaction():
                 if applied is None:  # a whole load follows the commit: until then nothing is served from here
-                    conn.execute("TRUNCATE chunk_access")
+                    conn.execute("TRUNCATE chunk_access, catalog_sources")
                     conn.execute("DELETE FROM catalog_meta WHERE key IN (%s, %s)", (ID_KEY, APPLIED_KEY))
                     return
                 for ids in self._changed(applied):
                     states = self._states(ids)
                     gone = [c for c in ids if c not in states]
                     kept = [c for c in ids if c in states]
+                    self._narrow_sources(conn, self._versions_of(conn, states, gone))
                     conn.execute("DELETE FROM chunk_access WHERE chunk_id = ANY(%s)", (gone,))
                     conn.execute(
                         "UPDATE chunk_access a SET visible = NULL FROM unnest(%s::text[], %s::text[], %s::text[]) "
@@ -280,7 +298,7 @@ class PgWriter:
             head, generation = self._head()
             with conn.transaction():
                 if applied is None:
-                    conn.execute("TRUNCATE chunk_access")
+                    conn.execute("TRUNCATE chunk_access, catalog_sources")
                     written = self._load_whole(conn)
                     oldest = time.time()
                 else:
@@ -329,10 +347,80 @@ class PgWriter:
     def _oldest(self, applied: int) -> float | None:
         return self.sqlite.execute("SELECT min(at) FROM chunk_outbox WHERE seq > ?", (applied,)).fetchall()[0][0]
 
+    def _versions_of(self, conn: Any, states: dict[str, tuple], gone: list[str]) -> set[tuple[str, str]]:
+        """The source versions of these chunks: from the file, and from the server for those the file deleted."""
+        pairs = {(state[0], state[1]) for state in states.values()}
+        if gone:
+            sql = "SELECT DISTINCT source_id, source_version FROM chunk_access WHERE chunk_id = ANY(%s)"
+            pairs |= {tuple(row) for row in conn.execute(sql, (gone,))}
+        return pairs
+
+    def _source_rows(self, pairs: set[tuple[str, str]]) -> dict[tuple[str, str], tuple]:
+        """The file's rows of these source versions: (kind, path, size, access, tenant, lifecycle) by version."""
+        out: dict[tuple[str, str], tuple] = {}
+        listed = sorted(pairs)
+        for start in range(0, len(listed), 400):
+            part = listed[start : start + 400]
+            rows = self.sqlite.execute(
+                "SELECT source_id, version, kind, path, size, access, tenant, lifecycle FROM sources WHERE "
+                f"(source_id, version) IN (VALUES {', '.join('(?, ?)' for _ in part)})",
+                [value for pair in part for value in pair],
+            )
+            out.update({(sid, version): tuple(rest) for sid, version, *rest in rows})
+        return out
+
+    def _narrow_sources(self, conn: Any, pairs: set[tuple[str, str]]) -> None:
+        """Before the commit: a source version the server shows current whose row changed (relabelled, superseded,
+        removed) is taken off the server until the widening writes it again."""
+        if not pairs:
+            return
+        rows = self._source_rows(pairs)
+        changed = [
+            pair
+            for pair, shown in self._server_sources(conn, pairs).items()
+            if shown[5] == "current" and rows.get(pair) != shown
+        ]
+        if changed:
+            conn.execute(
+                "DELETE FROM catalog_sources s USING unnest(%s::text[], %s::text[]) AS p(source_id, version) "
+                "WHERE s.source_id = p.source_id AND s.version = p.version",
+                ([p[0] for p in changed], [p[1] for p in changed]),
+            )
+
+    def _server_sources(self, conn: Any, pairs: set[tuple[str, str]]) -> dict[tuple[str, str], tuple]:
+        listed = sorted(pairs)
+        rows = conn.execute(
+            "SELECT s.source_id, s.version, kind, path, size, access, tenant, lifecycle FROM catalog_sources s "
+            "JOIN unnest(%s::text[], %s::text[]) AS p(source_id, version) "
+            "ON s.source_id = p.source_id AND s.version = p.version",
+            ([p[0] for p in listed], [p[1] for p in listed]),
+        )
+        return {(sid, version): tuple(rest) for sid, version, *rest in rows}
+
+    def _write_sources(self, conn: Any, pairs: set[tuple[str, str]]) -> None:
+        rows = self._source_rows(pairs)
+        missing = [pair for pair in pairs if pair not in rows]
+        if missing:
+            conn.execute(
+                "DELETE FROM catalog_sources s USING unnest(%s::text[], %s::text[]) AS p(source_id, version) "
+                "WHERE s.source_id = p.source_id AND s.version = p.version",
+                ([p[0] for p in missing], [p[1] for p in missing]),
+            )
+        if rows:
+            columns = list(zip(*((*pair, *row) for pair, row in rows.items()), strict=True))
+            conn.execute(
+                "INSERT INTO catalog_sources SELECT * FROM unnest(%s::text[], %s::text[], %s::text[], %s::text[], "
+                "%s::bigint[], %s::text[], %s::text[], %s::text[]) ON CONFLICT (source_id, version) DO UPDATE SET "
+                "kind = excluded.kind, path = excluded.path, size = excluded.size, access = excluded.access, "
+                "tenant = excluded.tenant, lifecycle = excluded.lifecycle",
+                [list(column) for column in columns],
+            )
+
     def _write_states(self, conn: Any, ids: list[str]) -> int:
         states = self._states(ids)
         gone = [c for c in ids if c not in states]
         kept = [c for c in ids if c in states]
+        self._write_sources(conn, self._versions_of(conn, states, gone))
         conn.execute("DELETE FROM chunk_access WHERE chunk_id = ANY(%s)", (gone,))
         columns = list(zip(*(states[c] for c in kept), strict=True)) if kept else [[], [], [], []]
         conn.execute(

@@ -30,6 +30,23 @@ MIGRATIONS: tuple[tuple[int, str, str], ...] = (
             '(a mirror that lacks changes past its number is behind by now() - at)';
         """,
     ),
+    (
+        2,
+        "serving part: source versions, for the viewer",
+        """
+        CREATE TABLE catalog_sources (
+            source_id TEXT NOT NULL,
+            version TEXT NOT NULL,
+            kind TEXT,
+            path TEXT,
+            size BIGINT,
+            access TEXT,
+            tenant TEXT,
+            lifecycle TEXT NOT NULL,
+            PRIMARY KEY (source_id, version)
+        );
+        """,
+    ),
 )
 LOCK_KEY = 0x6B6F72707573  # "korpus": the advisory lock of migrations and of every writer's narrow-then-widen
 

@@ -593,7 +593,7 @@ def test_access_and_lifecycle_hold_with_the_check_on_postgres(
         Archive.TestCase,
         "settings",
         settings(
-            max_examples=12,
+            max_examples=8,
             stateful_step_count=10,
             deadline=None,
             suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],

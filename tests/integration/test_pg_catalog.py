@@ -153,9 +153,21 @@ class LabelsOnPostgres(Labels):
         with psycopg.connect(self.direct, autocommit=True) as conn:
             on_server = {c: (v, a) for c, v, a in conn.execute("SELECT chunk_id, visible, access FROM chunk_access")}
             applied = dict(conn.execute("SELECT key, value FROM catalog_meta").fetchall()).get(APPLIED_KEY)
+            server_sources = conn.execute(
+                "SELECT source_id, version, access, tenant, lifecycle FROM catalog_sources"
+            ).fetchall()
         for chunk_id, (visible, access) in on_server.items():
             if visible is not None:
                 assert in_file.get(chunk_id) == (visible, access), (chunk_id, visible, access, in_file.get(chunk_id))
+        file_sources = {
+            (sid, version): (access, tenant, lifecycle)
+            for sid, version, access, tenant, lifecycle in self.index.conn.execute(
+                "SELECT source_id, version, access, tenant, lifecycle FROM sources"
+            )
+        }
+        for sid, version, access, tenant, lifecycle in server_sources:  # what the viewer shows, as the file has it
+            if lifecycle == "current":
+                assert file_sources.get((sid, version)) == (access, tenant, lifecycle), (sid, version, access)
         head = self.index.conn.execute("SELECT seq FROM sqlite_sequence WHERE name = 'chunk_outbox'").fetchall()
         caught_up = applied is not None and int(applied) >= (int(head[0][0]) if head else 0)
         if not caught_up:
@@ -182,7 +194,7 @@ def test_the_label_machine_on_postgres_never_widens(
         monkeypatch.setattr(
             LabelsOnPostgres.TestCase,
             "settings",
-            settings(max_examples=40, stateful_step_count=10, deadline=None, suppress_health_check=list(HealthCheck)),
+            settings(max_examples=30, stateful_step_count=10, deadline=None, suppress_health_check=list(HealthCheck)),
         )
         LabelsOnPostgres.TestCase().runTest()
         assert LabelsOnPostgres.lagged > 0  # the outage between narrowing and widening was among the steps
@@ -233,10 +245,13 @@ def test_a_replica_without_a_file_checks_every_hit_on_postgres_and_says_503_whil
         answer = replica.get("/search", params={"q": "ремонт кровли", "mode": mode})
         assert answer.status_code == 200, answer.text
         assert answer.json()[0]["source_id"] == "записка.txt", answer.json()
+    cited = replica.get("/search", params={"q": "ремонт кровли", "mode": "bm25"}).json()[0]
+    page = replica.get(f"/view/записка.txt?chunk={cited['chunk_id']}")  # the viewer, from PostgreSQL and the cluster
+    assert page.status_code == 200 and "ремонте кровли" in page.text, page.text[:300]
     health = replica.get("/health")
     assert health.status_code == 200 and health.json()["catalog"] == "postgresql", health.json()
     assert health.json()["chunks_current"] == 2
-    viewer = replica.get("/sources/записка.txt")  # what still needs the file says so
+    viewer = replica.get("/sources/записка.txt")  # what still needs the file says so (/sources, /meta, /review)
     assert viewer.status_code == 503 and "without a catalog file" in viewer.json()["detail"]
 
     with SqliteIndex(writer.index_path) as index:  # the writer's relabel; the cluster is not synced after it
@@ -253,6 +268,7 @@ def test_a_replica_without_a_file_checks_every_hit_on_postgres_and_says_503_whil
         index.relabel_source(moved)
     answer = replica.get("/search", params={"q": "ремонт кровли", "mode": "bm25"})
     assert answer.status_code == 200 and "записка.txt" not in {h["source_id"] for h in answer.json()}
+    assert replica.get(f"/view/записка.txt?chunk={cited['chunk_id']}").status_code == 404  # nor its page
 
     postgres_server.kill()
     try:
