@@ -77,7 +77,13 @@ from tasks.text.analysis import analyse
 
 SKIP = ("no-answer", "denied-access", "collection")
 KINDS = ("as written", "lower case", "typos", "keywords", "colloquial", "two in one")
-REPORTED_ONLY = ("real-typed",)
+REPORTED_ONLY = ("real-typed", "danetqa")
+"""Sets no parameter is ever fitted on: reported with parameters fitted on all the others."""
+DANETQA = ROOT / "eval" / "danetqa"
+SERVED_DEFAULT = ("convex minmax, two α by coverage", (0.35, 0.3, 0.5))
+"""korpus's hybrid as served (KORPUS_HYBRID_FUSION=convex: t 0.35, α_lo 0.3, α_hi 0.5), whose interval against the
+better side each cell reports (#66 acceptance)."""
+BOOTSTRAP_ROUNDS = 2000
 ALPHAS = tuple(round(0.1 * n, 1) for n in range(11))
 DEPTHS = (5, 10, 20, 30, 50)
 FITTED = {
@@ -150,16 +156,23 @@ def build(keep: Path, only: list[str] | None) -> dict[str, tuple[Path, Path]]:
         "xquad-ru": (lambda root: import_beir(ROOT / "eval" / "xquad-ru", root, xquad_q), xquad_q),
         "real-colloquial": (write_real_colloquial, REAL_QUESTIONS),
         "real-typed": (write_real_typed, REAL_TYPED / "questions.jsonl"),
+        # DaNetQA (#66): one corpus, its two halves of questions — the fitting half in every fitting pool, the
+        # reporting half never (REPORTED_ONLY)
+        "danetqa-fit": (lambda root: import_beir(DANETQA, root, keep / "danetqa-fit.jsonl", split="-fit"), None),
+        "danetqa": (lambda root: import_beir(DANETQA, root, keep / "danetqa.jsonl", split="-report"), None),
     }
+    questions_of = {"danetqa-fit": keep / "danetqa-fit.jsonl", "danetqa": keep / "danetqa.jsonl"}
     sets: dict[str, tuple[Path, Path]] = {}
     for name, (write, questions) in writers.items():
         if only and name not in only:
             continue
-        root, data = keep / f"{name}-root", keep / f"{name}-data"
-        if not (data / "korpus.db").is_file():
+        stem = name.removesuffix("-fit")  # the two DaNetQA halves share one refreshed corpus
+        root, data = keep / f"{stem}-root", keep / f"{stem}-data"
+        if not (data / "korpus.db").is_file() or not (questions or questions_of[name]).is_file():
             write(root)
-            run_refresh(root, Settings(data=data))
-        sets[name] = (data, questions)
+            if not (data / "korpus.db").is_file():
+                run_refresh(root, Settings(data=data))
+        sets[name] = (data, questions or questions_of[name])
     return sets
 
 
@@ -380,7 +393,42 @@ def study(cases: list[dict]) -> dict:
         "by set and kind (leave-one-set-out)": table,
         "by kind (leave-one-kind-out)": by_kind,
         "verdict": verdict(table),
+        "intervals": intervals(cases),
     }
+
+
+def paired_interval(cases: list[dict], rule: str, p: object, side: str, p_side: object = None) -> dict[str, float]:
+    """The mean of (rule − side) nDCG@10 over a cell's questions and its 95 % paired-bootstrap interval: the
+    questions resampled with replacement BOOTSTRAP_ROUNDS times (seeded), the same draw for both."""
+    diffs = np.array([score(c, rule, p)["ndcg@10"] - score(c, side, p_side)["ndcg@10"] for c in cases])
+    if not len(diffs):
+        return {"mean": 0.0, "low": 0.0, "high": 0.0}
+    rng = np.random.default_rng(66)
+    means = diffs[rng.integers(0, len(diffs), size=(BOOTSTRAP_ROUNDS, len(diffs)))].mean(axis=1)
+    low, high = np.percentile(means, [2.5, 97.5])
+    return {"mean": round(float(diffs.mean()), 4), "low": round(float(low), 4), "high": round(float(high), 4)}
+
+
+def intervals(cases: list[dict]) -> dict:
+    """Per set × kind: korpus's hybrid as served against the cell's better side, and dense against plain e5 (the
+    chunk's body alone), each as a paired-bootstrap 95 % interval; a cell under 300 questions is marked small."""
+    out: dict = {}
+    rule, p = SERVED_DEFAULT
+    for name in sorted({c["set"] for c in cases}):
+        for kind in KINDS:
+            own = [c for c in cases if c["set"] == name and c["kind"] == kind]
+            if not own:
+                continue
+            sides = {side: mean(own, side)["ndcg@10"] for side in ("bm25", "dense")}
+            better = max(sides, key=lambda side: sides[side])
+            out[f"{name} | {kind}"] = {
+                "n": len(own),
+                "small": len(own) < 300,
+                "better side": better,
+                "hybrid − better": paired_interval(own, rule, p, better),
+                "dense − plain e5": paired_interval(own, "dense", None, "dense, body"),
+            }
+    return out
 
 
 def questions_against(cases: list[dict], rule: str, p: object, side: str) -> dict[str, int]:
@@ -539,6 +587,17 @@ def print_report(report: dict, out: Callable[[str], None] = print) -> None:
             out(f"  {cell}")
             for rule, f in row.items():
                 out(f"    {rule:>34}: {f['ndcg@10']:.3f} ({f['r@1']:.3f})")
+    out("== korpus's hybrid as served − the better side, and dense − plain e5: nDCG@10, paired bootstrap 95 %")
+    out("| set | kind | n | better side | hybrid − better [95 %] | dense − plain e5 [95 %] |")
+    out("|---|---|---|---|---|---|")
+    for cell, row in report["intervals"].items():
+        name, kind = cell.split(" | ")
+        h, d = row["hybrid − better"], row["dense − plain e5"]
+        n = f"{row['n']}{' (small)' if row['small'] else ''}"
+        out(
+            f"| {name} | {kind} | {n} | {row['better side']} | {h['mean']:+.3f} [{h['low']:+.3f}, {h['high']:+.3f}] "
+            f"| {d['mean']:+.3f} [{d['low']:+.3f}, {d['high']:+.3f}] |"
+        )
     out("== rules against the better side (−0.005 allowed); dense against plain e5 (nothing allowed)")
     for rule, v in report["verdict"].items():
         out(f"  {rule}: {len(v['below'])} of {v['cells']} cells below, worst {v['worst']:+.3f}")
