@@ -14,8 +14,8 @@ Corpora, each refreshed into a fresh data directory by the real flow:
 `--only NAME …` runs only those sets; `--embed-model PATH` refreshes every set with that embedder instead of the
 default (the embedder comparison of #31).
 Retrievers: bm25-nostem, bm25, dense, hybrid-rrf (plain equal-weight RRF), hybrid (routed by lexical coverage).
-It ends with one table: every set × {bm25, dense, hybrid} × {R@1, nDCG@10}, the hybrid whose routing cut is fitted
-on the other sets (leave-one-set-out, benchmarks/fusion.py's grid), and whether hybrid is ≥ both sides.
+It ends with one table: every set × {bm25, dense, hybrid} × {R@1, nDCG@10}, and whether hybrid is ≥ both sides
+(fitted out of sample, with intervals: benchmarks/fusion.py).
 
 `--backend opensearch`: every set is also mirrored to a real OpenSearch node (`--opensearch-url`, else a node korpus
 starts for the run: infra/opensearch/node) and every retriever evaluated there too, with the same analyzer, fusion
@@ -228,7 +228,7 @@ def _main(args: argparse.Namespace) -> None:
             }
         print(json.dumps(report, indent=2, ensure_ascii=False))
         return
-    report, built = {}, {}  # built: set name → (data folder, questions), for the leave-one-set-out summary
+    report, built = {}, {}  # built: set name → (data folder, questions)
     with tempfile.TemporaryDirectory(prefix="korpus-retrieval-") as tmp:
         questions = Path(tmp) / "archive-style.jsonl"
         archive_eval.write_questions(questions)
@@ -261,7 +261,6 @@ def _main(args: argparse.Namespace) -> None:
             write_real_colloquial(real)
             report["real-colloquial"] = run(real, REAL_QUESTIONS, Path(tmp) / "real-data")
             built["real-colloquial"] = (Path(tmp) / "real-data", REAL_QUESTIONS)
-        loso = leave_one_set_out(built) if not EMBED_MODEL else {}
     if args.json:
         print(json.dumps(report, indent=2, ensure_ascii=False))
         return
@@ -276,24 +275,7 @@ def _main(args: argparse.Namespace) -> None:
                 f"{retriever:>12}: n={r['n']} R@1={r['recall@1']} R@10={r['recall@10']} MRR@10={r['mrr@10']} "
                 f"nDCG@10={r['ndcg@10']} leaks={r['leaks']}  by type nDCG@10: {types}"
             )
-    print(summary(report, loso))
-
-
-def leave_one_set_out(built: dict[str, tuple[Path, Path]]) -> dict[str, dict[str, float]]:
-    """Per set: the default's two-way routing with its BM25-alone cut fitted on the other sets (benchmarks/fusion.py),
-    on the same candidates as every other fusion — the row that says the default's one parameter was not fitted on
-    the set it is reported on. The structure-v1 variant of the archive set is not a set of its own."""
-    from benchmarks.fusion import fitted_cut, measure, rankings
-
-    cases = {n: rankings(d, q) for n, (d, q) in built.items() if "structure-v1" not in n}
-    out = {}
-    for name, own in cases.items():
-        others = [c for other, cs in cases.items() if other != name for c in cs]
-        if not others:
-            continue
-        cut = fitted_cut(others)
-        out[name] = {"cut": cut, **measure(own, "two-way", cut)}
-    return out
+    print(summary(report))
 
 
 OPENSEARCH = " @opensearch"
@@ -316,22 +298,20 @@ def backends_table(report: dict) -> str:
     return "\n".join(rows)
 
 
-def summary(report: dict, loso: dict) -> str:
-    """One table: every set × {bm25, dense, hybrid} × {R@1, nDCG@10}, the leave-one-set-out hybrid beside it, and
-    whether hybrid is at least its better side on both measures."""
+def summary(report: dict) -> str:
+    """One table: every set × {bm25, dense, hybrid} × {R@1, nDCG@10}, and whether hybrid is at least its better side
+    on both measures (fusion fitted out of sample, with intervals: benchmarks/fusion.py)."""
     head = (
         "| set | bm25 R@1 | bm25 nDCG@10 | dense R@1 | dense nDCG@10 | hybrid R@1 | hybrid nDCG@10 "
-        "| hybrid, cut fitted on the other sets: R@1 / nDCG@10 | hybrid ≥ both sides |"
+        "| hybrid ≥ both sides |"
     )
-    rows = [head, "|" + "---|" * 9]
+    rows = [head, "|" + "---|" * 8]
     for name, by in report.items():
         b, d, h = by["bm25"], by["dense"], by["hybrid"]
         holds = all(h[m] >= max(b[m], d[m]) for m in ("recall@1", "ndcg@10"))
-        fitted = loso.get(name)
-        other = f"{fitted['r@1']:.3f} / {fitted['ndcg@10']:.3f} (cut {fitted['cut']})" if fitted else "—"
         rows.append(
             f"| {name} | {b['recall@1']:.3f} | {b['ndcg@10']:.3f} | {d['recall@1']:.3f} | {d['ndcg@10']:.3f} "
-            f"| {h['recall@1']:.3f} | {h['ndcg@10']:.3f} | {other} | {'yes' if holds else 'NO'} |"
+            f"| {h['recall@1']:.3f} | {h['ndcg@10']:.3f} | {'yes' if holds else 'NO'} |"
         )
     return "\n".join(rows)
 
