@@ -8,6 +8,7 @@ docs/topology.md is the guide from here to many machines."""
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Annotated
 
@@ -57,7 +58,12 @@ def up_cmd(
         json.dumps(
             {
                 "prefect_api": topology.api_url,
+                "prefect_auth": "PREFECT_SERVER_API_AUTH_STRING"
+                if os.environ.get("PREFECT_SERVER_API_AUTH_STRING")
+                else str(topology.home / "secrets.json"),
                 "dask": topology.dask_address,
+                "dask_tls": str(topology.home / "tls"),
+                "catalog": topology.catalog_url,
                 "opensearch": topology.opensearch_url,
                 "serve": topology.serve_urls,
                 "parts": topology.parts(),
