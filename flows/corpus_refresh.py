@@ -256,6 +256,10 @@ def run_refresh(root: Path, settings: Settings) -> dict[str, Any]:
     watch_over_me()  # what this process starts (LibreOffice, Tesseract) is killed with it, also when it is SIGKILLed
     own, ambient = settings.model_dump(mode="json"), Settings().model_dump(mode="json")
     overrides = {k: v for k, v in own.items() if v != ambient[k] and k not in SECRET_OR_LOCAL}
+    if overrides.get("catalog_url"):  # a password in the URL never becomes a stored parameter (PGPASSWORD has it)
+        from tasks.index.pg_catalog import without_password
+
+        overrides["catalog_url"] = without_password(overrides["catalog_url"])
     with flows_on_server(settings.prefect_port):  # korpus's local server, started once (or PREFECT_API_URL)
         return corpus_refresh(root=str(root), data=str(settings.data), overrides=overrides or None)
 
