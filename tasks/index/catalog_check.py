@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -112,13 +112,27 @@ def mirror_lag(conn: apsw.Connection, alias: str, max_seconds: float = 0.0) -> d
     (a refresh streaming its documents to the cluster: `KORPUS_MIRROR_MAX_LAG_SECONDS`); else the two generations
     and how long the oldest change it lacks has waited (None: unknown — a mirror that never synced from the
     outbox)."""
-    now, synced = generation(conn), synced_generation(conn, alias)
+    oldest = "SELECT min(at) FROM chunk_outbox WHERE seq > ?"
+    return lag_of(
+        generation(conn),
+        synced_generation(conn, alias),
+        synced_outbox(conn, alias),
+        lambda held: conn.execute(oldest, (held,)).fetchall()[0][0],
+        max_seconds,
+    )
+
+
+def lag_of(
+    now: int, synced: int | None, held: int | None, oldest_after: Callable[[int], float | None], max_seconds: float
+) -> dict[str, Any] | None:
+    """`mirror_lag` from its parts, wherever they are kept (this file, or the catalog's serving part on PostgreSQL):
+    the catalog's generation, the one the mirror reached, the last change number it holds, and how to read when the
+    oldest change past a number was made."""
     if synced is not None and synced >= now:
         return None
-    held = synced_outbox(conn, alias)
     waited = None
     if held is not None:
-        oldest = conn.execute("SELECT min(at) FROM chunk_outbox WHERE seq > ?", (held,)).fetchall()[0][0]
+        oldest = oldest_after(held)
         if oldest is None:  # generation moved by a write the outbox does not carry: nothing for the mirror
             return None
         waited = max(0.0, time.time() - oldest)

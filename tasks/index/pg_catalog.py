@@ -159,22 +159,18 @@ class PgCatalog:
     def mirror_lag(self, alias: str, max_seconds: float = 0.0) -> dict[str, Any] | None:
         """As `catalog_check.mirror_lag`, from the server: None when the mirror behind `alias` holds every change
         the server applied, or lacks only changes younger than `max_seconds`."""
+        from tasks.index.catalog_check import lag_of
+
         meta = self.meta()
-        now = int(meta.get("generation", 0))
-        synced = int(meta[MIRROR_KEY + alias]) if MIRROR_KEY + alias in meta else None
-        if synced is not None and synced >= now:
-            return None
-        held, waited = meta.get(OUTBOX_KEY + alias), None
-        if held is not None:
-            sql = "SELECT min(at) FROM catalog_changes WHERE seq > %s"
-            oldest = self._run(lambda conn: conn.execute(sql, (int(held),)).fetchone()[0])
-            if oldest is None:
-                return None
-            waited = max(0.0, time.time() - oldest)
-            if waited <= max_seconds:
-                return None
-        lag = {"catalog_generation": now, "mirror_generation": synced}
-        return lag | ({"lag_seconds": round(waited, 1)} if waited is not None else {})
+        synced, held = meta.get(MIRROR_KEY + alias), meta.get(OUTBOX_KEY + alias)
+        sql = "SELECT min(at) FROM catalog_changes WHERE seq > %s"
+        return lag_of(
+            int(meta.get("generation", 0)),
+            None if synced is None else int(synced),
+            None if held is None else int(held),
+            lambda after: self._run(lambda conn: conn.execute(sql, (after,)).fetchone()[0]),
+            max_seconds,
+        )
 
     def mark_synced(self, alias: str, reached: int, outbox: int) -> None:
         self._run(lambda conn: mark_synced(conn, alias, reached, outbox))

@@ -554,19 +554,19 @@ def test_access_holds_with_meta_documents_and_whole_document_quarantine(
     Archive.TestCase().runTest()
 
 
-@pytest.mark.opensearch
-def test_access_and_lifecycle_hold_on_the_opensearch_mirror_through_outages(
-    vectors: Vectors, opensearch_url: str, monkeypatch: pytest.MonkeyPatch
+def _on_the_cluster(
+    vectors: Vectors, opensearch_url: str, monkeypatch: pytest.MonkeyPatch, examples: int, catalog: str | None = None
 ) -> None:
-    """The same machine and invariants with KORPUS_BACKEND=opensearch on the real node, outages among the steps.
-    Fewer sequences than on SQLite: each sync waits for the cluster's refresh (`refresh=wait_for`, up to 1 s)."""
+    """The machine on the session's node behind a fault proxy (cluster outages among the steps), `examples`
+    sequences of 10 steps; with `catalog`, the catalog's serving part on that PostgreSQL."""
     monkeypatch.setattr(refresh_tasks.events, "sources_indexed", lambda *_a, **_k: None)
     monkeypatch.setattr(Archive, "vectors", vectors, raising=False)
+    monkeypatch.setattr(Archive, "catalog_url", catalog)
     monkeypatch.setattr(
         Archive.TestCase,
         "settings",
         settings(
-            max_examples=25,
+            max_examples=examples,
             stateful_step_count=10,
             deadline=None,
             suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
@@ -576,6 +576,15 @@ def test_access_and_lifecycle_hold_on_the_opensearch_mirror_through_outages(
     with fault_proxy(opensearch_url, faults) as proxy:
         monkeypatch.setattr(Archive, "cluster", (opensearch_url, proxy, faults))
         Archive.TestCase().runTest()
+
+
+@pytest.mark.opensearch
+def test_access_and_lifecycle_hold_on_the_opensearch_mirror_through_outages(
+    vectors: Vectors, opensearch_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The same machine and invariants with KORPUS_BACKEND=opensearch on the real node, outages among the steps.
+    Fewer sequences than on SQLite: each sync waits for the cluster's refresh (`refresh=wait_for`, up to 1 s)."""
+    _on_the_cluster(vectors, opensearch_url, monkeypatch, examples=25)
 
 
 @pytest.mark.opensearch
@@ -586,23 +595,7 @@ def test_access_and_lifecycle_hold_with_the_check_on_postgres(
     through the catalog's serving part on the session's PostgreSQL, and every search's hits are checked there — the
     answers korpus serve gives without a file. Cluster outages stay among the steps; the server's own outages are
     the label machine's (tests/integration/test_pg_catalog.py)."""
-    monkeypatch.setattr(refresh_tasks.events, "sources_indexed", lambda *_a, **_k: None)
-    monkeypatch.setattr(Archive, "vectors", vectors, raising=False)
-    monkeypatch.setattr(Archive, "catalog_url", catalog_url)
-    monkeypatch.setattr(
-        Archive.TestCase,
-        "settings",
-        settings(
-            max_examples=8,
-            stateful_step_count=10,
-            deadline=None,
-            suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
-        ),
-    )
-    faults = Faults(path="/")
-    with fault_proxy(opensearch_url, faults) as proxy:
-        monkeypatch.setattr(Archive, "cluster", (opensearch_url, proxy, faults))
-        Archive.TestCase().runTest()
+    _on_the_cluster(vectors, opensearch_url, monkeypatch, examples=8, catalog=catalog_url)
 
 
 def test_relabel_then_release_through_the_cli(models: dict[str, Path], tmp_path: Path) -> None:
