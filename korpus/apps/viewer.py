@@ -46,7 +46,7 @@ def _from_the_cluster(backend: Any, source_id: str, scopes: list[str]) -> tuple[
 
 
 def viewer_router(deps: Served) -> APIRouter:
-    settings, SearchIndex, Reader, Scopes = deps.settings, deps.SearchIndex, deps.Reader, deps.Scopes
+    settings, SearchIndex, Scopes = deps.settings, deps.SearchIndex, deps.Scopes
     router = APIRouter(include_in_schema=False)
 
     @router.get("/view/login")
@@ -69,7 +69,6 @@ def viewer_router(deps: Served) -> APIRouter:
         request: Request,
         source_id: str,
         idx: SearchIndex,
-        read: Reader,
         allowed: Scopes,
         chunk: str | None = None,
         page: Annotated[int | None, Query(ge=1)] = None,
@@ -77,7 +76,7 @@ def viewer_router(deps: Served) -> APIRouter:
         audio: bool = False,
     ) -> Response:
         if idx is None:  # a stateless replica: the source's row from PostgreSQL, its chunks from the cluster
-            found, chunks = _from_the_cluster(read.backend, source_id, allowed)
+            found, chunks = _from_the_cluster(deps.reader(None).backend, source_id, allowed)
             cited = next((dict(c, source_id=source_id) for c in chunks if c["chunk_id"] == chunk), None)
         else:
             found = idx.searcher.visible_source(source_id, allowed)

@@ -112,14 +112,18 @@ def mirror_lag(conn: apsw.Connection, alias: str, max_seconds: float = 0.0) -> d
     (a refresh streaming its documents to the cluster: `KORPUS_MIRROR_MAX_LAG_SECONDS`); else the two generations
     and how long the oldest change it lacks has waited (None: unknown — a mirror that never synced from the
     outbox)."""
-    oldest = "SELECT min(at) FROM chunk_outbox WHERE seq > ?"
     return lag_of(
         generation(conn),
         synced_generation(conn, alias),
         synced_outbox(conn, alias),
-        lambda held: conn.execute(oldest, (held,)).fetchall()[0][0],
+        lambda held: oldest_change_after(conn, held),
         max_seconds,
     )
+
+
+def oldest_change_after(conn: apsw.Connection, seq: int) -> float | None:
+    """When the oldest outbox row numbered past `seq` was made (epoch seconds); None when there is none."""
+    return conn.execute("SELECT min(at) FROM chunk_outbox WHERE seq > ?", (seq,)).fetchall()[0][0]
 
 
 def lag_of(
@@ -159,6 +163,3 @@ class SqliteCatalog:
             return None
         with contextlib.closing(read_only(self.path)) as conn:
             return mirror_lag(conn, alias, max_seconds)
-
-    def mark_synced(self, alias: str, reached: int, outbox: int) -> None:
-        """Nothing beyond the file's own marks (`mark_synced`, written by the sync in the file)."""

@@ -32,11 +32,13 @@ import logging
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
 import apsw
 
+from tasks.index import catalog_check
+from tasks.index.catalog_check import MIRROR_KEY, OUTBOX_KEY
 from tasks.index.pg_schema import LOCK_KEY, migrate
 
 log = logging.getLogger(__name__)
@@ -50,7 +52,8 @@ BIND_KEY = "serving_catalog"
 ID_KEY = "catalog_id"
 """SQLite index_meta and the server's catalog_meta: which catalog the server's rows are of."""
 APPLIED_KEY = "outbox_applied"
-MIRROR_KEY, OUTBOX_KEY = "mirror_synced:", "mirror_outbox:"
+SERVING_ALIAS = "postgresql"
+"""The name the file's own sync marks give the server (catalog_check.mark_synced): the outbox keeps what it lacks."""
 CARRIED = ("last_refresh", "quarantine_history", "embed_model", "embed_dims")
 """The file's index_meta rows a replica's /health reads (`PgCatalog.health_figures`), carried with every write."""
 CARRIED_PREFIX = "file:"
@@ -159,21 +162,16 @@ class PgCatalog:
     def mirror_lag(self, alias: str, max_seconds: float = 0.0) -> dict[str, Any] | None:
         """As `catalog_check.mirror_lag`, from the server: None when the mirror behind `alias` holds every change
         the server applied, or lacks only changes younger than `max_seconds`."""
-        from tasks.index.catalog_check import lag_of
-
         meta = self.meta()
         synced, held = meta.get(MIRROR_KEY + alias), meta.get(OUTBOX_KEY + alias)
         sql = "SELECT min(at) FROM catalog_changes WHERE seq > %s"
-        return lag_of(
+        return catalog_check.lag_of(
             int(meta.get("generation", 0)),
             None if synced is None else int(synced),
             None if held is None else int(held),
             lambda after: self._run(lambda conn: conn.execute(sql, (after,)).fetchone()[0]),
             max_seconds,
         )
-
-    def mark_synced(self, alias: str, reached: int, outbox: int) -> None:
-        self._run(lambda conn: mark_synced(conn, alias, reached, outbox))
 
     def close(self) -> None:
         conn = getattr(self._local, "conn", None)
@@ -216,18 +214,8 @@ class PgWriter:
         if meta.get(ID_KEY) != catalog_id or APPLIED_KEY not in meta:
             return None
         applied = int(meta[APPLIED_KEY])
-        mark = self.sqlite.execute("SELECT value FROM index_meta WHERE key = ?", (catalog_outbox_key(),)).fetchall()
-        return applied if mark and int(mark[0][0]) <= applied else None
-
-    def _changed(self, after: int) -> Iterator[list[str]]:
-        while True:
-            rows = self.sqlite.execute(
-                "SELECT seq, chunk_id FROM chunk_outbox WHERE seq > ? ORDER BY seq LIMIT ?", (after, BATCH)
-            ).fetchall()
-            if not rows:
-                return
-            yield [chunk_id for _, chunk_id in rows]
-            after = rows[-1][0]
+        mark = catalog_check.synced_outbox(self.sqlite, SERVING_ALIAS)
+        return applied if mark is not None and mark <= applied else None
 
     def _states(self, chunk_ids: list[str]) -> dict[str, tuple[str, str, str | None, str]]:
         marks = ", ".join("?" for _ in chunk_ids)
@@ -254,7 +242,8 @@ class PgWriter:
                     conn.execute("TRUNCATE chunk_access, catalog_sources")
                     conn.execute("DELETE FROM catalog_meta WHERE key IN (%s, %s)", (ID_KEY, APPLIED_KEY))
                     return
-                for ids in self._changed(applied):
+                head = catalog_check.outbox_head(self.sqlite)  # this transaction's own rows included
+                for ids in catalog_check.changed_since(self.sqlite, applied, head, BATCH):
                     states = self._states(ids)
                     gone = [c for c in ids if c not in states]
                     kept = [c for c in ids if c in states]
@@ -298,8 +287,9 @@ class PgWriter:
                     written = self._load_whole(conn)
                     oldest = time.time()
                 else:
-                    oldest = self._oldest(applied)
-                    for ids in self._changed(applied):
+                    # no bound writer commits while this one holds the lock: nothing lies past `head`
+                    oldest = catalog_check.oldest_change_after(self.sqlite, applied)
+                    for ids in catalog_check.changed_since(self.sqlite, applied, head, BATCH):
                         written += self._write_states(conn, ids)
                 kept = self.sqlite.execute(
                     f"SELECT key, value FROM index_meta WHERE key IN ({', '.join('?' for _ in CARRIED)})", CARRIED
@@ -327,21 +317,14 @@ class PgWriter:
         # The file's mark of what the server applied, after the lock is let go (a writer holding SQLite's lock may be
         # waiting for it): the outbox keeps every row past it (catalog_check.prune_outbox).
         with contextlib.suppress(apsw.BusyError):
-            self.sqlite.execute(
-                "INSERT OR REPLACE INTO index_meta VALUES (?, ?), (?, ?)",
-                (catalog_synced_key(), str(generation), catalog_outbox_key(), str(head)),
-            )
+            catalog_check.mark_synced(self.sqlite, SERVING_ALIAS, generation, head)
         return written
 
     def _head(self) -> tuple[int, int]:
-        head = self.sqlite.execute("SELECT coalesce(max(seq), 0) FROM chunk_outbox").fetchall()[0][0]
+        """(the last outbox number ever given — kept by SQLite when every row was pruned —, the generation)."""
         floor = self.sqlite.execute("SELECT seq FROM sqlite_sequence WHERE name = 'chunk_outbox'").fetchall()
-        head = max(int(head), int(floor[0][0]) if floor else 0)
-        gen = self.sqlite.execute("SELECT value FROM index_meta WHERE key = 'generation'").fetchall()
-        return head, int(gen[0][0]) if gen else 0
-
-    def _oldest(self, applied: int) -> float | None:
-        return self.sqlite.execute("SELECT min(at) FROM chunk_outbox WHERE seq > ?", (applied,)).fetchall()[0][0]
+        head = max(catalog_check.outbox_head(self.sqlite), int(floor[0][0]) if floor else 0)
+        return head, catalog_check.generation(self.sqlite)
 
     def _versions_of(self, conn: Any, states: dict[str, tuple], gone: list[str]) -> set[tuple[str, str]]:
         """The source versions of these chunks: from the file, and from the server for those the file deleted."""
@@ -376,12 +359,7 @@ class PgWriter:
             for pair, shown in self._server_sources(conn, pairs).items()
             if shown[5] == "current" and rows.get(pair) != shown
         ]
-        if changed:
-            conn.execute(
-                "DELETE FROM catalog_sources s USING unnest(%s::text[], %s::text[]) AS p(source_id, version) "
-                "WHERE s.source_id = p.source_id AND s.version = p.version",
-                ([p[0] for p in changed], [p[1] for p in changed]),
-            )
+        _drop_sources(conn, changed)
 
     def _server_sources(self, conn: Any, pairs: set[tuple[str, str]]) -> dict[tuple[str, str], tuple]:
         listed = sorted(pairs)
@@ -395,13 +373,7 @@ class PgWriter:
 
     def _write_sources(self, conn: Any, pairs: set[tuple[str, str]]) -> None:
         rows = self._source_rows(pairs)
-        missing = [pair for pair in pairs if pair not in rows]
-        if missing:
-            conn.execute(
-                "DELETE FROM catalog_sources s USING unnest(%s::text[], %s::text[]) AS p(source_id, version) "
-                "WHERE s.source_id = p.source_id AND s.version = p.version",
-                ([p[0] for p in missing], [p[1] for p in missing]),
-            )
+        _drop_sources(conn, [pair for pair in pairs if pair not in rows])
         if rows:
             columns = list(zip(*((*pair, *row) for pair, row in rows.items()), strict=True))
             conn.execute(
@@ -486,9 +458,11 @@ def mark_synced(conn: Any, alias: str, reached: int, outbox: int) -> None:
         )
 
 
-def catalog_synced_key() -> str:
-    return MIRROR_KEY + "postgresql"
-
-
-def catalog_outbox_key() -> str:
-    return OUTBOX_KEY + "postgresql"
+def _drop_sources(conn: Any, pairs: list[tuple[str, str]]) -> None:
+    """Take these source versions off the server."""
+    if pairs:
+        conn.execute(
+            "DELETE FROM catalog_sources s USING unnest(%s::text[], %s::text[]) AS p(source_id, version) "
+            "WHERE s.source_id = p.source_id AND s.version = p.version",
+            ([p[0] for p in pairs], [p[1] for p in pairs]),
+        )

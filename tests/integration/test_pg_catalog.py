@@ -35,10 +35,14 @@ def _proxied(url: str, port: int) -> str:
     return url.replace(host_port, f"127.0.0.1:{port}")
 
 
-def _publish(index: SqliteIndex, name: str, access: str, version: str = "v1") -> list[str]:
-    source = Source(
+def _source(name: str, access: str, version: str = "v1") -> Source:
+    return Source(
         source_id=name, version=version, path="/x", kind=SourceKind.text, owner="o", access=access, tenant="default"
     )
+
+
+def _publish(index: SqliteIndex, name: str, access: str, version: str = "v1") -> list[str]:
+    source = _source(name, access, version)
     page = PageResult(source_id=name, source_version=version, page=1, text="Договор поставки насосов", method="x")
     chunks, _ = page_chunks(source, [page])
     vectors = np.ones((len(chunks), 8), dtype=np.float32)
@@ -66,9 +70,7 @@ def test_a_write_the_server_cannot_narrow_is_not_made(catalog_url: str, tmp_path
         catalog = PgCatalog(catalog_url)
         assert set(catalog.served(ids, ["public"])) == set(ids)
         cut.set_down(True)
-        moved = Source(
-            source_id="a.txt", version="v1", path="/x", kind=SourceKind.text, owner="o", access="hr", tenant="default"
-        )
+        moved = _source("a.txt", "hr")
         with pytest.raises(CatalogUnavailable):
             index.relabel_source(moved)
         assert index.source_version("a.txt", "v1")["access"] == "public"  # rolled back in the file too
@@ -256,16 +258,7 @@ def test_a_replica_without_a_file_checks_every_hit_on_postgres_and_says_503_whil
 
     with SqliteIndex(writer.index_path) as index:  # the writer's relabel; the cluster is not synced after it
         (version,) = index.indexed_versions()["записка.txt"]
-        moved = Source(
-            source_id="записка.txt",
-            version=version,
-            path="/x",
-            kind=SourceKind.text,
-            owner="o",
-            access="hr",
-            tenant="default",
-        )
-        index.relabel_source(moved)
+        index.relabel_source(_source("записка.txt", "hr", version))
     answer = replica.get("/search", params={"q": "ремонт кровли", "mode": "bm25"})
     assert answer.status_code == 200 and "записка.txt" not in {h["source_id"] for h in answer.json()}
     assert replica.get(f"/view/записка.txt?chunk={cited['chunk_id']}").status_code == 404  # nor its page
@@ -338,17 +331,7 @@ def test_writers_in_parallel_leave_the_server_exact(catalog_url: str, tmp_path: 
                     if step % 11 == 10:
                         index.retire_source(name)
                     else:
-                        index.relabel_source(
-                            Source(
-                                source_id=name,
-                                version="v1",
-                                path="/x",
-                                kind=SourceKind.text,
-                                owner="o",
-                                access=access,
-                                tenant="default",
-                            )
-                        )
+                        index.relabel_source(_source(name, access))
         except BaseException as exc:  # reported by the test thread
             failures.append(exc)
 

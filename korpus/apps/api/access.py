@@ -63,9 +63,13 @@ def served(settings: Settings) -> Served:
             raise HTTPException(status_code=403, detail=f"scopes not granted to this caller: {', '.join(extra)}")
         return wanted
 
+    # Stateless serving: the catalog's serving part on PostgreSQL and the chunks in the cluster — /search, /exact,
+    # /count, the search page, the viewer and /health read no file of this machine's (tasks/index/pg_catalog.py).
+    stateless = bool(settings.catalog_url) and backend_entry(settings).outlives_index
+
     def index() -> Any:
         if not settings.index_path.is_file():
-            if settings.catalog_url and backend_entry(settings).outlives_index:  # a stateless search replica
+            if stateless:  # a search replica: what needs the file says so
                 raise HTTPException(
                     status_code=503,
                     detail=f"this server answers searches without a catalog file (KORPUS_CATALOG_URL); this page "
@@ -74,10 +78,6 @@ def served(settings: Settings) -> Served:
             raise HTTPException(status_code=503, detail="no index yet: run `korpus refresh`")
         with SqliteIndex(settings.index_path) as idx:
             yield idx
-
-    # Stateless serving: the catalog's serving part on PostgreSQL and the chunks in the cluster — /search, /exact,
-    # /count, the search page and /health read no file of this machine's (tasks/index/pg_catalog.py).
-    stateless = settings.catalog_url is not None and backend_entry(settings).outlives_index
 
     def search_index() -> Any:
         """The index file the search routes read, or None when serving is stateless."""
