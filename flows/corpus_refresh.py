@@ -68,6 +68,10 @@ def _refresh(root: str, settings: Settings) -> dict[str, Any]:
     started = time.perf_counter()
     logger = get_run_logger()
     warm_reader(settings)  # the flow thread's reading child imports its readers while discovery runs
+    if settings.backend == "opensearch":  # a first refresh's cluster index made meanwhile, before its first group
+        from tasks.index.opensearch import prepare
+
+        prepare(settings)
     indexed, refused, listings = read_catalog(settings)
     sources = discover(root, settings)
     plan = plan_refresh(sources, indexed, refused, listings)

@@ -213,7 +213,7 @@ def ocr_document(source_pdf: Path, out: Path, settings: Settings) -> dict[str, f
             )
         )
     pages = first.pages + [p for outcome in done for p in outcome.pages]
-    summary = write_searchable_pdf(str(source_pdf), pages, out, settings.pdfa)
+    summary = write_searchable_pdf(str(source_pdf), pages, out, settings.pdfa, settings.pdf_optimize)
     summary.update(
         pages=first.page_count,
         ocr_pages=len(first.ocr_pending),

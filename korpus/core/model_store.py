@@ -57,6 +57,19 @@ def embed_model_path(settings: Settings) -> Path:
     return path
 
 
+def declared_dims(path: Path) -> int | None:
+    """The dimension an embedding folder states without loading it: an ONNX export's manifest, or a
+    sentence-transformers folder's pooling config; None when it states none."""
+    import json
+
+    for name, key in ((ONNX_MANIFEST, "dims"), ("1_Pooling/config.json", "word_embedding_dimension")):
+        try:
+            return int(json.loads((path / name).read_text(encoding="utf-8"))[key])
+        except (OSError, ValueError, KeyError, TypeError):
+            continue
+    return None
+
+
 def whisper_model_path(settings: Settings) -> Path:
     """The configured Whisper (CTranslate2) folder, or the assembled base model."""
     path = Path(settings.whisper_model) if settings.whisper_model else settings.models_dir / WHISPER_DIR_NAME
@@ -99,6 +112,7 @@ __all__ = [
     "E5_PROMPTS",
     "ONNX_MANIFEST",
     "ModelMissingError",
+    "declared_dims",
     "embed_model_path",
     "ensure_models",
     "is_embedding_folder",

@@ -114,6 +114,15 @@ class Settings(BaseSettings):
         "writes; 2u also demands a Unicode map for every glyph; 3b, 3u allow attachments) — or of a PDF/A "
         "source's own level when that is higher; off: plain PDF.",
     )
+    pdf_optimize: int = Field(
+        default=1,
+        ge=0,
+        le=3,
+        description="How the searchable copies' page images are stored, as OCRmyPDF's --optimize: 0 as read (a "
+        "photo's own JPEG bytes, other images' pixels losslessly); 1 the same, each JPEG also deflated where that "
+        "saves 1 % (lossless); 2 and 3 a page image korpus writes re-encoded as JPEG of quality 75 or 50 where that "
+        "is smaller — below the source's quality, so only when asked. A PDF's own page images are never re-encoded.",
+    )
     layer_agreement: float = Field(
         default=0.75,
         ge=0,

@@ -132,15 +132,15 @@ def lag_of(
     """`mirror_lag` from its parts, wherever they are kept (this file, or the catalog's serving part on PostgreSQL):
     the catalog's generation, the one the mirror reached, the last change number it holds, and how to read when the
     oldest change past a number was made."""
-    if synced is not None and synced >= now:
+    if (synced if synced is not None else 0) >= now:  # a catalog never written has nothing to mirror
         return None
     waited = None
-    if held is not None:
-        oldest = oldest_after(held)
-        if oldest is None:  # generation moved by a write the outbox does not carry: nothing for the mirror
-            return None
+    oldest = oldest_after(held if held is not None else 0)  # a mirror never synced lacks every change
+    if oldest is None and held is not None:  # generation moved by a write the outbox does not carry
+        return None
+    if oldest is not None:
         waited = max(0.0, time.time() - oldest)
-        if waited <= max_seconds:
+        if waited <= max_seconds:  # catching up (a refresh streaming its documents), not behind
             return None
     lag = {"catalog_generation": now, "mirror_generation": synced}
     return lag | ({"lag_seconds": round(waited, 1)} if waited is not None else {})

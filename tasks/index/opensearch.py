@@ -32,6 +32,8 @@ from __future__ import annotations
 
 import base64
 import contextlib
+import logging
+import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from contextvars import ContextVar
@@ -67,6 +69,8 @@ from tasks.runtime.retry import RetryPolicy, TransientError, with_retries
 from tasks.text.analysis import analyse, words
 from tasks.text.regions import unpack
 from tasks.text.typos import MIN_LENGTH, expand
+
+log = logging.getLogger("korpus.opensearch")
 
 if TYPE_CHECKING:
     from tasks.index.sqlite import SqliteIndex
@@ -128,7 +132,13 @@ class OpenSearchIndex:
             return name
         self.client.indices.put_index_template(name=f"{self.prefix}-chunks", body=index_template(self.prefix, dims))
         if not self.client.indices.exists(index=name):
-            self.client.indices.create(index=name)
+            from opensearchpy.exceptions import RequestError
+
+            try:
+                self.client.indices.create(index=name)
+            except RequestError as exc:  # made meanwhile by another caller (`prepare`'s thread, another writer)
+                if exc.error != "resource_already_exists_exception":
+                    raise
         self.client.indices.update_aliases(body={"actions": [{"add": {"index": name, "alias": self.alias}}]})
         return name
 
@@ -168,7 +178,7 @@ class OpenSearchIndex:
             }
             if after is not None:
                 body["search_after"] = after
-            hits = self._retrying("search", partial(self.client.search, index=self.alias, body=body))["hits"]["hits"]
+            hits = self._retrying("search", partial(self._search_alias, body))["hits"]["hits"]
             yield from hits
             if len(hits) < 1000:
                 return
@@ -357,11 +367,23 @@ class OpenSearchIndex:
                 "Query with the model the index was built with."
             )
 
+    def _search_alias(self, body: dict[str, Any]) -> dict[str, Any]:
+        """A search of the alias. An alias no sync has made yet — a cluster before the first refresh reached it —
+        holds nothing: an empty answer, not an error."""
+        from opensearchpy.exceptions import NotFoundError
+
+        try:
+            return self.client.search(index=self.alias, body=body)
+        except NotFoundError as exc:
+            if exc.error != "index_not_found_exception":
+                raise
+            return {"hits": {"hits": [], "total": {"value": 0}}}
+
     def _ranked(self, body: dict[str, Any], asked: tuple[Any, ...] | None = None) -> list[tuple[str, float]]:
         """The ranking `body` asks for — from this search's `prefetch` when it holds `asked`."""
         if (held := _prefetched(asked)) is not _MISSING:
             return held
-        hits = self.client.search(index=self.alias, body=body)["hits"]["hits"]
+        hits = self._search_alias(body)["hits"]["hits"]
         return [(h["_id"], float(h["_score"] or 0.0)) for h in hits]
 
     def lexical(
@@ -393,7 +415,7 @@ class OpenSearchIndex:
         """Documents whose analysed text holds `term` (a stem, as tasks/text/analysis.py makes it)."""
         if (held := _prefetched(("df", term))) is not _MISSING:
             return held
-        return int(self.client.search(index=self.alias, body=count_body(term))["hits"]["total"]["value"])
+        return int(self._search_alias(count_body(term))["hits"]["total"]["value"])
 
     def near(self, term: str) -> list[tuple[str, int]]:
         """Indexed terms sharing `term`'s first letter within two edits, with their document frequencies: the
@@ -408,7 +430,7 @@ class OpenSearchIndex:
             "size": 50,
         }
         body = {"size": 0, "suggest": {"typo": {"text": term, "term": spec}}}
-        found = self.client.search(index=self.alias, body=body).get("suggest", {}).get("typo", [])
+        found = self._search_alias(body).get("suggest", {}).get("typo", [])
         return [(o["text"], int(o.get("freq", 0))) for entry in found for o in entry.get("options", [])]
 
     def typo_variants(self, terms: Sequence[str], scopes: Sequence[str] | None = None) -> dict[str, list[str]]:
@@ -422,7 +444,7 @@ class OpenSearchIndex:
         if (held := _prefetched(("visible", term, tuple(scopes)))) is not _MISSING:
             return held > 0
         body = visible_holds_body(term, scopes)
-        return int(self.client.search(index=self.alias, body=body)["hits"]["total"]["value"]) > 0
+        return int(self._search_alias(body)["hits"]["total"]["value"]) > 0
 
     def coverage(self, query: str, key: str, variants: dict[str, list[str]] | None = None) -> float:
         """The embedded index's measure from the cluster's own statistics: `_termvectors` of the hit gives its
@@ -460,7 +482,7 @@ class OpenSearchIndex:
             wanted = {"terms": {"chunk_id": ids}}
             query = {"bool": {"filter": [wanted, *visible(scopes)]}}
             body = {"size": len(ids), "_source": HIT_FIELDS, "query": query}
-            found = {h["_id"]: h["_source"] for h in self.client.search(index=self.alias, body=body)["hits"]["hits"]}
+            found = {h["_id"]: h["_source"] for h in self._search_alias(body)["hits"]["hits"]}
         allowed = self._allowed(list(found), scopes)
         if allowed is not None:
             found = {c: source | {"access": allowed[c]} for c, source in found.items() if c in allowed}
@@ -508,7 +530,7 @@ class OpenSearchIndex:
 
         body = {"size": 0, "track_total_hits": True, "query": {"term": {"lifecycle": "current"}}}
         try:
-            served = int(self.client.search(index=self.alias, body=body)["hits"]["total"]["value"])
+            served = int(self._search_alias(body)["hits"]["total"]["value"])  # no alias yet: nothing served
         except OpenSearchException as exc:
             return {"backend": self.name, "status": "unreachable", "error": str(exc)[:300]}
         try:
@@ -626,6 +648,38 @@ def opensearch_index(settings: Settings) -> OpenSearchIndex:
         catalog=PgCatalog(settings.catalog_url) if settings.catalog_url else settings.index_path,
         max_lag=settings.mirror_max_lag_seconds,
     )
+
+
+def prepare(settings: Settings) -> threading.Thread | None:
+    """The cluster's template, index and alias made now, in a thread, for a catalog that records no model yet (a
+    first refresh): the first group's sync then sends only its documents — making the index on
+    the topology's three nodes took ~4 s of the first letter's way to a search. The model is the configured one, its
+    dimension from its manifest (an ONNX folder's `korpus-onnx.json`, a sentence-transformers folder's pooling
+    config); one that states none is left to that sync, as is any failure here (it retries and reports)."""
+    from tasks.index.sqlite import SqliteIndex
+
+    with SqliteIndex(settings.index_path) as catalog:
+        if catalog.embedding_model() is not None:  # the index exists since the catalog's first sync
+            return None
+    from korpus.core.model_store import declared_dims, embed_model_path
+
+    try:
+        path = embed_model_path(settings)
+    except Exception:  # a missing model: the refresh's embedding says so
+        return None
+    dims = declared_dims(path)
+    if dims is None:
+        return None
+
+    def run() -> None:
+        try:
+            opensearch_index(settings).ensure(path.name, dims)
+        except Exception as exc:
+            log.info("the cluster's index is left to the first sync: %s", exc)
+
+    thread = threading.Thread(target=run, name="korpus-prepare-cluster", daemon=True)
+    thread.start()
+    return thread
 
 
 def mirror_or_pending(settings: Settings, catalog: SqliteIndex, full: bool = False) -> dict[str, Any]:

@@ -17,7 +17,7 @@ from tasks.text.regions import Box, unturn
 
 
 def _upright(region: Region, page: PageResult) -> tuple[float, float]:
-    """The top-left of a region of the page as stored, on the page as a searchable image PDF holds it: turned
+    """The top-left of a region of the page as stored, on the page as a searchable image PDF shows it: turned
     upright (the whole box is turned: its top-left corner is another corner of the stored box)."""
     if not page.rotation or page.size is None:
         return region.x0, region.y0
@@ -29,7 +29,7 @@ def _upright(region: Region, page: PageResult) -> tuple[float, float]:
 
 def name_chunks(path: Path, chunks: Sequence[Chunk], pages: Sequence[PageResult], turned: bool = False) -> int:
     """Add a named destination per chunk with regions to the PDF at `path` (a searchable copy); `turned`: its pages
-    are the page images turned upright (an image source). Returns how many were written."""
+    show the page images upright through their /Rotate (an image source). Returns how many were written."""
     by_page = {p.page: p for p in pages if p.page is not None}
     place = {n: i for i, n in enumerate(sorted(by_page))} if turned else {n: n - 1 for n in by_page}  # doc index
     with pymupdf.open(path) as doc:
@@ -47,8 +47,11 @@ def name_chunks(path: Path, chunks: Sequence[Chunk], pages: Sequence[PageResult]
             if first is None or not 0 <= place.get(first.page, -1) < doc.page_count:
                 continue
             page = doc[place[first.page]]
-            x, y = _upright(first, by_page[first.page]) if turned else (first.x0, first.y0)
-            at = pymupdf.Point(x, y) * ~page.transformation_matrix  # MuPDF's page space → the PDF's own
+            if turned:  # the upright page is what the copy shows: through its /Rotate to the page as stored
+                at = pymupdf.Point(*_upright(first, by_page[first.page])) * page.derotation_matrix
+            else:
+                at = pymupdf.Point(first.x0, first.y0)
+            at = at * ~page.transformation_matrix  # MuPDF's page space → the PDF's own
             doc.xref_set_key(dests, chunk.chunk_id, f"[{page.xref} 0 R /XYZ {at.x:.1f} {at.y:.1f} null]")
             named += 1
         if named:

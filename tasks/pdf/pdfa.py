@@ -66,7 +66,7 @@ def srgb_profile() -> bytes:
     return ImageCms.ImageCmsProfile(ImageCms.createProfile("sRGB")).tobytes()
 
 
-def make_pdfa(path: Path, flavour: str = "2b") -> str | None:
+def make_pdfa(path: Path, flavour: str = "2b", optimize: int = 1) -> str | None:
     """Turn the PDF at `path` into PDF/A of `flavour` (a key of FLAVOURS), rewriting it in place; None when done.
     A copy that cannot conform is left as it is and not called PDF/A — the reason is returned: a font a kept
     born-digital page draws with but does not embed (PDF/A needs every font program inside the file, and a
@@ -80,7 +80,8 @@ def make_pdfa(path: Path, flavour: str = "2b") -> str | None:
         _fonts(pdf)
         _no_code(pdf)
         _no_transfer_functions(pdf)
-        _deflate_jpegs(pdf)
+        if optimize >= 1:  # KORPUS_PDF_OPTIMIZE 0: nothing beyond what PDF/A needs
+            _deflate_jpegs(pdf)
         with pdf.open_metadata(set_pikepdf_as_editor=False) as meta:
             meta.load_from_docinfo(pdf.docinfo, raise_failure=False)
             meta["pdfaid:part"] = str(part)

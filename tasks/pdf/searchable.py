@@ -12,6 +12,7 @@ from __future__ import annotations
 import io
 import os
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 import pymupdf
@@ -30,22 +31,77 @@ from tasks.text.unicode_repair import (
     to_unicode_cmap,
 )
 
+JPEG_QUALITY = {2: 75, 3: 50}
+"""The JPEG quality a page image korpus writes is re-encoded at, by KORPUS_PDF_OPTIMIZE level (as OCRmyPDF's
+`--optimize 2` and `3` lower it); levels 0 and 1 never re-encode below the source's own quality."""
 
-def save_atomically(doc: pymupdf.Document, out: Path, pdfa: str = "2b") -> dict[str, str | None]:
+
+@dataclass
+class PageFrame:
+    """A page image for a searchable copy, as the source holds it: `encoded`, the source's own JPEG bytes (embedded
+    as they are, never decoded and re-encoded), or `image`, the decoded page in its own mode (stored losslessly).
+    `width` × `height` are its pixels as stored, `dpi` its resolution, `turn` the degrees clockwise that make it
+    upright (its EXIF orientation) before OCR's own turn."""
+
+    width: int
+    height: int
+    dpi: int
+    turn: int = 0
+    encoded: bytes | None = None
+    image: Image.Image | None = None
+
+    def decoded(self) -> Image.Image:
+        return self.image if self.image is not None else Image.open(io.BytesIO(self.encoded or b""))
+
+
+def page_image_bytes(frame: PageFrame, optimize: int = 1) -> bytes:
+    """What goes into the copy for `frame`: its own JPEG bytes, or its pixels losslessly (PNG: stored Flate); at
+    `optimize` 2 or 3 a JPEG of JPEG_QUALITY instead where that is smaller."""
+    if frame.encoded is not None:
+        kept = frame.encoded
+    else:
+        buffer = io.BytesIO()
+        frame.decoded().save(buffer, "PNG", optimize=optimize >= 1)
+        kept = buffer.getvalue()
+    if optimize < 2:
+        return kept
+    image = frame.decoded()
+    buffer = io.BytesIO()
+    image.convert("L" if image.mode in ("1", "L", "LA") else "RGB").save(
+        buffer, "JPEG", quality=JPEG_QUALITY[min(optimize, 3)], optimize=True
+    )
+    return buffer.getvalue() if buffer.tell() < len(kept) else kept
+
+
+def save_atomically(doc: pymupdf.Document, out: Path, pdfa: str = "2b", optimize: int = 1) -> dict[str, str | None]:
     """Subset the fonts, write `out` under a temporary name first — finished as PDF/A of flavour `pdfa` ('off':
     plain PDF) — so a kill never leaves half a PDF. {"pdfa": the flavour written or None, "pdfa_refused": why a
     copy asked for PDF/A is plain}."""
     doc.subset_fonts()
     tmp = out.with_suffix(f".{os.getpid()}.part")
     doc.save(tmp, garbage=3, deflate=True)
-    refused = make_pdfa(tmp, pdfa) if pdfa != "off" else None
+    refused = make_pdfa(tmp, pdfa, optimize) if pdfa != "off" else None
     tmp.replace(out)
     written = None if pdfa == "off" or refused else pdfa
     return {"pdfa": written} | ({"pdfa_refused": refused} if refused else {})
 
 
-def add_text_layer(page: pymupdf.Page, words: list[PageWord], font: pymupdf.Font) -> int:
-    """Invisible text on one page, line by line at the OCR line boxes; returns the words placed.
+def _onto_page(turn: int, upright: pymupdf.Rect, stored: pymupdf.Rect) -> pymupdf.Matrix:
+    """The matrix (in PDF space, y up) taking text laid out on the upright page — the page image turned `turn`
+    degrees clockwise, where OCR found its words — onto the page as stored: glyphs turned with it."""
+    ws, hs = stored.width, stored.height
+    back = {  # upright (u, v) → stored (x, y), both with y down: the inverse of turning the stored image clockwise
+        90: pymupdf.Matrix(0, -1, 1, 0, 0, hs),
+        180: pymupdf.Matrix(-1, 0, 0, -1, ws, hs),
+        270: pymupdf.Matrix(0, 1, -1, 0, ws, 0),
+    }[turn]
+    return pymupdf.Matrix(1, 0, 0, -1, 0, upright.height) * back * pymupdf.Matrix(1, 0, 0, -1, 0, hs)
+
+
+def add_text_layer(page: pymupdf.Page, words: list[PageWord], font: pymupdf.Font, turn: int = 0) -> int:
+    """Invisible text on one page, line by line at the OCR line boxes; returns the words placed. `turn`: the
+    degrees clockwise OCR turned the page (as stored, no /Rotate) to read it — its words' boxes are on that upright
+    page, and the text goes onto the stored page turned back, so it lies over the words it reads.
 
     A line is written as one string from its left edge on its baseline, sized to the line's height and shrunk
     to the line's width if need be: text extractors (pdftotext, a viewer's search) read it back as a line, and a
@@ -54,7 +110,10 @@ def add_text_layer(page: pymupdf.Page, words: list[PageWord], font: pymupdf.Font
     lines: dict[int, list[PageWord]] = {}
     for word in words:
         lines.setdefault(word.line, []).append(word)
-    writer = pymupdf.TextWriter(page.rect)
+    turn %= 360
+    stored = page.rect
+    upright = stored if turn in (0, 180) else pymupdf.Rect(0, 0, stored.height, stored.width)
+    writer = pymupdf.TextWriter(upright)
     placed = 0
     for line_words in lines.values():
         line_words.sort(key=lambda w: w.x0)
@@ -69,7 +128,7 @@ def add_text_layer(page: pymupdf.Page, words: list[PageWord], font: pymupdf.Font
         writer.append((left, bottom - height * 0.2), text, font=font, fontsize=size)
         placed += len(line_words)
     if placed:
-        writer.write_text(page, render_mode=3)
+        writer.write_text(page, render_mode=3, matrix=_onto_page(turn, upright, stored) if turn else None)
     return placed
 
 
@@ -106,7 +165,9 @@ def remove_old_text(
     return outcome
 
 
-def write_searchable_pdf(source_pdf: str, pages: list[PageResult], out: Path, pdfa: str = "2b") -> dict[str, float]:
+def write_searchable_pdf(
+    source_pdf: str, pages: list[PageResult], out: Path, pdfa: str = "2b", optimize: int = 1
+) -> dict[str, float]:
     """Copy `source_pdf` to `out` with invisible OCR text on every page that has words; pages whose layer was
     replaced lose their old text first. The source's document information (title, author, dates) stays. Atomic
     write, as PDF/A of flavour `pdfa` ('off': plain PDF) — or of the source's own PDF/A level when that is higher."""
@@ -128,9 +189,11 @@ def write_searchable_pdf(source_pdf: str, pages: list[PageResult], out: Path, pd
             if number in replaced:
                 remove_old_text(doc, page, kept_fonts, learned, shared)
             result = by_page.get(number)
-            if result is not None and result.rotation in (0, None) and number not in repaired:
-                placed += add_text_layer(page, result.words, font)
-        archival = save_atomically(doc, out, pdfa)
+            turn = (result.rotation or 0) if result is not None else 0
+            # a page the source turns itself (/Rotate) and OCR turned again is left without a layer
+            if result is not None and number not in repaired and (turn == 0 or page.rotation == 0):
+                placed += add_text_layer(page, result.words, font, turn)
+        archival = save_atomically(doc, out, pdfa, optimize)
     before, after = Path(source_pdf).stat().st_size, out.stat().st_size
     return {
         "pages_with_text": len(by_page),
@@ -142,26 +205,31 @@ def write_searchable_pdf(source_pdf: str, pages: list[PageResult], out: Path, pd
 
 
 def write_searchable_images(
-    frame: Callable[[int], Image.Image], pages: list[PageResult], out: Path, original_size: int, pdfa: str = "2b"
+    frame: Callable[[int], PageFrame],
+    pages: list[PageResult],
+    out: Path,
+    original_size: int,
+    pdfa: str = "2b",
+    optimize: int = 1,
 ) -> dict[str, float]:
-    """A searchable PDF of page images: each page upright (turned as OCR found it), greyscale JPEG at its own
-    resolution, with the invisible OCR layer. Atomic write, as PDF/A of flavour `pdfa` ('off': plain PDF)."""
+    """A searchable PDF of page images with the invisible OCR layer. Each page image goes in as the source holds it
+    — a JPEG's own bytes, any other image's pixels losslessly (`page_image_bytes`; re-encoded only at `optimize` 2
+    or 3) — at its own resolution, and the page is shown upright by its /Rotate (the EXIF orientation and OCR's
+    turn together), never by turning the pixels. Atomic write, as PDF/A of flavour `pdfa` ('off': plain PDF)."""
     font = invisible_font()
     out.parent.mkdir(parents=True, exist_ok=True)
     placed = 0
     with pymupdf.open() as doc:
         for result in sorted((p for p in pages if p.page), key=lambda p: p.page or 0):
             image = frame(result.page or 1)
-            dpi = image.info["dpi"][0]
-            upright = image.rotate(-result.rotation, expand=True) if result.rotation else image
-            buffer = io.BytesIO()
-            upright.save(buffer, "JPEG", quality=70, optimize=True)
-            page = doc.new_page(width=upright.width * 72 / dpi, height=upright.height * 72 / dpi)
-            page.insert_image(page.rect, stream=buffer.getvalue())
-            placed += add_text_layer(page, result.words, font)
+            page = doc.new_page(width=image.width * 72 / image.dpi, height=image.height * 72 / image.dpi)
+            page.insert_image(page.rect, stream=page_image_bytes(image, optimize))
+            turn = (image.turn + (result.rotation or 0)) % 360
+            placed += add_text_layer(page, result.words, font, turn)
+            page.set_rotation(turn)
         if doc.page_count == 0:
             return {"pages_with_text": 0, "words": 0, "size_growth": 0.0}
-        archival = save_atomically(doc, out, pdfa)
+        archival = save_atomically(doc, out, pdfa, optimize)
     growth = out.stat().st_size / original_size - 1 if original_size else 0.0
     return {
         "pages_with_text": sum(1 for p in pages if p.words),

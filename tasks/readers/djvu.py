@@ -17,7 +17,7 @@ from PIL import Image
 from korpus.core.datamodel import PageResult, ReasonCode, Source, SourceKind
 from korpus.core.settings import Settings
 from tasks.ocr.engine import PageImage, PageImageSource, fit_dpi
-from tasks.pdf.searchable import write_searchable_images
+from tasks.pdf.searchable import PageFrame, write_searchable_images
 from tasks.readers.base import ParseOutcome, UnreadableSourceError, problem
 from tasks.runtime.processes import run_owned
 from tasks.text.quality import text_layer_quality
@@ -98,15 +98,14 @@ def djvu_page_image(path: str, page: int, dpi: int, fmt: str) -> PageImage:
     return PageImage(data, dpi, width * 72 / own, height * 72 / own)
 
 
-def djvu_frame(path: str, page: int) -> Image.Image:
-    """Page `page` as a greyscale image at its own resolution (at most what `fit_dpi` lets a huge page have), its
-    resolution in `info["dpi"]`."""
+def djvu_frame(path: str, page: int) -> PageFrame:
+    """Page `page` as a greyscale image at its own resolution (at most what `fit_dpi` lets a huge page have), stored
+    losslessly in the copy: the page as djvulibre decodes it, not re-encoded below that."""
     _width, _height, own = page_dpi(path, page)
     rendered = djvu_page_image(path, page, own, "pnm")
     image = Image.open(io.BytesIO(rendered.data))
     image.load()
-    image.info["dpi"] = (rendered.dpi, rendered.dpi)
-    return image
+    return PageFrame(image.width, image.height, rendered.dpi, image=image)
 
 
 class DjvuReader:
@@ -151,5 +150,5 @@ class DjvuReader:
         with a new hidden-text layer, djvused set-txt, would keep the format but no archive standard.)"""
         out = settings.data / "searchable" / (source.source_id + ".pdf")
         return write_searchable_images(
-            lambda page: djvu_frame(source.path, page), pages, out, source.size, settings.pdfa
+            lambda page: djvu_frame(source.path, page), pages, out, source.size, settings.pdfa, settings.pdf_optimize
         )

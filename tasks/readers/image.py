@@ -17,7 +17,7 @@ from PIL import Image, ImageOps, ImageSequence, UnidentifiedImageError
 from korpus.core.datamodel import PageResult, ReasonCode, Source, SourceKind
 from korpus.core.settings import Settings
 from tasks.ocr.engine import MAX_RENDER_PIXELS, PageImage, PageImageSource
-from tasks.pdf.searchable import write_searchable_images
+from tasks.pdf.searchable import PageFrame, write_searchable_images
 from tasks.readers.base import ParseOutcome, UnreadableSourceError, problem
 
 A4_WIDTH_INCHES = 8.27
@@ -91,6 +91,42 @@ def frame(path: str, page: int) -> Image.Image:
     raise UnreadableSourceError(f"the image has no page {page}")
 
 
+EXIF_TURNS = {1: 0, 3: 180, 6: 90, 8: 270}
+"""EXIF orientation → degrees clockwise that show the stored image upright (2, 4, 5, 7 also mirror it)."""
+
+
+def copy_frame(path: str, page: int) -> PageFrame:
+    """Page `page` (1-based) as its searchable copy holds it: a JPEG (greyscale or RGB) by its own bytes; any other
+    frame decoded in its own colours (a CMYK or 16-bit one brought to RGB or grey), stored losslessly. Either is
+    turned upright by the page (`turn`), not by its pixels — a mirrored one (EXIF 2, 4, 5, 7) excepted."""
+    with _open(path) as image:
+        for number, current in enumerate(ImageSequence.Iterator(image), start=1):
+            if number != page:
+                continue
+            dpi = image_dpi(current)
+            turn = EXIF_TURNS.get(current.getexif().get(0x0112, 1))
+            if image.format == "JPEG" and current.mode in ("L", "RGB") and turn is not None:
+                with open(path, "rb") as raw:
+                    return PageFrame(current.width, current.height, dpi, turn, encoded=raw.read())
+            if (why := too_large(current)) is not None:
+                raise PageTooLargeError(why)
+            if _shrinks(current):  # a huge CMYK or mirrored JPEG: decoded at a fraction, as OCR read it
+                grey = frame(path, page)
+                return PageFrame(grey.width, grey.height, grey.info["dpi"][0], image=grey)
+            current.load()
+            own = current.copy() if current.mode in ("1", "L", "RGB") else current.convert(_lossless_mode(current))
+            if turn is None:  # mirrored: its pixels made upright (a lossless transposition)
+                own.info["exif"] = current.info.get("exif", b"")
+                ImageOps.exif_transpose(own, in_place=True)
+            return PageFrame(own.width, own.height, dpi, turn or 0, image=own)
+    raise UnreadableSourceError(f"the image has no page {page}")
+
+
+def _lossless_mode(image: Image.Image) -> str:
+    """The mode a frame is stored in when it is not 1-bit, grey or RGB already: grey for grey kinds, else RGB."""
+    return "L" if image.mode in ("LA", "I", "I;16", "I;16B", "I;16L", "F") else "RGB"
+
+
 def image_page(path: str, page: int, dpi: int, fmt: str) -> PageImage:
     """The frame as the engine wants it; scaled down only when it is far above the engine's resolution."""
     grey = frame(path, page)
@@ -127,4 +163,6 @@ class ImageReader:
 
     def searchable_copy(self, source: Source, pages: list[PageResult], settings: Settings) -> dict[str, Any] | None:
         out = settings.data / "searchable" / (source.source_id + ".pdf")
-        return write_searchable_images(lambda page: frame(source.path, page), pages, out, source.size, settings.pdfa)
+        return write_searchable_images(
+            lambda page: copy_frame(source.path, page), pages, out, source.size, settings.pdfa, settings.pdf_optimize
+        )

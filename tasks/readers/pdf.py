@@ -71,4 +71,6 @@ class PdfReader:
         return partial(pdf_page_image, source.path, page)
 
     def searchable_copy(self, source: Source, pages: list[PageResult], settings: Settings) -> dict[str, Any] | None:
-        return write_searchable_pdf(source.path, pages, settings.data / "searchable" / source.source_id, settings.pdfa)
+        return write_searchable_pdf(
+            source.path, pages, settings.data / "searchable" / source.source_id, settings.pdfa, settings.pdf_optimize
+        )

@@ -266,6 +266,8 @@ class Topology:
                     "--no-dashboard",
                     "--memory-limit",
                     "0",
+                    "--preload",  # tasks imported and the embedding model loaded as it starts, not at a first task
+                    "flows.worker_warm",
                 ],
                 env,
                 None,

@@ -77,3 +77,9 @@ def tcp_proxy(port: int, cut: Cut) -> Iterator[int]:
         listener.close()
         cut.set_down(True)
         thread.join(timeout=5)
+
+
+def proxied_url(url: str, port: int) -> str:
+    """A postgresql:// URL with its host and port replaced by the proxy's."""
+    host_port = url.split("@", 1)[1].split("/", 1)[0]
+    return url.replace(host_port, f"127.0.0.1:{port}")

@@ -34,6 +34,7 @@ real CLI. Vectors are the real embedding model's, memoised per text.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import shutil
@@ -61,6 +62,7 @@ from korpus.core.datamodel import META_PREFIX, scope_of, scope_sql
 from korpus.core.model_store import embed_model_path
 from korpus.core.settings import Settings
 from tasks.index.opensearch import mirror_or_pending, opensearch_index
+from tasks.index.pg_catalog import CatalogUnavailable
 from tasks.index.sqlite import SqliteIndex
 from tasks.receive import plan_refresh
 from tasks.retrieval.embedding import shared_embedder
@@ -70,6 +72,7 @@ from tasks.review.queue import QueueQuery, queue_page
 from tasks.runtime.reader_child import stop_children
 
 from .fault_proxy import Faults, fault_proxy
+from .tcp_proxy import Cut, proxied_url, tcp_proxy
 
 pytestmark = pytest.mark.integration
 
@@ -211,6 +214,10 @@ class Archive(RuleBasedStateMachine):
     catalog_url: str | None = None
     """With `cluster`: the catalog's serving part on this PostgreSQL (KORPUS_CATALOG_URL) — the refreshes and
     decisions write through it, and every search's hits are checked there instead of in the file."""
+    catalog_cut: Cut | None = None
+    """With `catalog_url`: the switch of the TCP proxy `catalog_url` goes through (PostgreSQL's outages)."""
+    refused_searches: ClassVar[int] = 0
+    """Searches refused while PostgreSQL was down (the test asserts some were: the outage met hits to check)."""
 
     def __init__(self) -> None:
         super().__init__()
@@ -221,6 +228,8 @@ class Archive(RuleBasedStateMachine):
         if self.cluster is not None:
             node, proxy, self.faults = self.cluster
             self.faults.down = False
+            if self.catalog_cut is not None:
+                self.catalog_cut.set_down(False)
             prefix = f"m{uuid.uuid4().hex[:10]}"
             self.settings = self.settings.model_copy(
                 update={
@@ -322,6 +331,35 @@ class Archive(RuleBasedStateMachine):
             del self.files[name]
         else:
             self.relabel(name, access)
+        self.refresh()
+
+    @precondition(lambda self: self.catalog_cut is not None)
+    @rule(name=st.sampled_from(NAMES), access=st.sampled_from(SCOPES), remove=st.booleans())
+    def relabel_or_remove_while_the_catalog_is_down(self, name: str, access: str, remove: bool) -> None:
+        """PostgreSQL goes (its connections cut, new ones refused), a file moves to another scope or is removed,
+        and a refresh runs: a write it cannot narrow on the server is refused whole, never made in the file alone.
+        Meanwhile every search is refused as the catalog being unavailable — never an unchecked hit. The server
+        comes back and the next refresh completes what the refused one did not: the invariants after this step."""
+        assert self.catalog_cut is not None
+        self.catalog_cut.set_down(True)
+        try:
+            if remove and name in self.files:
+                (self.root / name).unlink()
+                del self.files[name]
+            else:
+                self.relabel(name, access)
+            with contextlib.suppress(CatalogUnavailable):  # a refresh with nothing to narrow may complete
+                refresh_inline(self.root, self.settings, self.vectors)
+            for scopes in PRINCIPALS:
+                for q in QUERIES:
+                    try:
+                        hits = retrieve(self.cluster_backend, q, None, list(scopes), k=50, mode="bm25")
+                    except CatalogUnavailable:
+                        type(self).refused_searches += 1
+                        continue
+                    assert not hits, hits  # the cluster found nothing to check: nothing unchecked is served
+        finally:
+            self.catalog_cut.set_down(False)
         self.refresh()
 
     @rule()
@@ -555,13 +593,20 @@ def test_access_holds_with_meta_documents_and_whole_document_quarantine(
 
 
 def _on_the_cluster(
-    vectors: Vectors, opensearch_url: str, monkeypatch: pytest.MonkeyPatch, examples: int, catalog: str | None = None
+    vectors: Vectors,
+    opensearch_url: str,
+    monkeypatch: pytest.MonkeyPatch,
+    examples: int,
+    catalog: tuple[str, Cut] | None = None,
 ) -> None:
     """The machine on the session's node behind a fault proxy (cluster outages among the steps), `examples`
-    sequences of 10 steps; with `catalog`, the catalog's serving part on that PostgreSQL."""
+    sequences of 10 steps; with `catalog` (a URL through a TCP proxy and the proxy's switch), the catalog's serving
+    part on that PostgreSQL, its outages among the steps too."""
     monkeypatch.setattr(refresh_tasks.events, "sources_indexed", lambda *_a, **_k: None)
     monkeypatch.setattr(Archive, "vectors", vectors, raising=False)
-    monkeypatch.setattr(Archive, "catalog_url", catalog)
+    monkeypatch.setattr(Archive, "catalog_url", catalog and catalog[0])
+    monkeypatch.setattr(Archive, "catalog_cut", catalog and catalog[1])
+    monkeypatch.setattr(Archive, "refused_searches", 0)
     monkeypatch.setattr(
         Archive.TestCase,
         "settings",
@@ -589,13 +634,17 @@ def test_access_and_lifecycle_hold_on_the_opensearch_mirror_through_outages(
 
 @pytest.mark.opensearch
 def test_access_and_lifecycle_hold_with_the_check_on_postgres(
-    vectors: Vectors, opensearch_url: str, catalog_url: str, monkeypatch: pytest.MonkeyPatch
+    vectors: Vectors, opensearch_url: str, catalog_url: str, postgres_server: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The same machine and invariants on PostgreSQL + OpenSearch (#63): refreshes and reviewers' decisions write
     through the catalog's serving part on the session's PostgreSQL, and every search's hits are checked there — the
-    answers korpus serve gives without a file. Cluster outages stay among the steps; the server's own outages are
-    the label machine's (tests/integration/test_pg_catalog.py)."""
-    _on_the_cluster(vectors, opensearch_url, monkeypatch, examples=8, catalog=catalog_url)
+    answers korpus serve gives without a file. Outages of the cluster and of PostgreSQL (through a TCP proxy that
+    cuts every connection) are among the steps; the label machine (tests/integration/test_pg_catalog.py) also cuts
+    the server between a write's narrowing and its widening."""
+    cut = Cut()
+    with tcp_proxy(postgres_server.port, cut) as port:
+        _on_the_cluster(vectors, opensearch_url, monkeypatch, examples=8, catalog=(proxied_url(catalog_url, port), cut))
+    assert Archive.refused_searches > 0  # searches met the outage with hits to check, and were refused
 
 
 def test_relabel_then_release_through_the_cli(models: dict[str, Path], tmp_path: Path) -> None:

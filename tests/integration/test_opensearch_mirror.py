@@ -201,3 +201,43 @@ def test_the_viewer_and_cite_follow_a_hit_the_cluster_found(
     assert cited.exit_code == 0 and '"page"' in cited.stdout, cited.output
     refused = runner.invoke(cli, ["cite", hr_hit["chunk_id"], "--data", str(data)], env=env)
     assert refused.exit_code == 2
+
+
+def test_a_first_refresh_makes_the_cluster_index_before_its_first_group(
+    models, opensearch_url: str, os_prefix: str, tmp_path: Path
+) -> None:
+    """`prepare` (at a refresh's start) makes the template, index and alias for a catalog with no model yet, from
+    the configured model's manifest; a sync making the same index at the same time does not fail on it; a catalog
+    that has its model already is left to its syncs."""
+    import threading
+
+    from korpus.core.model_store import declared_dims, embed_model_path
+    from korpus.core.settings import Settings
+    from tasks.index.opensearch import prepare
+
+    settings = Settings(
+        data=tmp_path / "data", backend="opensearch", opensearch_url=opensearch_url, opensearch_prefix=os_prefix
+    )
+    cluster = opensearch_index(settings)
+    model = embed_model_path(settings)
+    errors: list[Exception] = []
+
+    def race() -> None:
+        try:
+            cluster.ensure(model.name, declared_dims(model) or 0)
+        except Exception as exc:  # a create that lost the race must not fail the sync
+            errors.append(exc)
+
+    racing = threading.Thread(target=race)
+    thread = prepare(settings)
+    racing.start()
+    assert thread is not None
+    thread.join(60)
+    racing.join(60)
+    assert not errors, errors
+    assert cluster.client.indices.exists_alias(name=cluster.alias)
+    (index,) = cluster.client.indices.get_alias(name=cluster.alias)
+    assert index.endswith(f"-{declared_dims(model)}")
+    with SqliteIndex(settings.index_path) as catalog:
+        catalog.bind_embedding(model.name, 384)
+    assert prepare(settings) is None

@@ -1,0 +1,61 @@
+"""A Dask worker started with `--preload flows.worker_warm` (as the topology starts its workers) is warm before its
+first task: the embedder a refresh's `embed` task asks for is already loaded — the same one, not a second model in
+memory — and the task thread's reading child is running."""
+
+from __future__ import annotations
+
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from korpus.core.datamodel import PageResult, Source, SourceKind
+from korpus.core.settings import Settings
+from tasks.contract.chunking import page_chunks
+
+pytestmark = pytest.mark.integration
+
+
+def test_a_warm_worker_holds_the_embedder_its_embed_task_asks_for(models: dict[str, Path]) -> None:
+    from distributed import Client, LocalCluster
+
+    import flows.refresh_tasks as refresh_tasks
+    from tasks.retrieval.embedding import shared_embedder
+    from tasks.runtime.reader_child import stop_children
+
+    shared_embedder.cache_clear()
+    try:
+        with (
+            LocalCluster(
+                n_workers=1,
+                threads_per_worker=1,
+                processes=False,  # the worker in this process: its caches are this test's to read
+                preload=["flows.worker_warm"],
+                dashboard_address=None,
+            ) as cluster,
+            Client(cluster) as client,
+        ):
+            deadline = time.monotonic() + 120
+            while any(t.name == "korpus-warm" for t in threading.enumerate()):
+                assert time.monotonic() < deadline, "the worker did not finish warming"
+                time.sleep(0.2)
+            loaded = shared_embedder.cache_info()
+            assert loaded.currsize == 1, loaded
+
+            def reading_child_running() -> bool:
+                from tasks.runtime.reader_child import _children
+
+                child = getattr(_children, "child", None)
+                return child is not None and child.process is not None and child.process.poll() is None
+
+            assert client.submit(reading_child_running, pure=False).result(timeout=60)
+            source = Source(source_id="s", version="v", path="/x", kind=SourceKind.text, owner="o", access="public")
+            page = PageResult(source_id="s", source_version="v", page=1, text="Записка о ремонте кровли.", method="x")
+            chunks, _ = page_chunks(source, [page])
+            vectors = client.submit(refresh_tasks.embed.fn, chunks, Settings(), pure=False).result(timeout=120)
+            assert vectors.shape[0] == len(chunks) > 0
+            after = shared_embedder.cache_info()
+            assert after.misses == loaded.misses and after.currsize == 1, after  # the task found the warm embedder
+    finally:
+        stop_children()  # the worker thread's reading child (the worker ran in this process)
