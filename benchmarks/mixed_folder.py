@@ -21,6 +21,7 @@ verdict on every copy either side wrote (infra/verapdf, `make verapdf`).
 from __future__ import annotations
 
 import argparse
+import io
 import json
 import os
 import shutil
@@ -30,6 +31,7 @@ import zipfile
 from pathlib import Path
 from xml.sax.saxutils import escape
 
+import numpy as np
 import pymupdf
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -69,9 +71,26 @@ def docx(path: Path, paragraphs_: list[str]) -> None:
         )
 
 
-def write_folder(root: Path, digital: int, scans: int, words: int) -> dict[str, int]:
-    """`digital` two-page born-digital PDFs, `scans` one-page scanned PDFs, `words` Word files of three paragraphs."""
-    texts = paragraphs(2 * digital + scans + 3 * words)
+def phone_photo(text: str, seed: int) -> bytes:
+    """A page photographed with a phone: colour (warm paper, uneven light), held sideways — stored turned, upright
+    by its EXIF orientation 6 as phones write it — no resolution stated, JPEG quality 90."""
+    from PIL import Image
+
+    grey = scan_image(text, noise=6, blur=0.8, angle=1.5, dpi=200, seed=seed)
+    light = np.linspace(1.0, 0.82, grey.width)[None, :]  # a lamp on one side
+    paper = np.asarray(grey, dtype=np.float32)[:, :, None] * np.array([1.0, 0.96, 0.88]) * light[:, :, None]
+    photo = Image.fromarray(np.clip(paper, 0, 255).astype(np.uint8), "RGB").rotate(90, expand=True)
+    exif = Image.Exif()
+    exif[0x0112] = 6  # show it turned 90° clockwise
+    buffer = io.BytesIO()
+    photo.save(buffer, "JPEG", quality=90, exif=exif.tobytes())
+    return buffer.getvalue()
+
+
+def write_folder(root: Path, digital: int, scans: int, words: int, photos: int = 0) -> dict[str, int]:
+    """`digital` two-page born-digital PDFs, `scans` one-page scanned PDFs, `words` Word files of three paragraphs,
+    `photos` phone photos of a page (JPEG)."""
+    texts = paragraphs(2 * digital + scans + 3 * words + photos)
     root.mkdir(parents=True)
     (root / "korpus.yaml").write_text(MANIFEST, encoding="utf-8")
     at = 0
@@ -91,7 +110,16 @@ def write_folder(root: Path, digital: int, scans: int, words: int) -> dict[str, 
     for n in range(words):
         docx(root / f"записка_{n:03}.docx", texts[at : at + 3])
         at += 3
-    return {"born-digital PDFs": digital, "scanned PDFs": scans, "Word files": words, "pages": 2 * digital + scans}
+    for n in range(photos):
+        (root / f"фото_{n:03}.jpg").write_bytes(phone_photo(texts[at], seed=n))
+        at += 1
+    return {
+        "born-digital PDFs": digital,
+        "scanned PDFs": scans,
+        "Word files": words,
+        "phone photos (JPEG)": photos,
+        "pages": 2 * digital + scans + photos,
+    }
 
 
 PLAIN = """
@@ -114,10 +142,11 @@ work.mkdir(parents=True, exist_ok=True)
 start = time.perf_counter()
 texts, names = [], []
 for path in sorted(folder.iterdir()):
-    if path.suffix == ".pdf":
-        out = work / path.name
+    if path.suffix in (".pdf", ".jpg"):  # a photo states no resolution: OCRmyPDF needs one (--image-dpi)
+        out = work / (path.name if path.suffix == ".pdf" else path.name + ".pdf")
+        photo = ["--image-dpi", "200", "--rotate-pages"] if path.suffix == ".jpg" else []
         subprocess.run(["ocrmypdf", "-q", "-l", {language!r}, "--output-type", "auto", "--pdfa-backend", "internal",
-                        "--skip-text", "-j", "2", str(path), str(out)], check=True)
+                        "--skip-text", "-j", "2", *photo, str(path), str(out)], check=True)
         pages = [page.get_text() for page in pymupdf.open(out)]
     elif path.suffix == ".docx":
         xml = zipfile.ZipFile(path).read("word/document.xml").decode("utf-8")
@@ -147,10 +176,14 @@ def _copies(data: Path, plain: Path) -> dict:
     every = sorted(plain.glob("*.pdf"))
     verdicts = validate([*korpus, *every], "2b")
     passed = lambda paths: sum(verdicts[str(p)]["compliant"] for p in paths)  # noqa: E731
+    megabytes = lambda paths: round(sum(p.stat().st_size for p in paths) / 2**20, 2)  # noqa: E731
+    photos = [p for p in korpus if p.name.endswith(".jpg.pdf")]
     return {
         "korpus copies": len(korpus),
-        "korpus copies MB": round(sum(p.stat().st_size for p in korpus) / 2**20, 2),
-        "ocrmypdf outputs of the same files MB": round(sum(p.stat().st_size for p in same) / 2**20, 2),
+        "korpus copies MB": megabytes(korpus),
+        "ocrmypdf outputs of the same files MB": megabytes(same),
+        "of which phone photos: korpus MB": megabytes(photos),
+        "of which phone photos: ocrmypdf MB": megabytes([plain / p.name for p in photos]),
         "korpus PDF/A-2b valid": f"{passed(korpus)}/{len(korpus)}",
         "ocrmypdf PDF/A-2b valid (every output)": f"{passed(every)}/{len(every)}",
     }
@@ -161,6 +194,7 @@ def main() -> None:
     parser.add_argument("--digital", type=int, default=20)
     parser.add_argument("--scans", type=int, default=10)
     parser.add_argument("--docx", type=int, default=10)
+    parser.add_argument("--photos", type=int, default=5, help="phone photos of a page (JPEG, EXIF-turned)")
     parser.add_argument("--rounds", type=int, default=2)
     args = parser.parse_args()
     path = f"{Path(sys.executable).parent}:{os.environ.get('PATH', '')}"  # the venv's ocrmypdf first
@@ -171,7 +205,7 @@ def main() -> None:
     env = dict(os.environ, PATH=path, PREFECT_LOGGING_LEVEL="WARNING")
     with tempfile.TemporaryDirectory(prefix="korpus-mixed-") as tmp:
         folder = Path(tmp) / "folder"
-        report: dict = {"folder": write_folder(folder, args.digital, args.scans, args.docx)}
+        report: dict = {"folder": write_folder(folder, args.digital, args.scans, args.docx, args.photos)}
         home = Path(tmp) / "prefect-home"
         try:
             warm = Path(tmp) / "warm-up"

@@ -185,10 +185,16 @@ def chunk_document(
     }
 
 
+SETTLE_SECONDS = 3
+"""How long a cluster that is not green may take to become green before it counts as not whole (`cluster_not_whole`):
+a node lost stays so; a new index's shard copies start within it (on the topology, /health answered 503 twice
+while a first refresh made its index, until session 36)."""
+
+
 def cluster_not_whole(client: Any) -> dict[str, Any] | None:
     """Why the cluster is not whole, or None: red (a primary shard lost), or yellow on a cluster of several nodes (a
-    node down or recovering: a shard copy unassigned). A single node is yellow by design (its replicas have nowhere to
-    go) and is not counted."""
+    node down or recovering: a shard copy unassigned), and still so after SETTLE_SECONDS. A single node is yellow by
+    design (its replicas have nowhere to go) and is not counted."""
     from opensearchpy.exceptions import OpenSearchException
 
     try:
@@ -197,6 +203,13 @@ def cluster_not_whole(client: Any) -> dict[str, Any] | None:
         return None  # the search answered; a cluster that hides its health is not judged by it
     status, nodes = state.get("status"), state.get("number_of_nodes", 1)
     if status == "green" or (status == "yellow" and nodes < 2):
+        return None
+    try:  # an index just made (a first refresh) is red, then yellow, for the second its copies take to start
+        state = client.cluster.health(wait_for_status="green", timeout=f"{SETTLE_SECONDS}s")
+    except OpenSearchException:
+        return None
+    status, nodes = state.get("status"), state.get("number_of_nodes", 1)
+    if status == "green":
         return None
     return {
         "cluster": status,

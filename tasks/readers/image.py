@@ -67,7 +67,8 @@ def image_dpi(image: Image.Image) -> int:
     stated = image.info.get("dpi", (0, 0))[0] or 0
     if stated >= 150:
         return round(stated)
-    return round(min(600, max(100, image.width / A4_WIDTH_INCHES)))
+    sideways = image.getexif().get(0x0112, 1) in (5, 6, 7, 8)  # stored turned: its upright width is its height
+    return round(min(600, max(100, (image.height if sideways else image.width) / A4_WIDTH_INCHES)))
 
 
 def frame(path: str, page: int) -> Image.Image:
