@@ -141,6 +141,31 @@ class PgCatalog:
                 return found
         return None
 
+    def source_summary(self, source_id: str, scopes: Sequence[str]) -> dict[str, Any] | None:
+        """A file's current version as /sources shows it (version, kind, owner, access, pages, chunks served), when
+        the scopes may see it; None otherwise — what the SQLite side answers from the file."""
+        from korpus.core.datamodel import scope_of
+
+        sql = (
+            "SELECT s.version, s.kind, s.owner, s.access, s.tenant, s.pages, (SELECT count(*) FROM chunk_access a "
+            "WHERE a.source_id = s.source_id AND a.source_version = s.version AND a.visible IS NOT NULL) "
+            "FROM catalog_sources s WHERE s.source_id = %s AND s.lifecycle = 'current'"
+        )
+        for version, kind, owner, access, tenant, pages, chunks in self._run(
+            lambda conn: conn.execute(sql, (source_id,)).fetchall()
+        ):
+            if scope_of(access, tenant) in scopes:
+                return {
+                    "source_id": source_id,
+                    "version": version,
+                    "kind": kind,
+                    "owner": owner,
+                    "access": access,
+                    "pages": pages or 0,
+                    "chunks": int(chunks),
+                }
+        return None
+
     def meta(self) -> dict[str, str]:
         return dict(self._run(lambda conn: conn.execute("SELECT key, value FROM catalog_meta").fetchall()))
 
@@ -335,13 +360,15 @@ class PgWriter:
         return pairs
 
     def _source_rows(self, pairs: set[tuple[str, str]]) -> dict[tuple[str, str], tuple]:
-        """The file's rows of these source versions: (kind, path, size, access, tenant, lifecycle) by version."""
+        """The file's rows of these source versions: (kind, path, size, access, tenant, lifecycle, owner, pages) by
+        version."""
         out: dict[tuple[str, str], tuple] = {}
         listed = sorted(pairs)
         for start in range(0, len(listed), 400):
             part = listed[start : start + 400]
             rows = self.sqlite.execute(
-                "SELECT source_id, version, kind, path, size, access, tenant, lifecycle FROM sources WHERE "
+                "SELECT source_id, version, kind, path, size, access, tenant, lifecycle, owner, pages FROM sources "
+                "WHERE "
                 f"(source_id, version) IN (VALUES {', '.join('(?, ?)' for _ in part)})",
                 [value for pair in part for value in pair],
             )
@@ -364,7 +391,8 @@ class PgWriter:
     def _server_sources(self, conn: Any, pairs: set[tuple[str, str]]) -> dict[tuple[str, str], tuple]:
         listed = sorted(pairs)
         rows = conn.execute(
-            "SELECT s.source_id, s.version, kind, path, size, access, tenant, lifecycle FROM catalog_sources s "
+            "SELECT s.source_id, s.version, kind, path, size, access, tenant, lifecycle, owner, pages "
+            "FROM catalog_sources s "
             "JOIN unnest(%s::text[], %s::text[]) AS p(source_id, version) "
             "ON s.source_id = p.source_id AND s.version = p.version",
             ([p[0] for p in listed], [p[1] for p in listed]),
@@ -377,10 +405,12 @@ class PgWriter:
         if rows:
             columns = list(zip(*((*pair, *row) for pair, row in rows.items()), strict=True))
             conn.execute(
-                "INSERT INTO catalog_sources SELECT * FROM unnest(%s::text[], %s::text[], %s::text[], %s::text[], "
-                "%s::bigint[], %s::text[], %s::text[], %s::text[]) ON CONFLICT (source_id, version) DO UPDATE SET "
-                "kind = excluded.kind, path = excluded.path, size = excluded.size, access = excluded.access, "
-                "tenant = excluded.tenant, lifecycle = excluded.lifecycle",
+                "INSERT INTO catalog_sources (source_id, version, kind, path, size, access, tenant, lifecycle, owner, "
+                "pages) SELECT * FROM unnest(%s::text[], %s::text[], %s::text[], %s::text[], %s::bigint[], "
+                "%s::text[], %s::text[], %s::text[], %s::text[], %s::integer[]) ON CONFLICT (source_id, version) DO "
+                "UPDATE SET kind = excluded.kind, path = excluded.path, size = excluded.size, access = "
+                "excluded.access, tenant = excluded.tenant, lifecycle = excluded.lifecycle, owner = excluded.owner, "
+                "pages = excluded.pages",
                 [list(column) for column in columns],
             )
 

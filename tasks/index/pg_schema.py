@@ -47,6 +47,15 @@ MIGRATIONS: tuple[tuple[int, str, str], ...] = (
         );
         """,
     ),
+    (
+        3,
+        "serving part: a source version's owner and pages, for /sources",
+        """
+        ALTER TABLE catalog_sources ADD COLUMN owner TEXT, ADD COLUMN pages INTEGER;
+        -- the rows written before have neither: the next write loads the catalog whole (pg_catalog.APPLIED_KEY)
+        DELETE FROM catalog_meta WHERE key = 'outbox_applied';
+        """,
+    ),
 )
 LOCK_KEY = 0x6B6F72707573  # "korpus": the advisory lock of migrations and of every writer's narrow-then-widen
 

@@ -260,8 +260,13 @@ def test_a_replica_without_a_file_checks_every_hit_on_postgres_and_says_503_whil
     health = replica.get("/health")
     assert health.status_code == 200 and health.json()["catalog"] == "postgresql", health.json()
     assert health.json()["chunks_current"] == 2
-    viewer = replica.get("/sources/записка.txt")  # what still needs the file says so (/sources, /meta, /review)
-    assert viewer.status_code == 503 and "without a catalog file" in viewer.json()["detail"]
+    # /sources from PostgreSQL: what the writer's own server answers from the file
+    from_file = TestClient(create_app(writer.model_copy(update={"catalog_url": None}))).get("/sources/записка.txt")
+    assert from_file.status_code == 200
+    assert replica.get("/sources/записка.txt").json() == from_file.json()
+    assert replica.get("/sources/записка.txt", params={"scopes": "hr"}).status_code in (403, 404)
+    meta = replica.get("/meta/toc")  # what still needs the file says so (/meta, /review)
+    assert meta.status_code == 503 and "without a catalog file" in meta.json()["detail"]
 
     with SqliteIndex(writer.index_path) as index:  # the writer's relabel; the cluster is not synced after it
         (version,) = index.indexed_versions()["записка.txt"]
@@ -269,6 +274,7 @@ def test_a_replica_without_a_file_checks_every_hit_on_postgres_and_says_503_whil
     answer = replica.get("/search", params={"q": "ремонт кровли", "mode": "bm25"})
     assert answer.status_code == 200 and "записка.txt" not in {h["source_id"] for h in answer.json()}
     assert replica.get(f"/view/записка.txt?chunk={cited['chunk_id']}").status_code == 404  # nor its page
+    assert replica.get("/sources/записка.txt").status_code == 404  # nor its row
 
     postgres_server.kill()
     try:

@@ -10,11 +10,16 @@ from korpus.core.datamodel import scope_of
 
 
 def sources_router(served: Served) -> APIRouter:
-    Index, Scopes = served.Index, served.Scopes
+    Index, SearchIndex, Scopes = served.Index, served.SearchIndex, served.Scopes
     app = APIRouter()
 
     @app.get("/sources/{source_id:path}", summary="One source's current version")
-    def source(source_id: str, idx: Index, allowed: Scopes) -> dict:
+    def source(source_id: str, idx: SearchIndex, allowed: Scopes) -> dict:
+        if idx is None:  # a stateless replica: the version's row and its served chunks from PostgreSQL
+            summary = served.reader(None).backend.catalog.source_summary(source_id, allowed)
+            if summary is None:
+                raise HTTPException(status_code=404, detail="no such source visible to this caller")
+            return summary
         found = idx.current_source(source_id)
         if found is None or scope_of(found[0].access, found[0].tenant) not in allowed:
             raise HTTPException(status_code=404, detail="no such source visible to this caller")
