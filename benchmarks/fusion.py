@@ -83,7 +83,7 @@ DANETQA = ROOT / "eval" / "danetqa"
 SERVED_DEFAULT = ("convex minmax, two α by coverage", (0.35, 0.3, 0.5))
 """korpus's hybrid as served (KORPUS_HYBRID_FUSION=convex: t 0.35, α_lo 0.3, α_hi 0.5), whose interval against the
 better side each cell reports (#66 acceptance)."""
-BOOTSTRAP_ROUNDS = 2000
+
 ALPHAS = tuple(round(0.1 * n, 1) for n in range(11))
 DEPTHS = (5, 10, 20, 30, 50)
 FITTED = {
@@ -399,14 +399,11 @@ def study(cases: list[dict]) -> dict:
 
 def paired_interval(cases: list[dict], rule: str, p: object, side: str, p_side: object = None) -> dict[str, float]:
     """The mean of (rule − side) nDCG@10 over a cell's questions and its 95 % paired-bootstrap interval: the
-    questions resampled with replacement BOOTSTRAP_ROUNDS times (seeded), the same draw for both."""
-    diffs = np.array([score(c, rule, p)["ndcg@10"] - score(c, side, p_side)["ndcg@10"] for c in cases])
-    if not len(diffs):
-        return {"mean": 0.0, "low": 0.0, "high": 0.0}
-    rng = np.random.default_rng(66)
-    means = diffs[rng.integers(0, len(diffs), size=(BOOTSTRAP_ROUNDS, len(diffs)))].mean(axis=1)
-    low, high = np.percentile(means, [2.5, 97.5])
-    return {"mean": round(float(diffs.mean()), 4), "low": round(float(low), 4), "high": round(float(high), 4)}
+    questions resampled with replacement (tasks/retrieval/tuning.paired_interval: 2,000 times, seeded), the same
+    draw for both."""
+    from tasks.retrieval.tuning import paired_interval as interval
+
+    return interval([score(c, rule, p)["ndcg@10"] - score(c, side, p_side)["ndcg@10"] for c in cases])
 
 
 def intervals(cases: list[dict]) -> dict:

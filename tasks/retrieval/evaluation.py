@@ -98,8 +98,10 @@ def evaluate(
     default_scopes: list[str],
     no_answer_threshold: float,
     ranker: Retriever | None = None,
+    each: bool = False,
 ) -> dict[str, Any]:
-    """Run every question through one retriever; metrics overall and by type, and leak counts.
+    """Run every question through one retriever; metrics overall and by type, and leak counts; with `each`, also
+    every answerable question's nDCG@10 in the questions' order (`each`: for paired comparisons).
 
     `ranker` is the Retriever `korpus search` and the API build from the settings (`Retriever.from_settings`: depth,
     RRF constant, both routing cuts, reranker) — by default from the ambient settings, so an evaluation measures
@@ -119,6 +121,7 @@ def evaluate(
     joined: list[bool] = []  # per searched question of a routed mode: did BM25 join the fusion?
     alone: list[bool] = []  # …and did it rank alone (dense left out: the query worded as the text)?
     low: list[bool] = []  # per searched question of the convex fusion: did BM25 weigh alpha_low (low coverage)?
+    ndcg: list[float] = []  # per answerable question, in order
     # Each question read as korpus search and the API read a message (cleaned, split into its questions), and every
     # part of every question embedded in batched forward passes (801 questions: minutes → seconds).
     parts = [split_questions(clean_query(q.question)) for q in questions]
@@ -155,6 +158,7 @@ def evaluate(
             checks[q.type].append(float(all(h["access"] in scopes for h in hits)))
         else:
             per_type[q.type].append(_scores(hits, q.expected))
+            ndcg.append(per_type[q.type][-1]["ndcg@10"])
     answerable = [s for scores in per_type.values() for s in scores]
     mean = lambda rows, key: round(sum(r[key] for r in rows) / len(rows), 4) if rows else 0.0  # noqa: E731
     keys = ("recall@1", "recall@3", "recall@5", "recall@10", "mrr@10", "ndcg@10")
@@ -173,7 +177,7 @@ def evaluate(
             "convex": len(low),
             "alpha_low": sum(low),
         },
-    }
+    } | ({"each": ndcg} if each else {})
 
 
 def _best_similarity(

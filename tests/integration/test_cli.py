@@ -83,6 +83,53 @@ def test_eval_on_the_sample_archive_reports_no_leaks(refreshed: Refreshed) -> No
     assert reports["bm25"]["routing"]["convex"] == 0 and reports["bm25"]["routing"]["routed"] == 0
 
 
+def test_tune_fusion_fits_on_one_half_and_judges_on_the_other(refreshed: Refreshed) -> None:
+    """`korpus tune-fusion` on the sample's labelled questions: the halves partition the answerable ones; the pair in
+    force scores on the fitting half what `korpus eval` scores it (remembering the index's answers changes nothing);
+    the fitted pair is at least as good there (the grid holds the pair in force); on the checking half the fitted
+    pair is recommended only with its paired interval above zero, and the printed settings say which."""
+    from korpus.core.model_store import embed_model_path
+    from tasks.index.registry import backend_for
+    from tasks.index.sqlite import SqliteIndex
+    from tasks.retrieval.embedding import Embedder
+    from tasks.retrieval.evaluation import evaluate, load_questions
+    from tasks.retrieval.retriever import Retriever
+    from tasks.retrieval.tuning import halves
+
+    questions = Path(__file__).resolve().parents[2] / "eval" / "sample-archive.jsonl"
+    result = runner.invoke(app, ["tune-fusion", str(questions), "--json", "--data", str(refreshed.settings.data)])
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.stdout)
+    answerable = [q for q in load_questions(questions) if q.expected]
+    fit, check = halves(answerable)
+    assert report["questions"] == {"fitting": len(fit), "checking": len(check)} and len(fit) + len(check) == 9
+    settings = refreshed.settings
+    with SqliteIndex(settings.index_path) as index:
+        backend = backend_for(settings, index)
+        plain = evaluate(
+            fit,
+            backend,
+            Embedder(embed_model_path(settings)),
+            "hybrid",
+            settings.default_scopes,
+            settings.no_answer_threshold,
+            Retriever.from_settings(backend, settings),
+        )
+    assert report["fitting_ndcg@10"]["in_force"] == plain["ndcg@10"]
+    assert report["fitting_ndcg@10"]["fitted"] >= report["fitting_ndcg@10"]["in_force"]
+    interval = report["checking_ndcg@10"]["fitted_minus_in_force"]
+    assert interval["low"] <= interval["mean"] <= interval["high"]
+    assert (report["recommend"] == "fitted") == (interval["low"] > 0)
+    chosen = report["fitted"] if report["recommend"] == "fitted" else report["in_force"]
+    assert report["settings"] == {
+        "KORPUS_HYBRID_ALPHA": chosen["hybrid_alpha"],
+        "KORPUS_HYBRID_ALPHA_LOW": chosen["hybrid_alpha_low"],
+    }
+    printed = runner.invoke(app, ["tune-fusion", str(questions), "--data", str(settings.data)])
+    said = "keep the settings in force" if report["recommend"] == "in_force" else "better on the questions it was"
+    assert printed.exit_code == 0 and "checked on" in printed.stdout and said in printed.stdout, printed.output
+
+
 def test_explain_says_how_a_noisy_two_question_message_was_ranked(refreshed: Refreshed) -> None:
     message = (
         "Здравствуйте! Где акт про огнетушитли с истёкшим сроком поверки? "

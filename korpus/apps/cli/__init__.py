@@ -33,6 +33,7 @@ COMMANDS = (
     ("exact", search.exact),
     ("cite", search.cite),
     ("eval", search.evaluate_cmd),
+    ("tune-fusion", search.tune_fusion_cmd),
     ("import-beir", search.import_beir_cmd),
     ("reindex", models.reindex),
     ("meta", meta.meta_cmd),

@@ -216,6 +216,66 @@ def evaluate_cmd(
         )
 
 
+def tune_fusion_cmd(
+    questions: Annotated[Path, typer.Argument(help="This collection's labelled questions (a `korpus eval` file).")],
+    data: DataOption = None,
+    as_json: Annotated[bool, typer.Option("--json")] = False,
+) -> None:
+    """Refit the hybrid's two BM25 weights on half of this collection's questions and compare them with the
+    settings in force on the other half (paired bootstrap); recommends the fitted pair only when it is better
+    there. Writes nothing: the settings to use are printed (docs/retrieval.md)."""
+    from tasks.index.registry import backend_for
+    from tasks.index.sqlite import SqliteIndex
+    from tasks.retrieval.embedding import Embedder
+    from tasks.retrieval.evaluation import load_questions
+    from tasks.retrieval.retriever import Retriever
+    from tasks.retrieval.tuning import tune_fusion
+
+    settings = _settings(data)
+    if not questions.is_file() or not settings.index_path.is_file():
+        _fail(f"need an eval file ({questions}) and an index ({settings.index_path})")
+    set_offline_switches()
+    with SqliteIndex(settings.index_path) as index:
+        backend = backend_for(settings, index)
+        ranker = Retriever.from_settings(backend, settings)
+
+        def progress(done: int, total: int) -> None:
+            if not as_json and (done == total or done % 5 == 0):
+                typer.echo(f"  {done}/{total} weight pairs tried", err=True)
+
+        try:
+            report = tune_fusion(
+                load_questions(questions),
+                backend,
+                Embedder(embed_model_path(settings)),
+                ranker,
+                settings.default_scopes,
+                settings.no_answer_threshold,
+                progress,
+            )
+        except ValueError as exc:
+            _fail(str(exc))
+    if as_json:
+        typer.echo(json.dumps(report, ensure_ascii=False, indent=2))
+        return
+    n, check = report["questions"], report["checking_ndcg@10"]
+    diff = check["fitted_minus_in_force"]
+    typer.echo(
+        f"fitted on {n['fitting']} questions: hybrid_alpha={report['fitted']['hybrid_alpha']} "
+        f"hybrid_alpha_low={report['fitted']['hybrid_alpha_low']} (in force: {report['in_force']['hybrid_alpha']}, "
+        f"{report['in_force']['hybrid_alpha_low']})\n"
+        f"checked on {n['checking']} others: nDCG@10 {check['in_force']} → {check['fitted']} "
+        f"({diff['mean']:+.4f}, 95 % [{diff['low']:+.4f}, {diff['high']:+.4f}])"
+    )
+    if report["recommend"] == "fitted":
+        typer.echo(
+            "better on the questions it was not fitted on: set "
+            + " ".join(f"{k}={v}" for k, v in report["settings"].items())
+        )
+    else:
+        typer.echo("not better on the questions it was not fitted on: keep the settings in force")
+
+
 def import_beir_cmd(
     folder: Annotated[Path, typer.Argument(help="BEIR folder: corpus.jsonl, queries*.jsonl, qrels*.tsv.")],
     out: Annotated[Path, typer.Option("--out", help="Corpus folder to write (one <_id>.txt per passage).")],
