@@ -191,6 +191,24 @@ a node lost stays so; a new index's shard copies start within it (on the topolog
 while a first refresh made its index, until session 36)."""
 
 
+def settled_health(client: Any, seconds: float) -> dict[str, Any] | None:
+    """The cluster's health once it is green, or as it stands after `seconds` (OpenSearch answers a wait that runs
+    out with 408 and the health then); None when it does not answer."""
+    from opensearchpy.exceptions import OpenSearchException, TransportError
+
+    try:
+        # the wait's own `timeout` as a query parameter: given as a keyword, the client takes it for its HTTP timeout
+        return client.cluster.health(
+            params={"wait_for_status": "green", "timeout": f"{seconds:g}s"}, request_timeout=seconds + 30
+        )
+    except TransportError as exc:
+        if exc.status_code == 408 and isinstance(exc.info, dict):
+            return exc.info
+        return None
+    except OpenSearchException:
+        return None
+
+
 def cluster_not_whole(client: Any) -> dict[str, Any] | None:
     """Why the cluster is not whole, or None: red (a primary shard lost), or yellow on a cluster of several nodes (a
     node down or recovering: a shard copy unassigned), and still so after SETTLE_SECONDS. A single node is yellow by
@@ -204,9 +222,8 @@ def cluster_not_whole(client: Any) -> dict[str, Any] | None:
     status, nodes = state.get("status"), state.get("number_of_nodes", 1)
     if status == "green" or (status == "yellow" and nodes < 2):
         return None
-    try:  # an index just made (a first refresh) is red, then yellow, for the second its copies take to start
-        state = client.cluster.health(wait_for_status="green", timeout=f"{SETTLE_SECONDS}s")
-    except OpenSearchException:
+    state = settled_health(client, SETTLE_SECONDS)  # an index just made is red, then yellow, for a second
+    if state is None:
         return None
     status, nodes = state.get("status"), state.get("number_of_nodes", 1)
     if status == "green":

@@ -4,6 +4,7 @@ drops connections after the bulk was applied, before it was forwarded, or answer
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import pytest
@@ -216,3 +217,24 @@ def test_a_decision_the_cluster_cannot_receive_is_withheld_from_it(
             opensearch_index(direct).sync_from(index)
         assert item["chunk_id"] not in found(raw=True) and opensearch_index(direct).health()["status"] == "ok"
         assert opensearch_index(direct.model_copy(update={"mirror_max_lag_seconds": 0})).health()["status"] == "ok"
+
+
+def test_a_cluster_not_green_in_time_is_judged_as_it_stands(opensearch_url: str, os_prefix: str) -> None:
+    """The settle wait of `cluster_not_whole` on the real node: an index whose replica has nowhere to go stays
+    yellow, and the wait that runs out (OpenSearch's 408) still gives the health as it stands — until session 36's
+    topology run it was read as "no answer", and a lost node left /status ok."""
+    from opensearchpy import OpenSearch
+
+    from tasks.index.opensearch_requests import settled_health
+
+    client = OpenSearch(hosts=[opensearch_url])
+    name = f"{os_prefix}-chunks-yellow"
+    client.indices.create(index=name, body={"settings": {"number_of_shards": 1, "number_of_replicas": 1}})
+    try:
+        started = time.monotonic()
+        state = settled_health(client, 1)
+        assert state is not None and state["status"] == "yellow" and state["timed_out"], state
+        assert time.monotonic() - started >= 0.9
+    finally:
+        client.indices.delete(index=name)
+    assert settled_health(client, 1)["status"] == "green"
