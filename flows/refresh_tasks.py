@@ -280,16 +280,17 @@ def embed(chunks: list[Chunk], settings: Settings) -> np.ndarray:
     return embedder.embed_passages([c.text for c in chunks])
 
 
-def embed_threads(settings: Settings) -> int:
+def embed_threads(settings: Settings, slots: int | None = None) -> int:
     """Cores one embedding task uses: `KORPUS_EMBED_THREADS`, else this process's cores shared out among the
-    worker's threads — embedding tasks then run side by side with each other and with reading, not one at a time
-    over every core (measured: benchmarks/scale.py)."""
+    worker's threads (`slots`; by default those of the Dask worker this runs on) — embedding tasks then run side by
+    side with each other and with reading, not one at a time over every core (measured: benchmarks/scale.py)."""
     if settings.embed_threads:
         return settings.embed_threads
-    try:
-        slots = distributed.get_worker().state.nthreads
-    except ValueError:  # not on a Dask worker
-        slots = settings.dask_threads_per_worker
+    if slots is None:
+        try:
+            slots = distributed.get_worker().state.nthreads
+        except ValueError:  # not on a Dask worker
+            slots = settings.dask_threads_per_worker
     return max(1, len(os.sched_getaffinity(0)) // max(slots, 1))
 
 

@@ -13,26 +13,27 @@ cannot be loaded is logged and left to the task, which says what is missing."""
 from __future__ import annotations
 
 import logging
-import os
 import threading
 from typing import Any
+
+from korpus.core.settings import Settings
 
 log = logging.getLogger("korpus.worker")
 
 
-def warm(nthreads: int) -> None:
+def warm(nthreads: int) -> Settings:
     """Import what a refresh's tasks run and load the embedder an `embed` task on a worker of `nthreads` threads
-    uses."""
-    import flows.refresh_tasks  # noqa: F401  (the tasks, the readers and the gate they import)
+    uses; the settings it was loaded by."""
+    from flows.refresh_tasks import embed_threads  # the tasks, the readers and the gate they import
     from korpus.core.model_store import embed_model_path
-    from korpus.core.settings import Settings
     from tasks.retrieval.embedding import shared_embedder, token_counter
 
     settings = Settings()
     model = str(embed_model_path(settings))
-    threads = settings.embed_threads or max(1, len(os.sched_getaffinity(0)) // max(nthreads, 1))
+    threads = embed_threads(settings, nthreads)  # the embed task's own count: the same cached embedder
     shared_embedder(model, threads=threads).embed_passages(["прогрев"])  # a first run allocates what runs need
     token_counter(model)
+    return settings
 
 
 def dask_setup(worker: Any) -> None:
@@ -40,14 +41,13 @@ def dask_setup(worker: Any) -> None:
 
     def run() -> None:
         try:
-            warm(worker.state.nthreads)
-            from korpus.core.settings import Settings
+            settings = warm(worker.state.nthreads)
             from tasks.runtime.reader_child import warm_reader
 
             # a task thread's reading child (one a thread, kept across tasks) started in that thread, best effort
             executor = worker.executors.get("default")
             for _ in range(worker.state.nthreads if executor is not None else 0):
-                executor.submit(warm_reader, Settings())
+                executor.submit(warm_reader, settings)
             log.info("korpus: worker warm (tasks imported, embedding model loaded)")
         except Exception as exc:  # the first task then pays for it, and reports what is wrong
             log.warning("korpus: the worker could not warm up: %s", exc)

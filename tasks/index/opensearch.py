@@ -661,11 +661,11 @@ def prepare(settings: Settings) -> threading.Thread | None:
     with SqliteIndex(settings.index_path) as catalog:
         if catalog.embedding_model() is not None:  # the index exists since the catalog's first sync
             return None
-    from korpus.core.model_store import declared_dims, embed_model_path
+    from korpus.core.model_store import ModelMissingError, declared_dims, embed_model_path
 
     try:
         path = embed_model_path(settings)
-    except Exception:  # a missing model: the refresh's embedding says so
+    except ModelMissingError:  # the refresh's embedding says so
         return None
     dims = declared_dims(path)
     if dims is None:

@@ -127,43 +127,39 @@ class PgCatalog:
     def visible_source(self, source_id: str, scopes: Sequence[str]) -> dict[str, Any] | None:
         """The current version of a file the scopes may see (version, kind, path, size, access, tenant); None
         otherwise — as the SQLite side's `visible_source`, for a replica's viewer."""
-        from korpus.core.datamodel import scope_of
-
         sql = (
             "SELECT source_id, version, kind, path, size, access, tenant FROM catalog_sources "
             "WHERE source_id = %s AND lifecycle = 'current' AND kind IS DISTINCT FROM 'meta'"
         )
-        rows = self._run(lambda conn: conn.execute(sql, (source_id,)).fetchall())
         names = ("source_id", "version", "kind", "path", "size", "access", "tenant")
-        for row in rows:
-            found = dict(zip(names, row, strict=True))
-            if scope_of(found["access"], found["tenant"]) in scopes:
-                return found
-        return None
+        return self._current_in_scope(sql, names, source_id, scopes)
 
     def source_summary(self, source_id: str, scopes: Sequence[str]) -> dict[str, Any] | None:
         """A file's current version as /sources shows it (version, kind, owner, access, pages, chunks served), when
         the scopes may see it; None otherwise — what the SQLite side answers from the file."""
+        sql = (
+            "SELECT s.source_id, s.version, s.kind, s.owner, s.access, s.tenant, s.pages, (SELECT count(*) FROM "
+            "chunk_access a WHERE a.source_id = s.source_id AND a.source_version = s.version AND a.visible IS NOT "
+            "NULL) FROM catalog_sources s WHERE s.source_id = %s AND s.lifecycle = 'current'"
+        )
+        names = ("source_id", "version", "kind", "owner", "access", "tenant", "pages", "chunks")
+        found = self._current_in_scope(sql, names, source_id, scopes)
+        if found is None:
+            return None
+        del found["tenant"]  # /sources shows the access rule, as the file's answer does
+        return found | {"pages": found["pages"] or 0, "chunks": int(found["chunks"])}
+
+    def _current_in_scope(
+        self, sql: str, names: tuple[str, ...], source_id: str, scopes: Sequence[str]
+    ) -> dict[str, Any] | None:
+        """The first row of `sql` (a source's current versions, `names` its columns, access and tenant among them)
+        that the scopes may see."""
         from korpus.core.datamodel import scope_of
 
-        sql = (
-            "SELECT s.version, s.kind, s.owner, s.access, s.tenant, s.pages, (SELECT count(*) FROM chunk_access a "
-            "WHERE a.source_id = s.source_id AND a.source_version = s.version AND a.visible IS NOT NULL) "
-            "FROM catalog_sources s WHERE s.source_id = %s AND s.lifecycle = 'current'"
-        )
-        for version, kind, owner, access, tenant, pages, chunks in self._run(
-            lambda conn: conn.execute(sql, (source_id,)).fetchall()
-        ):
-            if scope_of(access, tenant) in scopes:
-                return {
-                    "source_id": source_id,
-                    "version": version,
-                    "kind": kind,
-                    "owner": owner,
-                    "access": access,
-                    "pages": pages or 0,
-                    "chunks": int(chunks),
-                }
+        for row in self._run(lambda conn: conn.execute(sql, (source_id,)).fetchall()):
+            found = dict(zip(names, row, strict=True))
+            if scope_of(found["access"], found["tenant"]) in scopes:
+                return found
         return None
 
     def meta(self) -> dict[str, str]:

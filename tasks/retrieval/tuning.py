@@ -126,7 +126,7 @@ def tune_fusion(
         if progress is not None:
             progress(done, len(grid))
     in_force = (ranker.alpha, ranker.alpha_low)
-    fit_in_force = float(np.mean(scores(fit, *in_force)))
+    fit_in_force = fitted[in_force] if in_force in fitted else float(np.mean(scores(fit, *in_force)))
     best = max(fitted, key=lambda pair: (round(fitted[pair], 6), -abs(pair[0] - in_force[0])))
     before, after = scores(check, *in_force), scores(check, *best)
     interval = paired_interval([a - b for a, b in zip(after, before, strict=True)])
