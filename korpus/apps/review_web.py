@@ -156,6 +156,12 @@ def install_review(app: FastAPI, settings: Settings, sessions: Sessions | None =
 
     def open_index() -> SqliteIndex:
         if not settings.index_path.is_file():
+            if settings.catalog_url:  # a search replica: review decisions are written where the catalog file is
+                raise HTTPException(
+                    status_code=503,
+                    detail=f"this server answers searches without a catalog file (KORPUS_CATALOG_URL); review "
+                    f"needs the catalog file, which is not at {settings.index_path}: review on the refreshing machine",
+                )
             raise HTTPException(status_code=503, detail="no index yet: run `korpus refresh`")
         return SqliteIndex(settings.index_path)
 

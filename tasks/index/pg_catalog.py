@@ -162,6 +162,21 @@ class PgCatalog:
                 return found
         return None
 
+    def meta_documents(self, scopes: Sequence[str]) -> list[dict[str, Any]]:
+        """The current meta-documents these scopes may read, as the file's `read_meta` gives them (id, access,
+        version, built at, parts), for a replica's /meta (tasks.meta.publish.of_kind picks one kind)."""
+        from korpus.core.datamodel import scope_of
+
+        sql = (
+            "SELECT source_id, access, tenant, version, switched_at, parts FROM catalog_sources WHERE kind = 'meta' "
+            "AND lifecycle = 'current' ORDER BY source_id"
+        )
+        return [
+            {"source_id": sid, "access": access, "version": version, "built_at": built, "parts": list(parts or [])}
+            for sid, access, tenant, version, built, parts in self._run(lambda conn: conn.execute(sql).fetchall())
+            if scope_of(access, tenant) in scopes
+        ]
+
     def meta(self) -> dict[str, str]:
         return dict(self._run(lambda conn: conn.execute("SELECT key, value FROM catalog_meta").fetchall()))
 
@@ -399,16 +414,38 @@ class PgWriter:
         rows = self._source_rows(pairs)
         _drop_sources(conn, [pair for pair in pairs if pair not in rows])
         if rows:
-            columns = list(zip(*((*pair, *row) for pair, row in rows.items()), strict=True))
+            extra = self._meta_parts([pair for pair, row in rows.items() if row[0] == "meta"])
+            columns = list(
+                zip(*((*pair, *row, *extra.get(pair, (None, None))) for pair, row in rows.items()), strict=True)
+            )
             conn.execute(
                 "INSERT INTO catalog_sources (source_id, version, kind, path, size, access, tenant, lifecycle, owner, "
-                "pages) SELECT * FROM unnest(%s::text[], %s::text[], %s::text[], %s::text[], %s::bigint[], "
-                "%s::text[], %s::text[], %s::text[], %s::text[], %s::integer[]) ON CONFLICT (source_id, version) DO "
-                "UPDATE SET kind = excluded.kind, path = excluded.path, size = excluded.size, access = "
-                "excluded.access, tenant = excluded.tenant, lifecycle = excluded.lifecycle, owner = excluded.owner, "
-                "pages = excluded.pages",
+                "pages, switched_at, parts) SELECT s, v, k, p, z, a, t, l, o, n, w, d::jsonb FROM unnest(%s::text[], "
+                "%s::text[], %s::text[], %s::text[], %s::bigint[], %s::text[], %s::text[], %s::text[], %s::text[], "
+                "%s::integer[], %s::text[], %s::text[]) AS u(s, v, k, p, z, a, t, l, o, n, w, d) "
+                "ON CONFLICT (source_id, version) DO UPDATE SET kind = excluded.kind, path = excluded.path, size = "
+                "excluded.size, access = excluded.access, tenant = excluded.tenant, lifecycle = excluded.lifecycle, "
+                "owner = excluded.owner, pages = excluded.pages, switched_at = excluded.switched_at, parts = "
+                "excluded.parts",
                 [list(column) for column in columns],
             )
+
+    def _meta_parts(self, pairs: list[tuple[str, str]]) -> dict[tuple[str, str], tuple[str | None, str]]:
+        """(built at, page texts as JSON) of these meta-document versions: what /meta shows travels with their rows —
+        one table of contents, chronology or register a scope, never a file's pages."""
+        out: dict[tuple[str, str], tuple[str | None, str]] = {}
+        for source_id, version in pairs:
+            built = self.sqlite.execute(
+                "SELECT switched_at FROM sources WHERE source_id = ? AND version = ?", (source_id, version)
+            ).fetchall()
+            texts = [
+                json.loads(page)["text"]
+                for (page,) in self.sqlite.execute(
+                    "SELECT page FROM pages WHERE source_id = ? AND version = ? ORDER BY ordinal", (source_id, version)
+                )
+            ]
+            out[(source_id, version)] = (built[0][0] if built else None, json.dumps(texts, ensure_ascii=False))
+        return out
 
     def _write_states(self, conn: Any, ids: list[str]) -> int:
         states = self._states(ids)

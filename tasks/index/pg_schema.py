@@ -56,6 +56,16 @@ MIGRATIONS: tuple[tuple[int, str, str], ...] = (
         DELETE FROM catalog_meta WHERE key = 'outbox_applied';
         """,
     ),
+    (
+        4,
+        "serving part: a meta-document's parts and build time, for /meta",
+        """
+        ALTER TABLE catalog_sources ADD COLUMN switched_at TEXT, ADD COLUMN parts JSONB;
+        COMMENT ON COLUMN catalog_sources.parts IS
+            'a meta-document''s page texts (kind meta only: one table of contents, chronology or register a scope)';
+        DELETE FROM catalog_meta WHERE key = 'outbox_applied';
+        """,
+    ),
 )
 LOCK_KEY = 0x6B6F72707573  # "korpus": the advisory lock of migrations and of every writer's narrow-then-widen
 

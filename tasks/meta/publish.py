@@ -299,6 +299,13 @@ def refresh_meta(
     return dict(counts) | {"seconds": round(time.perf_counter() - started, 2)}
 
 
+def of_kind(documents: list[dict[str, Any]], kind: str) -> list[dict[str, Any]]:
+    """The meta-documents of `kind` among these (a replica's, read from PostgreSQL: `PgCatalog.meta_documents`)."""
+    if kind not in TITLES:
+        raise ValueError(f"unknown meta-document {kind!r}: one of {', '.join(TITLES)}")
+    return [document for document in documents if meta_kind(document["source_id"]) == kind]
+
+
 def read_meta(index: SqliteIndex, kind: str, scopes: list[str]) -> list[dict[str, Any]]:
     """The current meta-documents of `kind` these scopes may read, one per scope: id, access, parts."""
     if kind not in TITLES:

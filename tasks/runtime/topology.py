@@ -17,7 +17,8 @@ Parts, started in this order, each a process of its own (its own session, its lo
   KORPUS_BACKEND=opensearch and KORPUS_OPENSEARCH_URL;
 - `serve-1`, `serve-2` — two `korpus serve` replicas on the same catalog and cluster, each on its own port (a load
   balancer in front of them is the operator's; either may go and the other answers). Their searches read no file:
-  the cluster, and PostgreSQL for the check (while it is down they answer 503).
+  the cluster, and PostgreSQL for the check (while it is down they answer 503); each has its own data directory
+  (`serve_data`), in which no catalog file appears.
 `<home>/topology.json` records every part's ports and process; `down` stops them all (SIGTERM, SIGKILL after a grace)
 and leaves no process behind; `kill` SIGKILLs one part and `start` brings it back with the same ports and data.
 """
@@ -161,6 +162,11 @@ class Topology:
     def serve_urls(self) -> list[str]:
         return [f"http://127.0.0.1:{self.ports[name]}" for name in SERVE_REPLICAS]
 
+    def serve_data(self, part: str) -> Path:
+        """A serve replica's own data directory, not the writer's: it answers from the catalog on PostgreSQL and the
+        cluster, and holds no catalog file (what it renders from a source file may cache there)."""
+        return self.home / part / "data"
+
     @property
     def opensearch_home(self) -> Path:
         return self.home / "opensearch"
@@ -277,7 +283,14 @@ class Topology:
             return ([sys.executable, "-m", "prefect", "worker", "start", "--pool", "korpus"], env, None)
         if part in SERVE_REPLICAS:
             return (
-                [str(bin_dir / "korpus"), "serve", "--port", str(self.ports[part]), "--data", str(self.data)],
+                [
+                    str(bin_dir / "korpus"),
+                    "serve",
+                    "--port",
+                    str(self.ports[part]),
+                    "--data",
+                    str(self.serve_data(part)),
+                ],
                 env,
                 None,
             )

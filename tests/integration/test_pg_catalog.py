@@ -11,6 +11,7 @@ the file, and when the server applied the file's last change the two agree exact
 from __future__ import annotations
 
 import contextlib
+import json
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -220,7 +221,7 @@ def test_a_replica_without_a_file_checks_every_hit_on_postgres_and_says_503_whil
 
     from flows.corpus_refresh import run_refresh
     from korpus.apps.api import create_app
-    from korpus.core.settings import Settings
+    from korpus.core.settings import Reviewer, Settings
 
     root = tmp_path / "root"
     root.mkdir()
@@ -265,8 +266,11 @@ def test_a_replica_without_a_file_checks_every_hit_on_postgres_and_says_503_whil
     assert from_file.status_code == 200
     assert replica.get("/sources/записка.txt").json() == from_file.json()
     assert replica.get("/sources/записка.txt", params={"scopes": "hr"}).status_code in (403, 404)
-    meta = replica.get("/meta/toc")  # what still needs the file says so (/meta, /review)
-    assert meta.status_code == 503 and "without a catalog file" in meta.json()["detail"]
+    reviewing = writer.model_copy(
+        update={"data": replica_data, "review_keys": {"r": Reviewer(name="р", scopes=["public"])}}
+    )
+    review = TestClient(create_app(reviewing)).get("/review/api/items", headers={"X-API-Key": "r"})
+    assert review.status_code == 503 and "review on the refreshing machine" in review.text, review.text[:300]
 
     with SqliteIndex(writer.index_path) as index:  # the writer's relabel; the cluster is not synced after it
         (version,) = index.indexed_versions()["записка.txt"]
@@ -288,6 +292,73 @@ def test_a_replica_without_a_file_checks_every_hit_on_postgres_and_says_503_whil
     answer = replica.get("/search", params={"q": "замене труб", "mode": "bm25"})
     assert answer.status_code == 200 and answer.json()[0]["source_id"] == "акт.txt"
     assert not [p for p in replica_data.rglob("*") if p.suffix in (".db", ".sqlite", ".db-wal")]
+
+
+@pytest.mark.opensearch
+def test_a_replica_reads_the_meta_documents_from_postgres(
+    models: Any, opensearch_url: str, os_prefix: str, catalog_url: str, tmp_path: Path
+) -> None:
+    """/meta on a stateless replica: the meta-documents' parts travel with their rows, and the answer is the one the
+    writer's file gives, for every kind; a relabel that takes a scope's sources away takes its registers away."""
+    from fastapi.testclient import TestClient
+
+    from flows.corpus_refresh import run_refresh
+    from korpus.apps.api import create_app
+    from korpus.core.settings import Settings
+
+    root = tmp_path / "root"
+    root.mkdir()
+    (root / "korpus.yaml").write_text("defaults:\n  owner: o\n  access: public\n", encoding="utf-8")
+    (root / "приказ.txt").write_text(
+        "Приказ от 12 марта 1998 года. Директор Иван Петрович Сидоров поручил ООО «Ромашка» ремонт склада.\n",
+        encoding="utf-8",
+    )
+    writer = Settings(
+        data=tmp_path / "data",
+        backend="opensearch",
+        opensearch_url=opensearch_url,
+        opensearch_prefix=os_prefix,
+        catalog_url=catalog_url,
+    )
+    run_refresh(root, writer)
+    replica = TestClient(create_app(writer.model_copy(update={"data": tmp_path / "replica"})))
+    from_file = TestClient(create_app(writer.model_copy(update={"catalog_url": None})))
+    shown = {}
+    for kind in ("toc", "chronology", "persons", "organisations"):
+        answer = replica.get(f"/meta/{kind}")
+        assert answer.status_code == 200, answer.text
+        assert answer.json() == from_file.get(f"/meta/{kind}").json(), kind
+        shown[kind] = answer.json()
+    assert shown["toc"] and "приказ.txt" in "".join(shown["toc"][0]["parts"]), shown["toc"]
+    assert replica.get("/meta/nothing").status_code == 404
+
+    # the CLI on that machine: `korpus search` and `korpus cite` read what serve reads there, with no file
+    from typer.testing import CliRunner
+
+    from korpus.apps.cli import app
+
+    env = {
+        "KORPUS_BACKEND": "opensearch",
+        "KORPUS_OPENSEARCH_URL": opensearch_url,
+        "KORPUS_OPENSEARCH_PREFIX": os_prefix,
+        "KORPUS_CATALOG_URL": catalog_url,
+    }
+    at = ["--data", str(tmp_path / "replica")]
+    found = CliRunner().invoke(app, ["search", "ремонт склада", "--mode", "bm25", "--json", *at], env=env)
+    assert found.exit_code == 0, found.output
+    hit = next(h for h in json.loads(found.output) if h["source_id"] == "приказ.txt")
+    cited = CliRunner().invoke(app, ["cite", hit["chunk_id"], "--json", *at], env=env)
+    assert cited.exit_code == 0, cited.output
+    assert json.loads(cited.output)["source_id"] == "приказ.txt" and json.loads(cited.output)["page"] == 1
+    unknown = CliRunner().invoke(app, ["cite", "no-such-chunk", *at], env=env)
+    assert unknown.exit_code == 2 and "no current chunk" in unknown.output
+
+    (root / "korpus.yaml").write_text("defaults:\n  owner: o\n  access: hr\n", encoding="utf-8")
+    run_refresh(root, writer)  # relabelled: the public registers are withdrawn, nothing public remains to list
+    assert replica.get("/meta/toc").json() == from_file.get("/meta/toc").json() == []
+    hidden = CliRunner().invoke(app, ["cite", hit["chunk_id"], *at], env=env)  # relabelled out of public
+    assert hidden.exit_code == 2 and "no current chunk" in hidden.output
+    assert not [p for p in (tmp_path / "replica").rglob("*") if p.suffix in (".db", ".sqlite", ".db-wal")]
 
 
 def test_catalog_sync_and_status_through_the_cli(catalog_url: str, tmp_path: Path) -> None:

@@ -36,7 +36,7 @@ from corpora.sample_archive import _scan_pdf
 from korpus.core.model_store import ensure_models
 from korpus.core.settings import Settings
 from tasks.index.sqlite import SqliteIndex
-from tasks.runtime.topology import REPO, Topology
+from tasks.runtime.topology import REPO, SERVE_REPLICAS, Topology
 
 pytestmark = pytest.mark.topology
 KEYS = {"k-public": ["public"], "k-hr": ["public", "hr"]}
@@ -302,6 +302,11 @@ def test_a_serve_replica_killed_while_searches_run(topology: Topology) -> None:
     assert [parts[name]["url"] for name in ("serve-1", "serve-2")] == topology.serve_urls
     for url in topology.serve_urls:
         assert _sources(topology, "списание имущества", "k-public", url) >= {"протокол.txt"}
+        meta = httpx.get(f"{url}/meta/toc", headers={"X-API-Key": "k-public"}, timeout=30)
+        assert meta.status_code == 200 and meta.json(), meta.text  # the table of contents too, from PostgreSQL
+    for part in SERVE_REPLICAS:  # the replicas answered from PostgreSQL and the cluster: no catalog file of theirs
+        data = topology.serve_data(part)
+        assert data != topology.data and not [p for p in data.rglob("*") if p.suffix in (".db", ".db-wal")]
 
     topology.kill("serve-1")
     killed_at = time.monotonic()

@@ -10,7 +10,7 @@ from korpus.core.datamodel import scope_of
 
 
 def sources_router(served: Served) -> APIRouter:
-    Index, SearchIndex, Scopes = served.Index, served.SearchIndex, served.Scopes
+    SearchIndex, Scopes = served.SearchIndex, served.Scopes
     app = APIRouter()
 
     @app.get("/sources/{source_id:path}", summary="One source's current version")
@@ -35,10 +35,12 @@ def sources_router(served: Served) -> APIRouter:
         }
 
     @app.get("/meta/{kind}", summary="A meta-document: toc, chronology, persons or organisations, per scope")
-    def meta(kind: str, idx: Index, allowed: Scopes) -> list[dict[str, Any]]:
-        from tasks.meta.publish import read_meta
+    def meta(kind: str, idx: SearchIndex, allowed: Scopes) -> list[dict[str, Any]]:
+        from tasks.meta.publish import of_kind, read_meta
 
         try:
+            if idx is None:  # a stateless replica: the meta-documents' rows and parts from PostgreSQL
+                return of_kind(served.reader(None).backend.catalog.meta_documents(allowed), kind)
             return read_meta(idx, kind, allowed)
         except ValueError as exc:
             raise HTTPException(status_code=404, detail=str(exc)) from exc

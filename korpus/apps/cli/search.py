@@ -9,7 +9,7 @@ from typing import Annotated, Any
 
 import typer
 
-from korpus.apps.cli.common import DataOption, _fail, _indexed, _settings
+from korpus.apps.cli.common import DataOption, _fail, _indexed, _settings, _stateless
 from korpus.core.model_store import (
     ModelMissingError,
     embed_model_path,
@@ -36,6 +36,7 @@ def search(
     """Hybrid search over current chunks the scopes may see: BM25 and kNN in a convex fusion (min-max normalised,
     BM25 weighing less when it covers little of the question), identifiers pinned first; --mode picks another."""
     from tasks.index.backend import SEARCH_MODES, IndexMismatchError
+    from tasks.index.pg_catalog import CatalogUnavailable
     from tasks.index.sqlite import SqliteIndex
     from tasks.retrieval.embedding import Embedder
     from tasks.retrieval.query import search_message
@@ -45,16 +46,19 @@ def search(
         _fail(f"unknown mode {mode!r}: one of {', '.join(SEARCH_MODES)}")
     if mode == "hybrid+rerank" and settings.rerank_model is None:
         _fail("hybrid+rerank needs a rerank model: set KORPUS_RERANK_MODEL to a CrossEncoder folder")
-    _indexed(settings)
+    stateless = _stateless(settings)  # a search replica: the catalog on PostgreSQL and the cluster, no file
+    if not stateless:
+        _indexed(settings)
     scope_list = parse_scopes(scopes) if scopes else settings.default_scopes
     set_offline_switches()
-    index = SqliteIndex(settings.index_path)
+    index = None if stateless else SqliteIndex(settings.index_path)
     explained: list[tuple[str, dict[str, Any]]] = []
     try:
         embed = None
         if mode not in ("bm25", "bm25-nostem"):
             embedder = Embedder(embed_model_path(settings))
-            index.bind_embedding(embedder.name, embedder.dims)
+            if index is not None:  # a replica's cluster checks the query vector against its own mapping
+                index.bind_embedding(embedder.name, embedder.dims)
             embed = embedder.embed_queries
         from tasks.index.registry import backend_for
         from tasks.retrieval.retriever import Retriever
@@ -71,10 +75,11 @@ def search(
         # greetings, links, invisible characters and quoted replies do not steer ranking; each question of a
         # message is searched on its own and the hits interleaved
         hits = search_message(query, search, embed, k)
-    except (ModelMissingError, IndexMismatchError, ValueError) as exc:
+    except (ModelMissingError, IndexMismatchError, ValueError, CatalogUnavailable) as exc:
         _fail(str(exc))
     finally:
-        index.close()
+        if index is not None:
+            index.close()
     if as_json:
         typer.echo(json.dumps(hits, ensure_ascii=False, indent=2))
         return
@@ -302,10 +307,19 @@ def cite(
     from tasks.index.sqlite import SqliteIndex
     from tasks.readers.page_view import page_png
 
-    settings = _indexed(data)
+    settings = _settings(data)
     scope_list = parse_scopes(scopes) if scopes else settings.default_scopes
-    with SqliteIndex(settings.index_path) as index:
-        found = index.searcher.cited(chunk_id, scope_list)
+    if _stateless(settings):  # a search replica: the chunk from the cluster, checked on the catalog's server
+        from tasks.index.pg_catalog import CatalogUnavailable
+        from tasks.index.registry import backend_for
+
+        try:
+            found = backend_for(settings, None).cited(chunk_id, scope_list)
+        except CatalogUnavailable as exc:
+            _fail(str(exc))
+    else:
+        with SqliteIndex(_indexed(settings).index_path) as index:
+            found = index.searcher.cited(chunk_id, scope_list)
     if found is None:
         _fail(f"no current chunk {chunk_id!r} that the scopes {', '.join(scope_list)} may see")
     if png is not None:
