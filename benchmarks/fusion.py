@@ -272,7 +272,10 @@ class Candidates:
                 dense = [(k, s) for k, s in dense if k not in gone]
                 body = [(k, s) for k, s in body if k not in gone]
                 coverage = self.backend.coverage(part, lexical[0][0], variants) if lexical else 0.0
-                read_parts.append({"lexical": lexical, "dense": dense, "body": body, "coverage": coverage})
+                terms = len(analyse(part))  # the query's length in index terms: a feature of the learned rule
+                read_parts.append(
+                    {"lexical": lexical, "dense": dense, "body": body, "coverage": coverage, "terms": terms}
+                )
                 keys |= {k for k, _ in [*lexical, *dense, *body]}
             at += len(parts)
             typed = [(k, s) for k, s in self.backend.vector(raw_vector, scopes, 50)]

@@ -76,7 +76,7 @@ def _plain(client, alias: str, query: str, vector: np.ndarray) -> list[str]:
     return sorted(scores, key=scores.get, reverse=True)[:10]
 
 
-def measure(n: int, queries: int, url: str, folder: Path) -> dict:
+def measure(n: int, queries: int, url: str, folder: Path, beams: tuple[int, ...] = ()) -> dict:
     from opensearchpy import OpenSearch
 
     from korpus.core.settings import Settings
@@ -89,10 +89,13 @@ def measure(n: int, queries: int, url: str, folder: Path) -> dict:
         index.bind_embedding("e5-small", DIMS)
         for source, chunks, vectors in sources:
             index.publish_version(source, chunks, vectors, 1)
-    cluster = OpenSearchIndex(
-        OpenSearch(hosts=[url], timeout=600, max_retries=0), prefix=f"search{uuid.uuid4().hex[:8]}", catalog=path
-    )
     settings = Settings(data=folder)
+    cluster = OpenSearchIndex(
+        OpenSearch(hosts=[url], timeout=600, max_retries=0),
+        prefix=f"search{uuid.uuid4().hex[:8]}",
+        catalog=path,
+        knn_candidates=settings.opensearch_knn_candidates,
+    )
     try:
         with SqliteIndex(path) as index:
             cluster.sync_from(index)
@@ -100,7 +103,8 @@ def measure(n: int, queries: int, url: str, folder: Path) -> dict:
         unfetched.prefetch = lambda *_asked: None  # type: ignore[method-assign]
         korpus, alone = Retriever.from_settings(cluster, settings), Retriever.from_settings(unfetched, settings)
         asked = _questions(sources, WARMUP + queries)
-        counted = {row: 0 for row in ROWS}
+        rows = (*ROWS, *(f"korpus hybrid, kNN beam {beam}" for beam in beams))
+        counted = {row: 0 for row in rows}
         perform = cluster.client.transport.perform_request
         current = [ROWS[0]]
 
@@ -114,17 +118,20 @@ def measure(n: int, queries: int, url: str, folder: Path) -> dict:
             ROWS[1]: lambda q, v: alone.search(q, v, ["public"], k=10),
             ROWS[2]: lambda q, v: _plain(cluster.client, cluster.alias, q, v),
         }
-        times: dict[str, list[float]] = {row: [] for row in ROWS}
+        for beam, row in zip(beams, rows[len(ROWS) :], strict=True):
+            wider = Retriever.from_settings(cluster.with_knn_candidates(beam), settings)
+            runs[row] = lambda q, v, wider=wider: wider.search(q, v, ["public"], k=10)
+        times: dict[str, list[float]] = {row: [] for row in rows}
         for i, (query, vector) in enumerate(asked):
-            order = ROWS[i % 3 :] + ROWS[: i % 3]
+            order = rows[i % len(rows) :] + rows[: i % len(rows)]
             for row in order:
                 current[0] = row
                 start = time.perf_counter()
                 runs[row](query, vector)
                 if i >= WARMUP:
                     times[row].append(time.perf_counter() - start)
-        out: dict = {"chunks": n, "queries": queries}
-        for row in ROWS:
+        out: dict = {"chunks": n, "queries": queries, "rows": rows}
+        for row in rows:
             ordered = sorted(times[row])
             out[row] = {
                 "p50_ms": round(1000 * statistics.median(ordered), 1),
@@ -132,7 +139,7 @@ def measure(n: int, queries: int, url: str, folder: Path) -> dict:
                 "requests_a_question": round(counted[row] / len(asked), 2),
             }
         plain = out[ROWS[2]]
-        for row in ROWS[:2]:
+        for row in (r for r in rows if r != ROWS[2]):
             out[row]["p50_ratio"] = round(out[row]["p50_ms"] / plain["p50_ms"], 2)
             out[row]["p95_ratio"] = round(out[row]["p95_ms"] / plain["p95_ms"], 2)
         return out
@@ -147,17 +154,21 @@ def main() -> None:
     parser.add_argument("--queries", type=int, default=200)
     parser.add_argument("--opensearch-url", help="a running node (else one is started for the run)")
     parser.add_argument("--json", action="store_true")
+    parser.add_argument(
+        "--knn-candidates", type=int, nargs="+", default=[], help="also korpus's hybrid with these kNN beams"
+    )
     args = parser.parse_args()
+    beams = tuple(args.knn_candidates)
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
         if args.opensearch_url:
-            results = [measure(n, args.queries, args.opensearch_url, folder) for n in args.chunks]
+            results = [measure(n, args.queries, args.opensearch_url, folder, beams) for n in args.chunks]
         else:
             from tasks.runtime.opensearch_node import start, stop_leashed
 
             try:
                 (node,) = start(folder / "opensearch", port=None, heap_mb=2048, detach=False, log=sys.stderr)
-                results = [measure(n, args.queries, node.url, folder) for n in args.chunks]
+                results = [measure(n, args.queries, node.url, folder, beams) for n in args.chunks]
             finally:
                 stop_leashed()
     if args.json:
@@ -166,7 +177,7 @@ def main() -> None:
     print("| chunks (generated) | row | p50 ms | p95 ms | ÷ plain p50 | ÷ plain p95 | requests a question |")
     print("|---|---|---|---|---|---|---|")
     for r in results:
-        for row in ROWS:
+        for row in r["rows"]:
             m = r[row]
             print(
                 f"| {r['chunks']:,} | {row} | {m['p50_ms']} | {m['p95_ms']} | {m.get('p50_ratio', 1.0)} | "

@@ -53,6 +53,7 @@ from tasks.retrieval.retriever import Retriever
 
 EMBED_MODEL: list[Path] = []  # --embed-model, when given
 CLUSTER: list[str] = []  # --backend opensearch: the node's URL
+KNN_CANDIDATES: list[int] = []  # --knn-candidates: kNN beams evaluated beside the default, on the same node
 
 
 def cluster_backend(settings: Settings, index: SqliteIndex):
@@ -102,9 +103,13 @@ def run(root: Path, questions: Path, data: Path, changes=None, policy: str | Non
         backends = {"": index.searcher}
         if CLUSTER:
             backends[OPENSEARCH] = cluster_backend(settings, index)
+            for beam in KNN_CANDIDATES:  # the same mirrored index, the kNN beam widened (dense rows)
+                backends[f"{OPENSEARCH}, kNN beam {beam}"] = backends[OPENSEARCH].with_knn_candidates(beam)
         for suffix, backend in backends.items():
             for r in RETRIEVERS:
                 if r == "hybrid+rerank":  # no offline cross-encoder weights exist here
+                    continue
+                if "beam" in suffix and r != "dense":  # a hybrid keeps its depth as its kNN beam
                     continue
                 spent[0], start = 0.0, time.perf_counter()
                 report[r + suffix] = evaluate(
@@ -122,9 +127,10 @@ def run(root: Path, questions: Path, data: Path, changes=None, policy: str | Non
                     "embedding_s": round(spent[0], 2),
                     "rest_s": round(total - spent[0], 2),
                 }
-            if suffix:
-                backend.client.indices.delete(index=f"{backend.prefix}-chunks-*", ignore=[404])
-                backend.client.indices.delete_index_template(name=f"{backend.prefix}-chunks", ignore=[404])
+        if CLUSTER:
+            cluster = backends[OPENSEARCH]
+            cluster.client.indices.delete(index=f"{cluster.prefix}-chunks-*", ignore=[404])
+            cluster.client.indices.delete_index_template(name=f"{cluster.prefix}-chunks", ignore=[404])
         # timings go to stderr: the JSON report stays comparable byte for byte between runs
         print(f"eval seconds ({questions.name}): {seconds}", file=sys.stderr)
         return report
@@ -177,7 +183,16 @@ def main() -> None:
         help="opensearch: evaluate every set on a real node too, beside SQLite",
     )
     parser.add_argument("--opensearch-url", help="the node or cluster for --backend opensearch (default: start one)")
+    parser.add_argument(
+        "--knn-candidates",
+        type=int,
+        nargs="+",
+        default=[],
+        help="with --backend opensearch: also evaluate dense with these kNN beams "
+        "(KORPUS_OPENSEARCH_KNN_CANDIDATES)",
+    )
     args = parser.parse_args()
+    KNN_CANDIDATES[:] = args.knn_candidates
     EMBED_MODEL[:] = [args.embed_model] if args.embed_model else []
     if args.backend == "opensearch":
         if args.opensearch_url:
@@ -295,6 +310,14 @@ def backends_table(report: dict) -> str:
                 f"| {name} | {r} | {a['recall@1']:.3f} | {b['recall@1']:.3f} | {a['ndcg@10']:.3f} "
                 f"| {b['ndcg@10']:.3f} | {gap:.3f}{'' if gap <= 0.01 else ' (over 0.01)'} |"
             )
+            for beam in KNN_CANDIDATES:
+                if r == "dense":
+                    b = by[f"{r}{OPENSEARCH}, kNN beam {beam}"]
+                    gap = max(abs(a[m] - b[m]) for m in ("recall@1", "ndcg@10"))
+                    rows.append(
+                        f"| {name} | {r}, kNN beam {beam} | {a['recall@1']:.3f} | {b['recall@1']:.3f} "
+                        f"| {a['ndcg@10']:.3f} | {b['ndcg@10']:.3f} | {gap:.3f} |"
+                    )
     return "\n".join(rows)
 
 

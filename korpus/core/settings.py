@@ -248,6 +248,14 @@ class Settings(BaseSettings):
         "credentials in the URL or env.",
     )
     opensearch_prefix: str = Field(default="korpus", description="Index, alias, template and pipeline name prefix.")
+    opensearch_knn_candidates: int = Field(
+        default=100,
+        ge=0,
+        le=10_000,
+        description="The cluster's kNN beam (the lucene engine's k) where kNN ranks alone (mode dense), when wider "
+        "than the search's depth: more candidates, nearer the exact neighbours, slower queries. A hybrid search keeps "
+        "its depth as its beam. 0: the depth (KORPUS_RRF_DEPTH).",
+    )
     opensearch_user: str | None = Field(
         default=None, description="The cluster's user (HTTP basic auth, with KORPUS_OPENSEARCH_PASSWORD)."
     )

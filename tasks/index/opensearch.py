@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import base64
 import contextlib
+import copy
 import logging
 import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -95,8 +96,12 @@ class OpenSearchIndex:
         retry: RetryPolicy | None = None,
         catalog: Path | catalog_check.SqliteCatalog | PgCatalog | None = None,
         max_lag: float = 0.0,
+        knn_candidates: int = 0,
     ) -> None:
         self.client = client
+        self.knn_candidates = knn_candidates
+        """The beam of a search kNN ranks alone (`vector` not prefetched by a hybrid: mode dense) when wider than
+        its depth (KORPUS_OPENSEARCH_KNN_CANDIDATES)."""
         self.max_lag = max_lag
         """Seconds the mirror may lack a catalog change before `health` says `behind` (mirror_max_lag_seconds)."""
         self.catalog = catalog_check.SqliteCatalog(catalog) if isinstance(catalog, Path) else catalog
@@ -108,6 +113,12 @@ class OpenSearchIndex:
         self.alias = f"{prefix}-chunks"
         self._dims: int | None = None
         self._version: tuple[int, int] | None = None
+
+    def with_knn_candidates(self, candidates: int) -> OpenSearchIndex:
+        """The same cluster and catalog, searched with another kNN beam (KORPUS_OPENSEARCH_KNN_CANDIDATES)."""
+        other = copy.copy(self)
+        other.knn_candidates = candidates
+        return other
 
     @property
     def version(self) -> tuple[int, int]:
@@ -329,7 +340,11 @@ class OpenSearchIndex:
         ]
         asked: list[tuple[Any, dict[str, Any]]] = [(("lexical", query, key, depth), lexical)]
         if vector is not None:
-            asked.append((("vector", vector.tobytes(), key, depth), knn_body(vector, scopes, depth)))
+            asked.append(
+                # the hybrid's kNN keeps its depth as its beam: BM25 beside it finds what the graph search misses,
+                # and a wider beam would cost every search (benchmarks/README, opensearch_search.py)
+                (("vector", vector.tobytes(), key, depth), knn_body(vector, scopes, depth))
+            )
         if identifiers:
             asked.append((("identifiers", tuple(identifiers), key, depth), identifier_body(identifiers, scopes, depth)))
         for body in (b for _, b in asked):
@@ -402,7 +417,10 @@ class OpenSearchIndex:
         """Cosine similarity, as the embedded index gives it: the lucene engine scores `cosinesimil` as (1 + cos) / 2,
         and thresholds fitted on cosines (KORPUS_NO_ANSWER_THRESHOLD) must mean the same on both backends."""
         asked = ("vector", vector.tobytes(), tuple(scopes), depth)
-        return [(key, 2.0 * score - 1.0) for key, score in self._ranked(knn_body(vector, scopes, depth), asked)]
+        return [
+            (key, 2.0 * score - 1.0)
+            for key, score in self._ranked(knn_body(vector, scopes, depth, self.knn_candidates), asked)
+        ]
 
     def identifiers(self, identifiers: Sequence[str], scopes: Sequence[str], depth: int) -> list[str]:
         """Chunks holding the identifiers, most identifiers matched first (a constant-score clause per identifier)."""
@@ -674,6 +692,7 @@ def opensearch_index(settings: Settings) -> OpenSearchIndex:
         retry=RetryPolicy.from_settings(settings),
         catalog=PgCatalog(settings.catalog_url) if settings.catalog_url else settings.index_path,
         max_lag=settings.mirror_max_lag_seconds,
+        knn_candidates=settings.opensearch_knn_candidates,
     )
 
 

@@ -138,17 +138,19 @@ def identifier_body(identifiers: Sequence[str], scopes: Sequence[str], depth: in
     return {"size": depth, "_source": False, "query": query, "sort": [{"_score": "desc"}, {"chunk_id": "asc"}]}
 
 
-def knn_query(vector: np.ndarray, depth: int, scopes: Sequence[str] | None) -> dict[str, Any]:
+def knn_query(vector: np.ndarray, depth: int, scopes: Sequence[str] | None, candidates: int = 0) -> dict[str, Any]:
     """Lucene-engine efficient filtering: the filter goes inside the knn clause, applied during the graph search
-    (not after it, which could return fewer than k)."""
-    clause: dict[str, Any] = {"vector": [round(float(x), 7) for x in vector], "k": depth}
+    (not after it, which could return fewer than k). The lucene engine's `k` is also its beam (how many candidates
+    the graph search keeps, per segment): `candidates` widens it past `depth` (KORPUS_OPENSEARCH_KNN_CANDIDATES);
+    the request's size still takes `depth`."""
+    clause: dict[str, Any] = {"vector": [round(float(x), 7) for x in vector], "k": max(depth, candidates)}
     if scopes is not None:
         clause["filter"] = {"bool": {"filter": visible(scopes)}}
     return {"knn": {"embedding": clause}}
 
 
-def knn_body(vector: np.ndarray, scopes: Sequence[str], depth: int) -> dict[str, Any]:
-    return {"size": depth, "_source": False, "query": knn_query(vector, depth, scopes)}
+def knn_body(vector: np.ndarray, scopes: Sequence[str], depth: int, candidates: int = 0) -> dict[str, Any]:
+    return {"size": depth, "_source": False, "query": knn_query(vector, depth, scopes, candidates)}
 
 
 STATE_FIELDS = ("lifecycle", "access", "owner", "tenant", "exception")

@@ -52,6 +52,28 @@ class NodeError(RuntimeError):
     """The node could not be built or started; the message says why (a plugin's error, the log's last lines)."""
 
 
+SECURITY_PLUGIN = "org.opensearch.security.OpenSearchSecurityPlugin"
+
+
+@dataclass(frozen=True)
+class Secured:
+    """A cluster behind OpenSearch's security plugin: TLS on transport and on HTTP with `cert` (signed by `ca`; its
+    subject is the DN every node is admitted by), and one internal user, `user`, with all access. The password is
+    stored only as the plugin's bcrypt hash, in each node's config; the security index is made from that config at
+    the cluster's first start."""
+
+    ca: Path
+    cert: Path
+    key: Path
+    user: str
+    password: str
+
+    def ssl_context(self) -> Any:
+        import ssl
+
+        return ssl.create_default_context(cafile=str(self.ca))
+
+
 @dataclass
 class NodeProcess:
     name: str
@@ -60,10 +82,16 @@ class NodeProcess:
     http_port: int
     transport_port: int
     home: str
+    scheme: str = "http"
 
     @property
     def url(self) -> str:
-        return f"http://127.0.0.1:{self.http_port}"
+        return f"{self.scheme}://127.0.0.1:{self.http_port}"
+
+
+def node_url(record: dict[str, Any]) -> str:
+    """A recorded node's HTTP URL (https when it was started secured)."""
+    return f"{record.get('scheme', 'http')}://127.0.0.1:{record['http_port']}"
 
 
 def java() -> str:
@@ -78,15 +106,73 @@ def java() -> str:
     raise NodeError("no java found: install a JDK 17+ (apt openjdk-17-jdk-headless) or set KORPUS_JAVA")
 
 
-def classpath(project: Path = NODE_PROJECT) -> str:
-    """The launcher's jar, the server's libraries and the k-NN plugin's jars, as `mvn package` left them."""
+def classpath(project: Path = NODE_PROJECT, secured: bool = False) -> str:
+    """The launcher's jar, the server's libraries and the k-NN plugin's jars, as `mvn package` left them; a secured
+    node's, the security plugin's too."""
     target = project / "target"
     jars = sorted(target.glob("korpus-opensearch-node-*.jar"))
-    if not jars or not (target / "lib").is_dir() or not (target / "knn").is_dir():
+    parts = ["lib", *(["security"] if secured else []), "knn"]
+    if not jars or not all((target / part).is_dir() for part in parts):
         raise NodeError(
             f"the OpenSearch node is not built under {target}: run `make opensearch` (mvn -q package in {project})"
         )
-    return os.pathsep.join([str(jars[0]), str(target / "lib" / "*"), str(target / "knn" / "*")])
+    return os.pathsep.join([str(jars[0]), *(str(target / part / "*") for part in parts)])
+
+
+def password_hash(secured: Secured, project: Path = NODE_PROJECT) -> str:
+    """The plugin's own bcrypt hash of the user's password (its `Hasher`, the password passed in the environment,
+    never on a command line)."""
+    done = subprocess.run(
+        [java(), "-cp", classpath(project, secured=True), "org.opensearch.security.tools.Hasher", "-env", "KORPUS_PW"],
+        env=dict(os.environ, KORPUS_PW=secured.password),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    hashed = done.stdout.strip().splitlines()[-1] if done.stdout.strip() else ""
+    if done.returncode != 0 or not hashed.startswith("$2"):
+        raise NodeError(f"the security plugin's Hasher failed ({done.returncode}): {done.stderr.strip()[-500:]}")
+    return hashed
+
+
+def write_security_config(node_home: Path, secured: Secured, hashed: str, project: Path = NODE_PROJECT) -> None:
+    """A secured node's config (its folder readable by its owner only): the certificate, its key and the CA beside
+    opensearch.yml (the plugin reads them relative to it), and the security index's first content — the plugin's
+    defaults with one internal user mapped to all_access (anonymous access off, as the defaults have it)."""
+    from cryptography import x509
+
+    config = node_home / "config"
+    config.mkdir(parents=True, exist_ok=True)
+    config.chmod(0o700)
+    for source, name in ((secured.cert, "node.pem"), (secured.key, "node-key.pem"), (secured.ca, "ca.pem")):
+        shutil.copyfile(source, config / name)
+    (config / "node-key.pem").chmod(0o600)
+    subject = x509.load_pem_x509_certificate(secured.cert.read_bytes()).subject.rfc4514_string()
+    tls = {
+        "pemcert_filepath": "node.pem",
+        "pemkey_filepath": "node-key.pem",
+        "pemtrustedcas_filepath": "ca.pem",
+    }
+    settings = {
+        **{f"plugins.security.ssl.transport.{k}": v for k, v in tls.items()},
+        "plugins.security.ssl.transport.enforce_hostname_verification": False,
+        "plugins.security.ssl.http.enabled": True,
+        **{f"plugins.security.ssl.http.{k}": v for k, v in tls.items()},
+        "plugins.security.allow_default_init_securityindex": True,
+        "plugins.security.nodes_dn": [subject],
+        "plugins.security.audit.type": "noop",
+    }
+    (config / "opensearch.yml").write_text(json.dumps(settings, indent=2), encoding="utf-8")  # YAML reads JSON
+    shipped = project / "target" / "security" / "config"
+    own = config / "opensearch-security"
+    own.mkdir(exist_ok=True)
+    for path in shipped.glob("*.yml"):
+        shutil.copyfile(path, own / path.name)
+    users = {
+        "_meta": {"type": "internalusers", "config_version": 2},
+        secured.user: {"hash": hashed, "reserved": True, "backend_roles": ["admin"], "description": "korpus"},
+    }
+    (own / "internal_users.yml").write_text(json.dumps(users, indent=2, ensure_ascii=False), encoding="utf-8")
 
 
 def free_ports(count: int, first: int | None = None) -> list[int]:
@@ -108,12 +194,16 @@ def free_ports(count: int, first: int | None = None) -> list[int]:
     return ports
 
 
-def health(url: str, timeout: float = 2.0) -> dict[str, Any] | None:
-    """The cluster's `_cluster/health` as the node at `url` answers it, or None if it does not answer."""
+def health(url: str, timeout: float = 2.0, secured: Secured | None = None) -> dict[str, Any] | None:
+    """The cluster's `_cluster/health` as the node at `url` answers it, or None if it does not answer (a secured
+    cluster is asked with its user, its certificate verified)."""
     import httpx
 
+    extra: dict[str, Any] = {}
+    if secured is not None:
+        extra = {"auth": (secured.user, secured.password), "verify": secured.ssl_context()}
     try:
-        response = httpx.get(f"{url}/_cluster/health", timeout=timeout)
+        response = httpx.get(f"{url}/_cluster/health", timeout=timeout, **extra)
     except httpx.HTTPError:
         return None
     return response.json() if response.status_code == 200 else None
@@ -128,14 +218,17 @@ def start(
     timeout: float = STARTUP_SECONDS,
     log: IO[str] | None = None,
     project: Path = NODE_PROJECT,
+    secured: Secured | None = None,
 ) -> list[NodeProcess]:
     """Start `nodes` JVMs on loopback with their data under `home/node-N`, wait for the cluster's health, record
-    them. HTTP ports from `port` (or free ones); the first node's URL is the cluster's. Raises NodeError with the
-    failing node's log when a node exits or the cluster is not healthy in `timeout` s; nothing is left running."""
-    running = status(home)
+    them. HTTP ports from `port` (or free ones); the first node's URL is the cluster's. `secured`: behind the
+    security plugin (https, one user). Raises NodeError with the failing node's log when a node exits or the cluster
+    is not healthy in `timeout` s; nothing is left running."""
+    running = status(home, secured)
     if running:
         raise NodeError(f"nodes are already running under {home} ({running[0]['url']}): `korpus opensearch stop`")
-    cp, jvm = classpath(project), java()
+    cp, jvm = classpath(project, secured=secured is not None), java()
+    hashed = password_hash(secured, project) if secured is not None else ""
     http_ports = free_ports(nodes, port)
     transport_ports = free_ports(nodes, (http_ports[-1] + 100) if port else None)
     names = [f"node-{n + 1}" for n in range(nodes)]
@@ -145,7 +238,20 @@ def start(
         for name, http_port, transport_port in zip(names, http_ports, transport_ports, strict=True):
             node_home = home / name
             (node_home / "logs").mkdir(parents=True, exist_ok=True)
-            process = _launch(jvm, cp, heap_mb, node_home, name, http_port, transport_port, transport_ports, names)
+            if secured is not None:
+                write_security_config(node_home, secured, hashed, project)
+            process = _launch(
+                jvm,
+                cp,
+                heap_mb,
+                node_home,
+                name,
+                http_port,
+                transport_port,
+                transport_ports,
+                names,
+                secured is not None,
+            )
             handles.append(process)
             started.append(
                 NodeProcess(
@@ -155,9 +261,10 @@ def start(
                     http_port,
                     transport_port,
                     str(node_home),
+                    "https" if secured is not None else "http",
                 )
             )
-        _wait_healthy(started, handles, nodes, timeout, log)
+        _wait_healthy(started, handles, nodes, timeout, log, secured)
     except BaseException:
         for node in started:
             _stop_pid(node.pid)
@@ -186,6 +293,7 @@ def _launch(
     transport_port: int,
     transport_ports: list[int],
     names: list[str],
+    secured: bool = False,
 ) -> subprocess.Popen[bytes]:
     """One node's JVM, leashed by its standard input, in a session of its own, its output in its log."""
     with open(node_home / "logs" / "node.log", "ab") as out:
@@ -195,6 +303,7 @@ def _launch(
                 f"-Xms{heap_mb}m",
                 f"-Xmx{heap_mb}m",
                 *JVM_OPTIONS,
+                *([f"-Dkorpus.plugins={SECURITY_PLUGIN}"] if secured else []),
                 f"-Djava.io.tmpdir={node_home}",
                 "-cp",
                 cp,
@@ -214,18 +323,26 @@ def _launch(
 
 
 def restart_node(
-    home: Path, name: str, heap_mb: int = 1024, timeout: float = STARTUP_SECONDS, project: Path = NODE_PROJECT
+    home: Path,
+    name: str,
+    heap_mb: int = 1024,
+    timeout: float = STARTUP_SECONDS,
+    project: Path = NODE_PROJECT,
+    secured: Secured | None = None,
 ) -> NodeProcess:
-    """Start one recorded node of a cluster again — after it was killed — with its ports, name and data, wait until
-    the cluster counts every recorded node again (its shards may still be recovering), detach it and record it."""
+    """Start one recorded node of a cluster again — after it was killed — with its ports, name, data and config,
+    wait until the cluster counts every recorded node again (its shards may still be recovering), detach it and
+    record it. A node started secured needs `secured` to be asked its health."""
     nodes = recorded(home)
     record = next(n for n in nodes if n["name"] == name)
     if recorded_process(record) is not None:
         raise NodeError(f"{name} is running (pid {record['pid']})")
-    node_home = Path(record["home"])
+    node_home, scheme = Path(record["home"]), record.get("scheme", "http")
+    if scheme == "https" and secured is None:
+        raise NodeError(f"{name} was started behind the security plugin: its user and CA are needed to restart it")
     process = _launch(
         java(),
-        classpath(project),
+        classpath(project, secured=scheme == "https"),
         heap_mb,
         node_home,
         name,
@@ -233,6 +350,7 @@ def restart_node(
         record["transport_port"],
         [n["transport_port"] for n in nodes],
         [n["name"] for n in nodes],
+        scheme == "https",
     )
     node = NodeProcess(
         name,
@@ -241,6 +359,7 @@ def restart_node(
         record["http_port"],
         record["transport_port"],
         str(node_home),
+        scheme,
     )
     deadline = time.monotonic() + timeout
     try:
@@ -249,7 +368,7 @@ def restart_node(
                 raise NodeError(
                     f"OpenSearch {name} exited ({process.returncode}) while restarting:\n" + _tail(node_home)
                 )
-            state = health(node.url)
+            state = health(node.url, secured=secured)
             if state and state.get("number_of_nodes") == len(nodes):
                 break
             if time.monotonic() > deadline:
@@ -271,6 +390,7 @@ def _wait_healthy(
     nodes: int,
     timeout: float,
     log: IO[str] | None,
+    secured: Secured | None = None,
 ) -> None:
     wanted = {"green"} if nodes > 1 else {"green", "yellow"}
     deadline = time.monotonic() + timeout
@@ -281,7 +401,7 @@ def _wait_healthy(
                 raise NodeError(
                     f"OpenSearch {node.name} exited ({process.returncode}) while starting:\n" + _tail(Path(node.home))
                 )
-        state = health(started[0].url)
+        state = health(started[0].url, secured=secured)
         if state and state.get("number_of_nodes") == nodes and state.get("status") in wanted:
             return
         if time.monotonic() > deadline:
@@ -311,17 +431,18 @@ def recorded(home: Path) -> list[dict[str, Any]]:
         return []
 
 
-def status(home: Path) -> list[dict[str, Any]]:
-    """Each recorded node that is still running: name, url, pid and the cluster health it reports."""
+def status(home: Path, secured: Secured | None = None) -> list[dict[str, Any]]:
+    """Each recorded node that is still running: name, url, pid and the cluster health it reports (a secured
+    cluster's, asked with `secured`)."""
     out = []
     for node in recorded(home):
         if recorded_process(node) is None:
             continue
-        state = health(f"http://127.0.0.1:{node['http_port']}")
+        state = health(node_url(node), secured=secured)
         out.append(
             {
                 "name": node["name"],
-                "url": f"http://127.0.0.1:{node['http_port']}",
+                "url": node_url(node),
                 "pid": node["pid"],
                 "health": state["status"] if state else "not answering",
             }

@@ -124,18 +124,33 @@ class Topology:
     def prefect_auth(self) -> str:
         """The Prefect API's basic-auth string (`user:password`): the operator's PREFECT_SERVER_API_AUTH_STRING, else
         one made on first use and kept in `<home>/secrets.json`, readable by its owner only."""
-        given = os.environ.get("PREFECT_SERVER_API_AUTH_STRING")
-        if given:
-            return given
+        return os.environ.get("PREFECT_SERVER_API_AUTH_STRING") or self._secret(
+            "prefect_auth", lambda: f"korpus:{secrets.token_urlsafe(24)}"
+        )
+
+    def _secret(self, name: str, make: Callable[[], str]) -> str:
+        """A secret kept in `<home>/secrets.json` (mode 0600): made on first use, the same after."""
         path = self.home / SECRETS
-        if path.is_file():
-            return json.loads(path.read_text(encoding="utf-8"))["prefect_auth"]
-        self.home.mkdir(parents=True, exist_ok=True)
-        made = f"korpus:{secrets.token_urlsafe(24)}"
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        with os.fdopen(fd, "w", encoding="utf-8") as out:
-            json.dump({"prefect_auth": made}, out)
-        return made
+        kept = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
+        if name not in kept:
+            self.home.mkdir(parents=True, exist_ok=True)
+            kept[name] = make()
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+            with os.fdopen(fd, "w", encoding="utf-8") as out:
+                json.dump(kept, out)
+        return kept[name]
+
+    @property
+    def opensearch_secured(self) -> opensearch_node.Secured:
+        """The cluster behind its security plugin: TLS with the topology's own certificate (`dask_tls`), and the
+        operator's KORPUS_OPENSEARCH_USER / KORPUS_OPENSEARCH_PASSWORD, else `korpus` with a password made once and
+        kept in `<home>/secrets.json`. A request without them is refused (401)."""
+        tls = self.dask_tls
+        user = os.environ.get("KORPUS_OPENSEARCH_USER") or "korpus"
+        password = os.environ.get("KORPUS_OPENSEARCH_PASSWORD") or self._secret(
+            "opensearch_password", lambda: secrets.token_urlsafe(24)
+        )
+        return opensearch_node.Secured(tls.ca, tls.cert, tls.key, user, password)
 
     @property
     def dask_tls(self) -> Credentials:
@@ -175,14 +190,14 @@ class Topology:
     def opensearch_url(self) -> str:
         """The first node's URL (for a person's curl)."""
         nodes = opensearch_node.recorded(self.opensearch_home)
-        return f"http://127.0.0.1:{nodes[0]['http_port']}" if nodes else ""
+        return opensearch_node.node_url(nodes[0]) if nodes else ""
 
     @property
     def opensearch_urls(self) -> str:
         """Every node's URL, comma-separated: what korpus is given (KORPUS_OPENSEARCH_URL), so it asks whichever
         node answers."""
         nodes = opensearch_node.recorded(self.opensearch_home)
-        return ",".join(f"http://127.0.0.1:{node['http_port']}" for node in nodes)
+        return ",".join(opensearch_node.node_url(node) for node in nodes)
 
     @property
     def pg_dir(self) -> Path:
@@ -202,6 +217,9 @@ class Topology:
             KORPUS_DASK_ADDRESS=self.dask_address,
             KORPUS_BACKEND="opensearch",
             KORPUS_OPENSEARCH_URL=self.opensearch_urls,
+            KORPUS_OPENSEARCH_USER=self.opensearch_secured.user,
+            KORPUS_OPENSEARCH_PASSWORD=self.opensearch_secured.password,
+            KORPUS_OPENSEARCH_CA=str(self.opensearch_secured.ca),
             KORPUS_CATALOG_URL=self.catalog_url,
             PYTHONPATH=os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])),
             PREFECT_API_AUTH_STRING=self.prefect_auth,
@@ -382,15 +400,18 @@ class Topology:
         return f"postgresql://korpus@127.0.0.1:{self.ports['postgres']}/korpus"
 
     def _start_opensearch(self) -> None:
-        running = opensearch_node.status(self.opensearch_home)
+        secured = self.opensearch_secured
+        running = opensearch_node.status(self.opensearch_home, secured)
         recorded = opensearch_node.recorded(self.opensearch_home)
         if not recorded:
-            opensearch_node.start(self.opensearch_home, nodes=3, port=None, heap_mb=self.heap_mb, detach=True)
+            opensearch_node.start(
+                self.opensearch_home, nodes=3, port=None, heap_mb=self.heap_mb, detach=True, secured=secured
+            )
             return
         alive = {n["name"] for n in running}
         for node in recorded:
             if node["name"] not in alive:
-                opensearch_node.restart_node(self.opensearch_home, node["name"], heap_mb=self.heap_mb)
+                opensearch_node.restart_node(self.opensearch_home, node["name"], heap_mb=self.heap_mb, secured=secured)
 
     def up(self) -> None:
         """Start every part not running, in order, deploying before the Prefect worker starts."""
@@ -534,7 +555,7 @@ class Topology:
                             "name": f"opensearch/{node['name']}",
                             "pid": node["pid"] if up else None,
                             "state": "running" if up else "down",
-                            "url": f"http://127.0.0.1:{node['http_port']}",
+                            "url": opensearch_node.node_url(node),
                         }
                     )
                 continue

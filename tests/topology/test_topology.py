@@ -36,6 +36,7 @@ from corpora.sample_archive import _scan_pdf
 from korpus.core.model_store import ensure_models
 from korpus.core.settings import Settings
 from tasks.index.sqlite import SqliteIndex
+from tasks.runtime import opensearch_node
 from tasks.runtime.topology import REPO, SERVE_REPLICAS, Topology
 
 pytestmark = pytest.mark.topology
@@ -147,6 +148,17 @@ def _wait_running(topology: Topology, run_id: object, timeout: float = 240) -> N
             time.sleep(0.5)
 
 
+def _cluster(topology: Topology, path: str) -> httpx.Response:
+    """A request to the cluster's first node as korpus makes it: https, its user, the topology's CA."""
+    secured = topology.opensearch_secured
+    return httpx.get(
+        f"{topology.opensearch_url}{path}",
+        auth=(secured.user, secured.password),
+        verify=secured.ssl_context(),
+        timeout=10,
+    )
+
+
 def _search(topology: Topology, query: str, key: str, url: str | None = None) -> httpx.Response:
     return httpx.get(
         f"{url or topology.serve_url}/search", params={"q": query, "k": 10}, headers={"X-API-Key": key}, timeout=60
@@ -196,8 +208,16 @@ def _served_equals_catalog(topology: Topology, timeout: float = 120) -> None:
         time.sleep(3)
     from tasks.index.opensearch import opensearch_index
 
+    secured = topology.opensearch_secured
     served = opensearch_index(
-        Settings(data=topology.data, backend="opensearch", opensearch_url=topology.opensearch_urls)
+        Settings(
+            data=topology.data,
+            backend="opensearch",
+            opensearch_url=topology.opensearch_urls,
+            opensearch_user=secured.user,
+            opensearch_password=secured.password,
+            opensearch_ca=secured.ca,
+        )
     ).health()
     assert served["status"] == "ok" and served["chunks_served"] == _catalog(topology)[1], served
 
@@ -254,11 +274,28 @@ def test_scheduled_refreshes_serve_a_changing_corpus(topology: Topology) -> None
 
 def test_the_parts_refuse_a_caller_without_credentials(topology: Topology) -> None:
     """#64 item 5: the Prefect API asks for its basic-auth string (generated, kept under the topology's home readable
-    by its owner only) and the Dask scheduler for a certificate its CA signed. OpenSearch does not: its security
-    plugin is not loaded (docs/topology.md says so)."""
+    by its owner only), the Dask scheduler for a certificate its CA signed, and every OpenSearch node — behind its
+    security plugin, https with the topology's certificate — for korpus's user and password."""
     from distributed import Client
 
     assert (topology.home / "secrets.json").stat().st_mode & 0o077 == 0
+    assert topology.opensearch_url.startswith("https://")
+    for url in topology.opensearch_urls.split(","):
+        trusting = topology.opensearch_secured.ssl_context()
+        assert httpx.get(f"{url}/_cluster/health", verify=trusting, timeout=30).status_code == 401
+        wrong = ("korpus", "guess")
+        assert httpx.get(f"{url}/_cluster/health", auth=wrong, verify=trusting, timeout=30).status_code == 401
+        with pytest.raises(httpx.HTTPError):  # nor over plain http
+            httpx.get(url.replace("https://", "http://") + "/_cluster/health", timeout=30)
+        with pytest.raises(httpx.ConnectError):  # nor to a client that does not trust the topology's CA
+            httpx.get(f"{url}/_cluster/health", auth=wrong, timeout=30)
+    assert _cluster(topology, "/_cluster/health").json()["status"] in ("green", "yellow")
+    for node in opensearch_node.recorded(topology.opensearch_home):  # the password only as the plugin's hash
+        config = Path(node["home"]) / "config"
+        assert config.stat().st_mode & 0o077 == 0
+        assert topology.opensearch_secured.password not in "".join(
+            p.read_text(encoding="utf-8") for p in config.rglob("*.yml")
+        )
     assert (topology.dask_tls.key.stat().st_mode & 0o077) == 0
     flows = f"{topology.api_url}/flows/filter"
     assert httpx.post(flows, json={}, timeout=30).status_code == 401
@@ -364,7 +401,7 @@ def test_a_dask_worker_killed_while_it_holds_ocr_work(topology: Topology) -> Non
 
 def _indexed(topology: Topology) -> int:
     """Documents the cluster's nodes have indexed so far (bulk items acknowledged), all nodes together."""
-    stats = httpx.get(f"{topology.opensearch_url}/_nodes/stats/indices/indexing", timeout=10).json()
+    stats = _cluster(topology, "/_nodes/stats/indices/indexing").json()
     return sum(node["indices"]["indexing"]["index_total"] for node in stats["nodes"].values())
 
 
@@ -385,7 +422,7 @@ def _search_while(topology: Topology, busy: Callable[[], bool]) -> list[int]:
 def _copy_holder(topology: Topology) -> str:
     """node-2 or node-3 — not node-1, which korpus asks — holding a copy of korpus's index: one shard and one replica
     lie on two of the three nodes, so a node chosen by name alone may hold none and its loss leave the cluster green."""
-    shards = httpx.get(f"{topology.opensearch_url}/_cat/shards?format=json", timeout=10).json()
+    shards = _cluster(topology, "/_cat/shards?format=json").json()
     held = {row.get("node") for row in shards if not row["index"].startswith(".")}
     return next(node for node in ("node-2", "node-3") if node in held)
 

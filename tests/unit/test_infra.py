@@ -24,6 +24,7 @@ NOT_SETTINGS = {
     "KORPUS_CRASH_AT": "tests: crash points of the kill suite",
     "KORPUS_TEST_AUDIO": "tests: another recording for the speech tests",
     "KORPUS_SCREENSHOTS": "tests: where the browser test writes its screenshots",
+    "KORPUS_TOPOLOGY_NEIGHBOUR": "tests: 0 runs make test-topology without its CPU-bound neighbour",
     "KORPUS_REVIEWER": "korpus review: the default reviewer name",
     "KORPUS_NER_ALL_SENTENCES": "benchmarks: the registers' NER on every sentence, the comparison row of scale.py",
 }

@@ -65,6 +65,13 @@ def up_cmd(
                 "dask_tls": str(topology.home / "tls"),
                 "catalog": topology.catalog_url,
                 "opensearch": topology.opensearch_url,
+                "opensearch_auth": {
+                    "user": topology.opensearch_secured.user,
+                    "password": "KORPUS_OPENSEARCH_PASSWORD"
+                    if os.environ.get("KORPUS_OPENSEARCH_PASSWORD")
+                    else str(topology.home / "secrets.json"),
+                    "ca": str(topology.opensearch_secured.ca),
+                },
                 "serve": topology.serve_urls,
                 "parts": topology.parts(),
             },

@@ -30,7 +30,9 @@ import org.opensearch.transport.Netty4Plugin;
  *
  * <p>Arguments: {@code HOME NODE_NAME HTTP_PORT TRANSPORT_PORT SEED_PORTS INITIAL_NODES} where SEED_PORTS is a comma
  * list of the cluster's transport ports (one port: a single-node cluster) and INITIAL_NODES a comma list of node names
- * (the first cluster-manager election). {@code HOME/config/opensearch.yml}, when present, adds settings.
+ * (the first cluster-manager election). {@code HOME/config/opensearch.yml}, when present, adds settings. The system
+ * property {@code korpus.plugins} adds plugin classes by name (comma-separated): the security plugin of a secured
+ * node, whose jars the starter puts on the classpath (tasks/runtime/opensearch_node.py).
  *
  * <p>Owned by its starter: standard input is a leash. The line {@code detach} lets the node run on its own; end of
  * input before it (the starter died, or a test session that never detaches ended) stops the node. So no JVM outlives
@@ -106,8 +108,15 @@ public final class KorpusNode extends Node {
 
     private static List<Class<? extends Plugin>> plugins() {
         try {
-            return List.of(Netty4Plugin.class, CommonAnalysisPlugin.class, PainlessPlugin.class,
-                Class.forName(KNN_PLUGIN).asSubclass(Plugin.class));
+            List<Class<? extends Plugin>> found = new ArrayList<>(List.of(Netty4Plugin.class,
+                CommonAnalysisPlugin.class, PainlessPlugin.class, Class.forName(KNN_PLUGIN).asSubclass(Plugin.class)));
+            String extra = System.getProperty("korpus.plugins", "");
+            for (String name : extra.split(",")) {
+                if (!name.isBlank()) {
+                    found.add(Class.forName(name.trim()).asSubclass(Plugin.class));
+                }
+            }
+            return found;
         } catch (ClassNotFoundException e) {
             throw new IllegalStateException("the k-NN plugin cannot load (" + KNN_PLUGIN + " is not on the classpath:"
                 + " its jars come from the opensearch-knn zip, unpacked into target/knn)", e);
