@@ -21,6 +21,7 @@ from hypothesis import HealthCheck, settings
 from hypothesis.stateful import invariant, rule
 
 from korpus.core.datamodel import PageResult, Source, SourceKind
+from korpus.core.settings import Settings
 from tasks.contract.chunking import page_chunks
 from tasks.index.pg_catalog import APPLIED_KEY, CatalogUnavailable, PgCatalog
 from tasks.index.pg_schema import MIGRATIONS, migrate
@@ -35,6 +36,27 @@ def _source(name: str, access: str, version: str = "v1") -> Source:
     return Source(
         source_id=name, version=version, path="/x", kind=SourceKind.text, owner="o", access=access, tenant="default"
     )
+
+
+def _archive(
+    tmp_path: Path, files: dict[str, str], opensearch_url: str, os_prefix: str, catalog_url: str, **extra: Any
+) -> tuple[Path, Settings]:
+    """A public archive of these text files, and the settings of a writer refreshing it into the cluster with the
+    catalog on PostgreSQL."""
+    root = tmp_path / "root"
+    root.mkdir()
+    (root / "korpus.yaml").write_text("defaults:\n  owner: o\n  access: public\n", encoding="utf-8")
+    for name, text in files.items():
+        (root / name).write_text(text, encoding="utf-8")
+    writer = Settings(
+        data=tmp_path / "data",
+        backend="opensearch",
+        opensearch_url=opensearch_url,
+        opensearch_prefix=os_prefix,
+        catalog_url=catalog_url,
+        **extra,
+    )
+    return root, writer
 
 
 def _publish(index: SqliteIndex, name: str, access: str, version: str = "v1") -> list[str]:
@@ -221,21 +243,13 @@ def test_a_replica_without_a_file_checks_every_hit_on_postgres_and_says_503_whil
 
     from flows.corpus_refresh import run_refresh
     from korpus.apps.api import create_app
-    from korpus.core.settings import Reviewer, Settings
+    from korpus.core.settings import Reviewer
 
-    root = tmp_path / "root"
-    root.mkdir()
-    (root / "korpus.yaml").write_text("defaults:\n  owner: o\n  access: public\n", encoding="utf-8")
-    (root / "записка.txt").write_text("Служебная записка о ремонте кровли склада.\n", encoding="utf-8")
-    (root / "акт.txt").write_text("Акт приёмки работ по замене труб отопления.\n", encoding="utf-8")
-    writer = Settings(
-        data=tmp_path / "data",
-        backend="opensearch",
-        opensearch_url=opensearch_url,
-        opensearch_prefix=os_prefix,
-        catalog_url=catalog_url,
-        meta_documents=False,
-    )
+    files = {
+        "записка.txt": "Служебная записка о ремонте кровли склада.\n",
+        "акт.txt": "Акт приёмки работ по замене труб отопления.\n",
+    }
+    root, writer = _archive(tmp_path, files, opensearch_url, os_prefix, catalog_url, meta_documents=False)
     replica_data = tmp_path / "replica"
     replica = TestClient(create_app(writer.model_copy(update={"data": replica_data})))
     # before the first refresh reached the cluster (no alias yet: a topology just brought up): nothing found, not
@@ -304,22 +318,9 @@ def test_a_replica_reads_the_meta_documents_from_postgres(
 
     from flows.corpus_refresh import run_refresh
     from korpus.apps.api import create_app
-    from korpus.core.settings import Settings
 
-    root = tmp_path / "root"
-    root.mkdir()
-    (root / "korpus.yaml").write_text("defaults:\n  owner: o\n  access: public\n", encoding="utf-8")
-    (root / "приказ.txt").write_text(
-        "Приказ от 12 марта 1998 года. Директор Иван Петрович Сидоров поручил ООО «Ромашка» ремонт склада.\n",
-        encoding="utf-8",
-    )
-    writer = Settings(
-        data=tmp_path / "data",
-        backend="opensearch",
-        opensearch_url=opensearch_url,
-        opensearch_prefix=os_prefix,
-        catalog_url=catalog_url,
-    )
+    order = "Приказ от 12 марта 1998 года. Директор Иван Петрович Сидоров поручил ООО «Ромашка» ремонт склада.\n"
+    root, writer = _archive(tmp_path, {"приказ.txt": order}, opensearch_url, os_prefix, catalog_url)
     run_refresh(root, writer)
     replica = TestClient(create_app(writer.model_copy(update={"data": tmp_path / "replica"})))
     from_file = TestClient(create_app(writer.model_copy(update={"catalog_url": None})))
