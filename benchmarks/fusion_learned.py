@@ -68,15 +68,17 @@ def features(part: dict) -> np.ndarray:
 
 @dataclass
 class Learned:
-    """Weights of the softmax over the α grid (one row an α: a bias and a weight a feature)."""
+    """Weights of the softmax over the α grid (one row an α: a bias and a weight a standardised feature)."""
 
     weights: np.ndarray
     fitted_on: int
+    centre: np.ndarray
+    scale: np.ndarray
 
     def alpha(self, part: dict) -> float:
         if not part["lexical"]:
             return 0.0
-        x = np.concatenate([[1.0], features(part)])
+        x = np.concatenate([[1.0], (features(part) - self.centre) / self.scale])
         return ALPHAS[int(np.argmax(self.weights @ x))]
 
     def __repr__(self) -> str:
@@ -105,9 +107,12 @@ def gains(cases: list[dict]) -> np.ndarray:
     return np.array([[score(c, "convex minmax", a)["ndcg@10"] for a in ALPHAS] for c in cases])
 
 
-def fit(cases: list[dict], gain: np.ndarray, shrink: float = 0.01, steps: int = 400, rate: float = 0.5) -> Learned:
-    """Gradient ascent on the mean expected nDCG@10 of a softmax policy over the α grid, minus shrink·|W|²."""
-    x = np.array([np.concatenate([[1.0], features(c["read"]["parts"][0])]) for c in cases])
+def fit(cases: list[dict], gain: np.ndarray, shrink: float = 0.001, steps: int = 2000, rate: float = 1.0) -> Learned:
+    """Gradient ascent on the mean expected nDCG@10 of a softmax policy over the α grid, minus shrink·|W|², on
+    features standardised over the pool."""
+    raw = np.array([features(c["read"]["parts"][0]) for c in cases])
+    centre, scale = raw.mean(axis=0), raw.std(axis=0) + 1e-6
+    x = np.hstack([np.ones((len(cases), 1)), (raw - centre) / scale])
     weights = np.zeros((len(ALPHAS), x.shape[1]))
     for _ in range(steps):
         logits = x @ weights.T
@@ -117,7 +122,7 @@ def fit(cases: list[dict], gain: np.ndarray, shrink: float = 0.01, steps: int = 
         expected = (p * gain).sum(axis=1, keepdims=True)
         grad = ((p * (gain - expected)).T @ x) / len(cases) - 2 * shrink * weights
         weights += rate * grad
-    return Learned(weights, len(cases))
+    return Learned(weights, len(cases), centre, scale)
 
 
 def study(cases: list[dict]) -> dict:

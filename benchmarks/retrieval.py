@@ -188,8 +188,7 @@ def main() -> None:
         type=int,
         nargs="+",
         default=[],
-        help="with --backend opensearch: also evaluate dense with these kNN beams "
-        "(KORPUS_OPENSEARCH_KNN_CANDIDATES)",
+        help="with --backend opensearch: also evaluate dense with these kNN beams (KORPUS_OPENSEARCH_KNN_CANDIDATES)",
     )
     args = parser.parse_args()
     KNN_CANDIDATES[:] = args.knn_candidates
