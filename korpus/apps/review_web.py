@@ -23,6 +23,7 @@ from pydantic import BaseModel, Field
 from korpus.apps.sessions import Sessions, end_everywhere
 from korpus.core.datamodel import ReasonCode, Source, SourceKind, timecode
 from korpus.core.settings import Reviewer, Settings
+from tasks.index.registry import serves_without_file
 from tasks.index.sqlite import SqliteIndex
 from tasks.readers.registry import reader_for
 from tasks.review.actions import Action, ReviewError, apply_batch, apply_decision
@@ -156,7 +157,7 @@ def install_review(app: FastAPI, settings: Settings, sessions: Sessions | None =
 
     def open_index() -> SqliteIndex:
         if not settings.index_path.is_file():
-            if settings.catalog_url:  # a search replica: review decisions are written where the catalog file is
+            if serves_without_file(settings):  # a search replica: review decisions are written with the catalog file
                 raise HTTPException(
                     status_code=503,
                     detail=f"this server answers searches without a catalog file (KORPUS_CATALOG_URL); review "

@@ -507,31 +507,19 @@ class OpenSearchIndex:
         return [(c, self._hit(found[c], score, regions)) for c, score in scored if c in found]
 
     def cited(self, chunk_id: str, scopes: Sequence[str]) -> dict[str, Any] | None:
-        """As the SQLite side's `cited`, without the catalog file: the chunk from the cluster, served only when the
-        catalog holds it current and visible to the scopes, with its source version's kind, path and size from the
-        catalog; None for any other id. (No neighbours: `source_chunks` gives them.)"""
+        """As the SQLite side's `cited`, without the catalog file: the chunk as `hits` fetches it (from the cluster,
+        served only when the catalog holds it current and visible to the scopes), with its source version's kind,
+        path and size from the catalog; None for any other id. (No neighbours: `source_chunks` gives them.)"""
         if self.catalog is None:
             raise ValueError("a chunk is cited from the cluster only with the catalog beside it (KORPUS_CATALOG_URL)")
-        query = {"bool": {"filter": [{"term": {"chunk_id": chunk_id}}, *visible(scopes)]}}
-        fields = ["chunk_id", "source_id", "source_version", "page", "t_start", "t_end", "regions"]
-        found = [
-            h["_source"] for h in self._search_alias({"size": 1, "_source": fields, "query": query})["hits"]["hits"]
-        ]
-        allowed = self._allowed([chunk_id], scopes) if found else {}
-        if not found or chunk_id not in (allowed or {}):
+        found = self.hits([(chunk_id, 0.0)], scopes)
+        if not found:
             return None
-        chunk = found[0]
-        source = self.catalog.visible_source(chunk["source_id"], scopes)
-        if source is None or source["version"] != chunk["source_version"]:
+        hit = found[0][1]
+        source = self.catalog.visible_source(hit["source_id"], scopes)
+        if source is None or source["version"] != hit["source_version"]:
             return None
-        return {
-            **{field: chunk.get(field) for field in fields},
-            "regions": unpack(chunk.get("regions")),
-            "access": allowed[chunk_id],
-            "kind": source["kind"],
-            "path": source["path"],
-            "size": source["size"],
-        }
+        return hit | {"kind": source["kind"], "path": source["path"], "size": source["size"]}
 
     def source_chunks(self, source_id: str, version: str, scopes: Sequence[str]) -> list[dict[str, Any]]:
         """A source version's current chunks in order, as the viewer shows them (previous and next ids included),

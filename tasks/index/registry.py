@@ -47,6 +47,12 @@ def backend_entry(settings: Settings) -> BackendEntry:
         raise ValueError(f"KORPUS_BACKEND={settings.backend!r} is not one of {sorted(BACKENDS)}") from None
 
 
+def serves_without_file(settings: Settings) -> bool:
+    """Searches need no catalog file: the catalog's serving part on PostgreSQL (KORPUS_CATALOG_URL) and a backend
+    that lives apart from the file (the cluster) answer them — a search replica's `korpus serve` and CLI."""
+    return bool(settings.catalog_url) and backend_entry(settings).outlives_index
+
+
 def backend_for(settings: Settings, index: Any) -> SearchBackend:
     """Who answers searches: the embedded index, or (KORPUS_BACKEND=opensearch) the cluster mirroring it."""
     module, _, name = backend_entry(settings).factory.partition(":")

@@ -86,7 +86,7 @@ class NodeProcess:
 
     @property
     def url(self) -> str:
-        return f"{self.scheme}://127.0.0.1:{self.http_port}"
+        return node_url(asdict(self))
 
 
 def node_url(record: dict[str, Any]) -> str:

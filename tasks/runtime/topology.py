@@ -205,7 +205,7 @@ class Topology:
 
     def env(self) -> dict[str, str]:
         """What every korpus and Prefect process of the topology sees."""
-        env = dict(os.environ, **self.settings_env)
+        env, secured = dict(os.environ, **self.settings_env), self.opensearch_secured
         env.setdefault("PREFECT_FLOWS_HEARTBEAT_FREQUENCY", "30")  # korpus-run-lost reads a lost run by them
         env.update(
             PREFECT_API_URL=self.api_url,
@@ -217,9 +217,9 @@ class Topology:
             KORPUS_DASK_ADDRESS=self.dask_address,
             KORPUS_BACKEND="opensearch",
             KORPUS_OPENSEARCH_URL=self.opensearch_urls,
-            KORPUS_OPENSEARCH_USER=self.opensearch_secured.user,
-            KORPUS_OPENSEARCH_PASSWORD=self.opensearch_secured.password,
-            KORPUS_OPENSEARCH_CA=str(self.opensearch_secured.ca),
+            KORPUS_OPENSEARCH_USER=secured.user,
+            KORPUS_OPENSEARCH_PASSWORD=secured.password,
+            KORPUS_OPENSEARCH_CA=str(secured.ca),
             KORPUS_CATALOG_URL=self.catalog_url,
             PYTHONPATH=os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])),
             PREFECT_API_AUTH_STRING=self.prefect_auth,

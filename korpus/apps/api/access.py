@@ -11,7 +11,7 @@ from fastapi import Depends, HTTPException, Query, Request
 
 from korpus.apps.sessions import Sessions
 from korpus.core.settings import Settings, parse_scopes
-from tasks.index.registry import backend_entry, backend_for
+from tasks.index.registry import backend_entry, backend_for, serves_without_file
 from tasks.index.sqlite import SqliteIndex
 from tasks.retrieval.retriever import Retriever
 
@@ -65,7 +65,7 @@ def served(settings: Settings) -> Served:
 
     # Stateless serving: the catalog's serving part on PostgreSQL and the chunks in the cluster — /search, /exact,
     # /count, the search page, the viewer and /health read no file of this machine's (tasks/index/pg_catalog.py).
-    stateless = bool(settings.catalog_url) and backend_entry(settings).outlives_index
+    stateless = serves_without_file(settings)
 
     def index() -> Any:
         if not settings.index_path.is_file():

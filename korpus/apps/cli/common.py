@@ -29,10 +29,9 @@ def _indexed(data: Path | Settings | None) -> Settings:
 def _stateless(settings: Settings) -> bool:
     """This machine has no catalog file, and the catalog on PostgreSQL with the cluster answers instead (a search
     replica: `korpus search` and `korpus cite` read what `korpus serve` reads there)."""
-    from tasks.index.registry import backend_entry
+    from tasks.index.registry import serves_without_file
 
-    stateless = bool(settings.catalog_url) and backend_entry(settings).outlives_index
-    return stateless and not settings.index_path.is_file()
+    return serves_without_file(settings) and not settings.index_path.is_file()
 
 
 def _fail(message: str) -> None:
