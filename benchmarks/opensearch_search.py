@@ -1,6 +1,7 @@
 """A hybrid search on OpenSearch: korpus against a plain client on the same node and index (#64 item 2).
 
-    .venv/bin/python benchmarks/opensearch_search.py [--chunks 30000] [--queries 200] [--opensearch-url URL] [--json]
+    .venv/bin/python benchmarks/opensearch_search.py [--chunks 30000] [--queries 200] [--opensearch-url URL]
+        [--heap-mb 2048] [--json]
 
 Generated chunks (benchmarks/index_scale.py `generate`, labelled as generated: Zipf words, random unit vectors) are
 mirrored to a real OpenSearch node with korpus's mapping (`sync_from`), with the catalog beside it. Questions are
@@ -89,6 +90,7 @@ def measure(n: int, queries: int, url: str, folder: Path, beams: tuple[int, ...]
         index.bind_embedding("e5-small", DIMS)
         for source, chunks, vectors in sources:
             index.publish_version(source, chunks, vectors, 1)
+    print(f"{n:,} chunks: catalog built", file=sys.stderr, flush=True)
     settings = Settings(data=folder)
     cluster = OpenSearchIndex(
         OpenSearch(hosts=[url], timeout=600, max_retries=0),
@@ -99,6 +101,7 @@ def measure(n: int, queries: int, url: str, folder: Path, beams: tuple[int, ...]
     try:
         with SqliteIndex(path) as index:
             cluster.sync_from(index)
+        print(f"{n:,} chunks: mirrored to the node", file=sys.stderr, flush=True)
         unfetched = OpenSearchIndex(cluster.client, prefix=cluster.prefix, catalog=path)
         unfetched.prefetch = lambda *_asked: None  # type: ignore[method-assign]
         korpus, alone = Retriever.from_settings(cluster, settings), Retriever.from_settings(unfetched, settings)
@@ -154,6 +157,7 @@ def main() -> None:
     parser.add_argument("--queries", type=int, default=200)
     parser.add_argument("--opensearch-url", help="a running node (else one is started for the run)")
     parser.add_argument("--json", action="store_true")
+    parser.add_argument("--heap-mb", type=int, default=2048, help="the started node's heap (4096 for 1,000,000 chunks)")
     parser.add_argument(
         "--knn-candidates", type=int, nargs="+", default=[], help="also korpus's hybrid with these kNN beams"
     )
@@ -167,7 +171,7 @@ def main() -> None:
             from tasks.runtime.opensearch_node import start, stop_leashed
 
             try:
-                (node,) = start(folder / "opensearch", port=None, heap_mb=2048, detach=False, log=sys.stderr)
+                (node,) = start(folder / "opensearch", port=None, heap_mb=args.heap_mb, detach=False, log=sys.stderr)
                 results = [measure(n, args.queries, node.url, folder, beams) for n in args.chunks]
             finally:
                 stop_leashed()

@@ -7,14 +7,19 @@ The copy is finished with pikepdf (qpdf), in place, before it replaces the previ
   source had — its title, author, subject, keywords, creation and modification dates — and kept in step with it;
 - every Type 2 CIDFont with its CIDToGIDMap (`/Identity`, which is also the default PDF readers assume: PyMuPDF's
   embedded subset of the invisible font leaves it out, and PDF/A requires it);
-- graphics states without transfer functions (`/TR`), which PDF/A forbids and a kept page may carry;
+- graphics states without transfer functions (`/TR`), and images without `/Interpolate`, which PDF/A forbids and a
+  kept page may carry;
+- a metric-compatible substitute embedded for a font a kept page draws with but its source did not embed, where the
+  glyphs keep their places (tasks/pdf/font_substitutes.py);
 - JPEG images deflated on top where that saves ≥ 1 % (lossless, as OCRmyPDF's `--optimize 1`);
 - none of what PDF/A forbids and a scan's copy could carry: encryption (PyMuPDF writes none), JavaScript and
   additional actions (taken out: a copy for an archive runs no code), a trailer without an ID (qpdf writes one).
-A copy whose kept born-digital pages draw with fonts the source did not embed cannot conform without changing those
-pages (Ghostscript's PDF/A conversion embeds substitutes, and also garbled the invisible Cyrillic layer when tried:
-«АКТ № 7» read back as «ēĝĥ Ė 7»), so it is written as plain PDF and says why (`make_pdfa`'s answer, the copy's
-summary `pdfa_refused`).
+A kept born-digital page that draws with fonts the source did not embed (Word's Times New Roman and Arial for spaces
+and Latin, old tools' Helvetica) gets Liberation 2 embedded in their place where its widths are those the page was
+laid out with (tasks/pdf/font_substitutes.py). A copy with a font that has no such substitute cannot conform without
+changing its pages (Ghostscript's PDF/A conversion embeds substitutes by rewriting every page, and garbled the
+invisible Cyrillic layer when tried: «АКТ № 7» read back as «ēĝĥ Ė 7»), so it is written as plain PDF and says why
+(`make_pdfa`'s answer, the copy's summary `pdfa_refused`).
 
 `FLAVOURS` names what `KORPUS_PDFA` may ask for. The default is PDF/A-2b: the level OCRmyPDF writes by default,
 accepted by every archive validator, and one a mixed copy can reach — a born-digital page kept as it is may draw
@@ -24,12 +29,15 @@ of. veraPDF checks every copy the tests write (tests/integration/test_pdfa.py).
 
 from __future__ import annotations
 
+import warnings
 import zlib
 from functools import lru_cache
 from pathlib import Path
 
 import pikepdf
 from PIL import ImageCms
+
+from tasks.pdf.font_substitutes import LIBERATION, substitute_fonts
 
 FLAVOURS = {"2b": (2, "B"), "2u": (2, "U"), "3b": (3, "B"), "3u": (3, "U")}
 """`KORPUS_PDFA` value → (part, conformance); `off` writes plain PDF."""
@@ -66,45 +74,32 @@ def srgb_profile() -> bytes:
     return ImageCms.ImageCmsProfile(ImageCms.createProfile("sRGB")).tobytes()
 
 
-def make_pdfa(path: Path, flavour: str = "2b", optimize: int = 1) -> str | None:
+def make_pdfa(path: Path, flavour: str = "2b", optimize: int = 1, fonts: Path = LIBERATION) -> str | None:
     """Turn the PDF at `path` into PDF/A of `flavour` (a key of FLAVOURS), rewriting it in place; None when done.
-    A copy that cannot conform is left as it is and not called PDF/A — the reason is returned: a font a kept
-    born-digital page draws with but does not embed (PDF/A needs every font program inside the file, and a
-    substitute would change the page)."""
+    A font a kept born-digital page draws with but its source did not embed gets a metric-compatible substitute
+    where one keeps every glyph in its place (tasks/pdf/font_substitutes.py). A copy that cannot conform is left as
+    it is and not called PDF/A — the reason is returned: a font that has no such substitute (PDF/A needs every font
+    program inside the file). `fonts`: the folder of the Liberation 2 faces."""
     part, conformance = FLAVOURS[flavour]
     with pikepdf.open(path, allow_overwriting_input=True) as pdf:
-        missing = unembedded_fonts(pdf)
+        missing = substitute_fonts(pdf, fonts)
         if missing:
             return f"fonts not embedded in the source: {', '.join(sorted(missing)[:5])}"
         _output_intent(pdf)
         _fonts(pdf)
         _no_code(pdf)
         _no_transfer_functions(pdf)
+        _no_interpolation(pdf)
         if optimize >= 1:  # KORPUS_PDF_OPTIMIZE 0: nothing beyond what PDF/A needs
             _deflate_jpegs(pdf)
-        with pdf.open_metadata(set_pikepdf_as_editor=False) as meta:
+        with pdf.open_metadata(set_pikepdf_as_editor=False) as meta, warnings.catch_warnings():
+            # a field XMP has no place for (Word's /Company, /SourceModified) stays in the document information
+            warnings.simplefilter("ignore", UserWarning)
             meta.load_from_docinfo(pdf.docinfo, raise_failure=False)
             meta["pdfaid:part"] = str(part)
             meta["pdfaid:conformance"] = conformance
         pdf.save(path, min_version="1.7" if part >= 2 else "1.4")
     return None
-
-
-def unembedded_fonts(pdf: pikepdf.Pdf) -> set[str]:
-    """The base names of the fonts of `pdf` whose programs are not in the file (Type 3 fonts draw with the file's
-    own content streams and need none)."""
-    missing: set[str] = set()
-    for obj in pdf.objects:
-        if not isinstance(obj, pikepdf.Dictionary) or obj.get("/Type") != pikepdf.Name.Font:
-            continue
-        subtype = obj.get("/Subtype")
-        if subtype in (pikepdf.Name.Type3, pikepdf.Name.CIDFontType0, pikepdf.Name.CIDFontType2):
-            continue  # a CIDFont is judged through the Type0 font that uses it
-        font = obj.DescendantFonts[0] if subtype == pikepdf.Name.Type0 else obj
-        descriptor = font.get("/FontDescriptor")
-        if descriptor is None or not any(k in descriptor for k in ("/FontFile", "/FontFile2", "/FontFile3")):
-            missing.add(str(obj.get("/BaseFont", "unnamed")).lstrip("/"))
-    return missing
 
 
 def _output_intent(pdf: pikepdf.Pdf) -> None:
@@ -125,6 +120,14 @@ def _fonts(pdf: pikepdf.Pdf) -> None:
         if isinstance(obj, pikepdf.Dictionary) and obj.get("/Subtype") == pikepdf.Name.CIDFontType2:
             if "/CIDToGIDMap" not in obj:
                 obj.CIDToGIDMap = pikepdf.Name.Identity
+
+
+def _no_interpolation(pdf: pikepdf.Pdf) -> None:
+    """Images without `/Interpolate true` (PDF/A §6.2.8: a smoothing hint a viewer may or may not follow; a Word
+    page's picture had it)."""
+    for obj in pdf.objects:
+        if isinstance(obj, pikepdf.Stream) and obj.get("/Subtype") == pikepdf.Name.Image and obj.get("/Interpolate"):
+            obj.Interpolate = False
 
 
 def _deflate_jpegs(pdf: pikepdf.Pdf) -> None:

@@ -1,6 +1,7 @@
 """Every searchable copy the tests' real corpora produce is PDF/A-2b by veraPDF (infra/verapdf, from Maven Central;
 tasks/pdf/validate.py), its text what korpus indexed; stripping what PDF/A needs fails it (the validator really
-checks); a copy whose born-digital page draws with a font the source did not embed is plain PDF with a reason."""
+checks); a born-digital page drawing with a font the source did not embed gets a substitute of the same widths, and
+a copy whose font has none is plain PDF with a reason."""
 
 from __future__ import annotations
 
@@ -107,11 +108,75 @@ def test_a_mixed_pdf_becomes_pdfa_with_its_document_information(models, tmp_path
         "failed": [],
     }
 
-    plain = _mixed(tmp_path / "memo.pdf", "helvetica")
-    refused = ocr_document(plain, tmp_path / "memo-searchable.pdf", Settings(data=tmp_path / "data"))
-    assert refused["pdfa"] is None and "Helvetica" in refused["pdfa_refused"]
-    with pikepdf.open(tmp_path / "memo-searchable.pdf") as pdf:
+    # Helvetica as old tools wrote it, not embedded: Liberation Sans in its place, the copy PDF/A-2b all the same.
+    memo = _mixed(tmp_path / "memo.pdf", "helvetica")
+    substituted = ocr_document(memo, tmp_path / "memo-searchable.pdf", Settings(data=tmp_path / "data"))
+    assert substituted["pdfa"] == "2b" and "pdfa_refused" not in substituted
+    assert validate([tmp_path / "memo-searchable.pdf"], "2b")[str(tmp_path / "memo-searchable.pdf")]["compliant"]
+    assert "Memo about the roof repair." in _page_text(tmp_path / "memo-searchable.pdf", 1)
+
+    # A font no substitute has the widths of: plain PDF, and the summary says which.
+    with pikepdf.open(memo, allow_overwriting_input=True) as pdf:
+        for font in (
+            o for o in pdf.objects if isinstance(o, pikepdf.Dictionary) and o.get("/BaseFont") == "/Helvetica"
+        ):
+            font.BaseFont = pikepdf.Name("/PTSans-Regular")
+        pdf.save(memo)
+    refused = ocr_document(memo, tmp_path / "memo-plain.pdf", Settings(data=tmp_path / "data"))
+    assert refused["pdfa"] is None and "PTSans-Regular" in refused["pdfa_refused"]
+    with pikepdf.open(tmp_path / "memo-plain.pdf") as pdf:
         assert "/OutputIntents" not in pdf.Root and "pdfaid:part" not in pdf.open_metadata()
+
+
+def _page_text(path: Path, page: int) -> str:
+    args = ["pdftotext", "-layout", "-f", str(page), "-l", str(page), str(path), "-"]
+    return subprocess.run(args, capture_output=True, text=True, check=True).stdout
+
+
+def test_a_word_pdf_with_a_scanned_page_becomes_pdfa_its_typeset_text_unchanged(models, tmp_path: Path) -> None:
+    """A real Word PDF (the real-archive fixture gost_multipage_table_2.pdf) draws its spaces and Latin with Times
+    New Roman and Arial it did not embed, beside embedded CID fonts for its Cyrillic. With a scanned page appended,
+    its copy is PDF/A-2b by veraPDF, and the typeset pages read back as the source's do."""
+    from tasks.parse import ocr_document
+
+    source = Path(__file__).parents[1] / "fixtures" / "real-archive" / "digital" / "gost_multipage_table_2.pdf"
+    mixed = tmp_path / "гост-с-приложением.pdf"
+    with pymupdf.open(source) as doc:
+        pages = doc.page_count
+        doc.insert_pdf(pymupdf.open(stream=_scan_pdf(["ПРИЛОЖЕНИЕ", "Акт сверки расчётов"], seed=4)))
+        doc.save(mixed)
+    with pikepdf.open(mixed) as pdf:
+        from tasks.pdf.font_substitutes import unembedded_fonts
+
+        assert {"Times New Roman", "Arial"} <= unembedded_fonts(pdf)
+    out = tmp_path / "гост-searchable.pdf"
+    summary = ocr_document(mixed, out, Settings(data=tmp_path / "data"))
+    assert summary["pdfa"] == "2b" and summary["ocr_pages"] >= 1, summary
+    assert validate([out], "2b")[str(out)] == {"compliant": True, "failed": []}
+    for page in range(1, pages + 1):
+        assert _page_text(out, page) == _page_text(mixed, page), page
+    assert "ПРИЛОЖЕНИЕ" in _page_text(out, pages + 1)
+
+
+def test_every_standard_font_drawing_every_winansi_character_becomes_pdfa(tmp_path: Path) -> None:
+    """The twelve standard fonts a page may draw with unembedded, each drawing every WinAnsi character: the copy
+    passes veraPDF (each glyph present, dictionary and program widths in agreement) and reads back the same."""
+    from tasks.pdf.pdfa import make_pdfa
+
+    chars = "".join(bytes([c]).decode("cp1252", errors="ignore") for c in range(0x21, 0x100) if c != 0x7F)
+    path = tmp_path / "стандартные.pdf"
+    doc = pymupdf.open()
+    page = doc.new_page(width=842, height=595)
+    for i, font in enumerate(
+        ("helv", "hebo", "heit", "hebi", "tiro", "tibo", "tiit", "tibi", "cour", "cobo", "coit", "cobi")
+    ):
+        page.insert_text((20, 30 + 40 * i), chars[:110], fontname=font, fontsize=7)
+        page.insert_text((20, 45 + 40 * i), chars[110:], fontname=font, fontsize=7)
+    doc.save(path)
+    before = _page_text(path, 1)
+    assert make_pdfa(path, "2b") is None
+    assert validate([path], "2b")[str(path)] == {"compliant": True, "failed": []}
+    assert _page_text(path, 1) == before
 
 
 def test_export_writes_the_visible_copies_with_a_manifest(real_refreshed: tuple, tmp_path: Path) -> None:
