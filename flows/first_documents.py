@@ -1,21 +1,28 @@
-"""The refresh's first documents, indexed before its Dask cluster starts (#47 item 2).
+"""The refresh's first documents, indexed before any work goes to Dask (#47 item 2, #63).
 
 Starting the cluster, sending the first read batch out and waiting for a thread to embed its first group took
 ~2.5 s of a 1,000-letter refresh before anything was searchable (the embed task queued behind the read batches
 running on both threads). So the first few small text files and web pages (read by Python alone: no OCR, conversion
 or unpacking) are read, chunked, embedded and published here, from the flow's thread, while nothing else runs — the
-same tasks, the same gate, the same publish — and the cluster then takes the rest. On a cluster of its own
-(`KORPUS_DASK_ADDRESS`: process workers, a GPU worker for embedding) nothing is done here: the reading and the
-embedding stay where the user put them. The files are read like any other, in the flow thread's reading child
-(tasks/runtime/reader_child.py), which `warm_reader` starts as the refresh begins, so its start overlaps discovery.
+same tasks, the same gate, the same publish — and the cluster then takes the rest. The files are read like any
+other, in the flow thread's reading child (tasks/runtime/reader_child.py), which `warm_reader` starts as the refresh
+begins, so its start overlaps discovery.
+
+On a cluster of the user's own (`KORPUS_DASK_ADDRESS`) the same holds: on the production topology the first group
+went through Prefect's task bookkeeping for its read, waited for a worker thread behind read batches to embed, and
+became searchable 10.8–12.0 s into a 100 s refresh (benchmarks/topology_first_searchable.py); here the flow's process
+embeds those few letters on its own CPU (a GPU worker would gain nothing on a few dozen chunks). Where the flow's
+machine has no embedding model, or `KORPUS_FIRST_DOCUMENTS=0`, everything goes to the cluster.
 """
 
 from __future__ import annotations
 
 from dataclasses import replace
+from itertools import islice
 from typing import TYPE_CHECKING
 
 from flows.refresh_tasks import read_own_text
+from korpus.core.model_store import ModelMissingError, embed_model_path
 from korpus.core.settings import Settings
 from tasks.receive import RefreshPlan
 from tasks.runtime.reader_child import PURE_PYTHON
@@ -23,17 +30,16 @@ from tasks.runtime.reader_child import PURE_PYTHON
 if TYPE_CHECKING:
     from flows.refresh_stream import Indexer
 
-FIRST_DOCUMENTS = 8
-"""Documents indexed before the cluster starts: the first group's size (flows/refresh_stream.py `FIRST_GROUP`)."""
 FIRST_DOCUMENT_BYTES = 256 * 1024
 """A file read before the cluster starts is at most this big: a letter, not a long book."""
 
 
 def first_documents(plan: RefreshPlan, settings: Settings, indexer: Indexer) -> RefreshPlan:
     """Index the plan's first small text documents now; the plan of what is left for the cluster."""
-    if settings.dask_address:
+    if not settings.first_documents or not _model_here(settings):
         return plan
-    first = [s for s in plan.to_process if s.kind in PURE_PYTHON and s.size <= FIRST_DOCUMENT_BYTES][:FIRST_DOCUMENTS]
+    small = (s for s in plan.to_process if s.kind in PURE_PYTHON and s.size <= FIRST_DOCUMENT_BYTES)
+    first = list(islice(small, settings.first_documents))
     if not first:
         return plan
     for source, outcome in zip(first, read_own_text(sources=first, settings=settings), strict=True):
@@ -41,3 +47,14 @@ def first_documents(plan: RefreshPlan, settings: Settings, indexer: Indexer) -> 
     indexer.flush()
     taken = {s.source_id for s in first}
     return replace(plan, to_process=[s for s in plan.to_process if s.source_id not in taken])
+
+
+def _model_here(settings: Settings) -> bool:
+    """The embedding model is on this machine (on a cluster of the user's own, it may be only on the workers)."""
+    try:
+        embed_model_path(settings)
+    except ModelMissingError:
+        if settings.dask_address:
+            return False
+        raise
+    return True

@@ -84,6 +84,14 @@ class Settings(BaseSettings):
         "128 pages): one task and one embedding pass across them. The first groups of a refresh are smaller (8, 16, "
         "32, …), so the first documents are searchable early. 1: each document alone.",
     )
+    first_documents: int = Field(
+        default=8,
+        ge=0,
+        description="A refresh's first small text files (≤ 256 KiB, read by Python alone) read, embedded and "
+        "published in the flow's own process before any work goes to Dask — also on a cluster of your own "
+        "(KORPUS_DASK_ADDRESS), where the flow's machine then loads the embedding model — so the first documents are "
+        "searchable seconds into the run. 0: every document goes to the cluster.",
+    )
     whisper_model: Path | None = Field(
         default=None, description="A CTranslate2 Whisper folder; default: Whisper base under home/models."
     )

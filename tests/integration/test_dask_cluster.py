@@ -216,7 +216,13 @@ def test_a_file_that_kills_its_worker_is_its_own_item_not_its_batchs(
     monkeypatch.setenv("KORPUS_FAULT_READ", "убийца:segv")  # the workers inherit it; the test process reads nothing
     monkeypatch.setenv("DASK_DISTRIBUTED__SCHEDULER__ALLOWED_FAILURES", "1")  # two deaths make a KilledWorker
     with _cluster(prefect_server, tmp_path) as (address, _procs):
-        settings = Settings(data=tmp_path / "data", meta_documents=False, dask_address=address, reader_isolation=False)
+        settings = Settings(  # every letter to the workers: none read first in this (the flow's) process
+            data=tmp_path / "data",
+            meta_documents=False,
+            dask_address=address,
+            reader_isolation=False,
+            first_documents=0,
+        )
         with temporary_settings(updates={PREFECT_API_URL: prefect_server}):
             first = run_refresh(root, settings)
             second = run_refresh(root, settings)

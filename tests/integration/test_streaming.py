@@ -92,14 +92,12 @@ def test_a_large_document_is_embedded_in_slices_and_each_chunk_keeps_its_own_vec
     """flows/refresh_stream.EMBED_SLICE: a document's chunks beyond a slice go to several embed tasks side by side
     (a 3,599-page sheet's 4,237 chunks were one task on one core); the slices' vectors are joined back in order, so
     every stored chunk holds the vector of its own text."""
-    import flows.first_documents
     import flows.inflight
     import flows.refresh_stream
     from korpus.core.model_store import embed_model_path
     from tasks.retrieval.embedding import shared_embedder
 
     monkeypatch.setattr(flows.refresh_stream, "EMBED_SLICE", 3)
-    monkeypatch.setattr(flows.first_documents, "FIRST_DOCUMENTS", 0)  # the cluster's slices, not the first letters
     sizes: list[int] = []
     original_submit = flows.inflight.Inflight.submit
 
@@ -127,7 +125,8 @@ def test_a_large_document_is_embedded_in_slices_and_each_chunk_keeps_its_own_vec
         for n, t in enumerate(topics)
     )
     (root / "регламент.txt").write_text(body, encoding="utf-8")
-    settings = Settings(data=tmp_path / "data", meta_documents=False)
+    # the cluster's slices, not the first documents' in-flow embedding
+    settings = Settings(data=tmp_path / "data", meta_documents=False, first_documents=0)
     run_refresh(root, settings)
     with SqliteIndex(settings.index_path) as index:
         stored = index.current_vectors("регламент.txt")
@@ -144,7 +143,8 @@ def test_the_first_letters_are_searchable_before_the_cluster_starts(
 ) -> None:
     """flows/first_documents.py: the first 8 small text files are read, embedded and published in the flow's thread
     before the local Dask cluster starts; the rest (the ninth letter, the PDF: a reading child's kind) on the
-    cluster. A refresh of only a few letters starts no cluster at all, and everything is indexed either way."""
+    cluster. A refresh of only a few letters starts no cluster at all, and everything is indexed either way. The
+    same on a cluster of the user's own; none with KORPUS_FIRST_DOCUMENTS=0."""
     import flows.corpus_refresh
 
     seen_at_start: list[set[str]] = []
@@ -153,7 +153,7 @@ def test_the_first_letters_are_searchable_before_the_cluster_starts(
     def runner(settings: Settings) -> object:
         with SqliteIndex(settings.index_path) as index:  # what is searchable when the cluster is asked for
             seen_at_start.append({s["source_id"] for s in index.sources() if s["lifecycle"] == "current"})
-        return original(settings)
+        return original(settings.model_copy(update={"dask_address": None}))  # "a cluster of its own" runs here
 
     monkeypatch.setattr(flows.corpus_refresh, "dask_task_runner", runner)
     root = tmp_path / "archive"
@@ -179,3 +179,19 @@ def test_the_first_letters_are_searchable_before_the_cluster_starts(
         (few / name).write_text((root / name).read_text(encoding="utf-8"), encoding="utf-8")
     summary = run_refresh(few, Settings(data=tmp_path / "data-few", meta_documents=False))
     assert len(seen_at_start) == 1 and summary["chunks_indexed"] == 3, (seen_at_start, summary)
+
+    # On a cluster of the user's own the flow indexes them too (its machine has the model); KORPUS_FIRST_DOCUMENTS=0
+    # sends every document to the cluster.
+    own = Settings(data=tmp_path / "data-own", meta_documents=False, dask_address="tcp://127.0.0.1:9")
+    assert run_refresh(root, own)["chunks_indexed"] == 10 and len(seen_at_start[1]) == 8, seen_at_start
+    none_first = Settings(data=tmp_path / "data-none", meta_documents=False, first_documents=0)
+    assert run_refresh(root, none_first)["chunks_indexed"] == 10 and seen_at_start[2] == set(), seen_at_start
+    # where the flow's machine has no embedding model, a cluster of its own takes every document
+    bare = own.model_copy(update={"data": tmp_path / "data-bare", "home": tmp_path / "bare-home"})
+    from flows.first_documents import first_documents
+    from tasks.receive import RefreshPlan, discover_sources
+    from tasks.runtime.reader_child import PURE_PYTHON
+
+    plan = RefreshPlan(to_process=[s for s in discover_sources(root) if s.kind in PURE_PYTHON])
+    assert len(plan.to_process) == 9
+    assert first_documents(plan, bare, indexer=None) is plan  # type: ignore[arg-type]  # the indexer never asked
