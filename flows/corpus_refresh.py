@@ -21,7 +21,7 @@ from prefect.runtime import flow_run
 from flows import events
 from flows import progress as refresh_progress
 from flows.after_documents import build_meta_documents, collect_garbage, sync_opensearch
-from flows.first_documents import first_documents
+from flows.first_documents import first_documents, warm_embedder
 from flows.refresh_stream import Indexer, Inflight, Parse
 from flows.refresh_tasks import (
     apply_access_changes,
@@ -68,6 +68,7 @@ def _refresh(root: str, settings: Settings) -> dict[str, Any]:
     started = time.perf_counter()
     logger = get_run_logger()
     warm_reader(settings)  # the flow thread's reading child imports its readers while discovery runs
+    warm_embedder(settings)  # and the first documents' embedder loads meanwhile
     if settings.backend == "opensearch":  # a first refresh's cluster index made meanwhile, before its first group
         from tasks.index.opensearch import prepare
 

@@ -17,14 +17,17 @@ machine has no embedding model, or `KORPUS_FIRST_DOCUMENTS=0`, everything goes t
 
 from __future__ import annotations
 
+import logging
+import threading
 from dataclasses import replace
 from itertools import islice
 from typing import TYPE_CHECKING
 
-from flows.refresh_tasks import read_own_text
+from flows.refresh_tasks import embed_threads, read_own_text
 from korpus.core.model_store import ModelMissingError, embed_model_path
 from korpus.core.settings import Settings
 from tasks.receive import RefreshPlan
+from tasks.retrieval.embedding import shared_embedder
 from tasks.runtime.reader_child import PURE_PYTHON
 
 if TYPE_CHECKING:
@@ -49,12 +52,34 @@ def first_documents(plan: RefreshPlan, settings: Settings, indexer: Indexer) -> 
     return replace(plan, to_process=[s for s in plan.to_process if s.source_id not in taken])
 
 
-def _model_here(settings: Settings) -> bool:
+def warm_embedder(settings: Settings) -> threading.Thread | None:
+    """Load the embedder the first documents' `embed` asks for in a thread of its own, while the refresh discovers
+    and plans (loading the model took ~3 s of the topology's first group otherwise); None when no first documents
+    are indexed here. The thread loads the same cached embedder `embed` finds, and an `embed` asking meanwhile waits
+    for it (tasks/retrieval/embedding.py `shared_embedder`); a model that cannot be loaded is left to `embed`, which
+    says what is missing."""
+    if not settings.first_documents or not _model_here(settings, quiet=True):
+        return None
+
+    def load() -> None:
+        try:
+            shared_embedder(str(embed_model_path(settings)), threads=embed_threads(settings)).embed_passages(
+                ["прогрев"]
+            )
+        except Exception as exc:  # the embed task then fails on it, with its own message
+            logging.getLogger("korpus.refresh").warning("the embedding model could not be warmed: %s", exc)
+
+    thread = threading.Thread(target=load, name="korpus-warm-embedder", daemon=True)
+    thread.start()
+    return thread
+
+
+def _model_here(settings: Settings, quiet: bool = False) -> bool:
     """The embedding model is on this machine (on a cluster of the user's own, it may be only on the workers)."""
     try:
         embed_model_path(settings)
     except ModelMissingError:
-        if settings.dask_address:
+        if settings.dask_address or quiet:
             return False
         raise
     return True

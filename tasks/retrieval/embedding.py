@@ -230,10 +230,23 @@ class QueryBatcher:
                 future.set_result(vector)
 
 
-@lru_cache(maxsize=4)
+_LOADING = threading.Lock()
+
+
 def shared_embedder(model_path: str, batch_size: int = 16, threads: int = 0) -> Embedder:
-    """One embedder per process, model and thread count, shared by every task thread."""
+    """One embedder per process, model and thread count, shared by every task thread: a thread asking while another
+    loads it waits for that one (a refresh's flow warms it while its first tasks may ask), never loads a second."""
+    with _LOADING:
+        return _embedder(model_path, batch_size, threads)
+
+
+@lru_cache(maxsize=4)
+def _embedder(model_path: str, batch_size: int, threads: int) -> Embedder:
     return Embedder(Path(model_path), batch_size=batch_size, threads=threads)
+
+
+shared_embedder.cache_info = _embedder.cache_info  # type: ignore[attr-defined]
+shared_embedder.cache_clear = _embedder.cache_clear  # type: ignore[attr-defined]
 
 
 @lru_cache(maxsize=4)

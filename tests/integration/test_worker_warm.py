@@ -1,6 +1,7 @@
 """A Dask worker started with `--preload flows.worker_warm` (as the topology starts its workers) is warm before its
 first task: the embedder a refresh's `embed` task asks for is already loaded — the same one, not a second model in
-memory — and the task thread's reading child is running."""
+memory — and the task thread's reading child is running. A refresh's own process warms its first documents'
+embedder the same way."""
 
 from __future__ import annotations
 
@@ -59,3 +60,25 @@ def test_a_warm_worker_holds_the_embedder_its_embed_task_asks_for(models: dict[s
             assert after.misses == loaded.misses and after.currsize == 1, after  # the task found the warm embedder
     finally:
         stop_children()  # the worker thread's reading child (the worker ran in this process)
+
+
+def test_the_flow_warms_the_embedder_its_first_documents_ask_for(models: dict[str, Path]) -> None:
+    """flows/first_documents.warm_embedder: the refresh's own process loads, while it discovers, the embedder its
+    first documents' `embed` then finds — one load, the same one; an `embed` asking while it loads waits for it."""
+    import flows.refresh_tasks as refresh_tasks
+    from flows.first_documents import warm_embedder
+    from tasks.retrieval.embedding import shared_embedder
+
+    settings = Settings()
+    source = Source(source_id="s", version="v", path="/x", kind=SourceKind.text, owner="o", access="public")
+    page = PageResult(source_id="s", source_version="v", page=1, text="Записка о ремонте кровли.", method="x")
+    chunks, _ = page_chunks(source, [page])
+    shared_embedder.cache_clear()
+    warming = warm_embedder(settings)
+    assert warming is not None
+    vectors = refresh_tasks.embed.fn(chunks, settings)  # asked at once: waits for the loading thread
+    warming.join(120)
+    assert vectors.shape[0] == len(chunks) > 0
+    loaded = shared_embedder.cache_info()
+    assert (loaded.misses, loaded.currsize) == (1, 1), loaded
+    assert warm_embedder(settings.model_copy(update={"first_documents": 0})) is None
