@@ -44,7 +44,8 @@ CREATE TABLE IF NOT EXISTS chunks (
 CREATE INDEX IF NOT EXISTS chunks_by_source ON chunks (source_id, source_version);
 CREATE INDEX IF NOT EXISTS chunks_by_filter ON chunks (lifecycle, access);
 CREATE VIRTUAL TABLE IF NOT EXISTS chunk_terms USING fts5(
-    terms, exact, tokenize = "unicode61 remove_diacritics 0 tokenchars '.,''’:_'");
+    terms, exact, content = '', contentless_delete = 1,
+    tokenize = "unicode61 remove_diacritics 0 tokenchars '.,''’:_'");
 CREATE VIRTUAL TABLE IF NOT EXISTS chunk_terms_vocab USING fts5vocab(chunk_terms, 'col');
 CREATE VIRTUAL TABLE IF NOT EXISTS chunk_terms_instance USING fts5vocab(chunk_terms, 'instance');
 CREATE TABLE IF NOT EXISTS chunk_tokens (rowid INTEGER PRIMARY KEY, terms TEXT NOT NULL, exact TEXT NOT NULL);
@@ -165,8 +166,26 @@ END;
 CREATE TRIGGER IF NOT EXISTS chunks_terms_deleted AFTER DELETE ON chunks BEGIN
     DELETE FROM chunk_tokens WHERE rowid = old.rowid;
 END;
-INSERT OR IGNORE INTO chunk_tokens (rowid, terms, exact) SELECT rowid, terms, exact FROM chunk_terms;
 DELETE FROM chunk_terms WHERE rowid IN (SELECT rowid FROM chunks WHERE lifecycle != 'current');
+"""
+
+# The FTS5 table keeps no copy of the terms (`content=''`): they are `chunk_tokens`' already, and the copy was a
+# quarter of the file (20,000 generated chunks: 60 MB of 256). `contentless_delete` lets the triggers above delete a
+# retired chunk's row by its rowid alone. A file made with the copy is migrated on open (`CONTENTLESS_SQL`): its
+# terms are kept in `chunk_tokens`, the table made again and filled with the current chunks' rows.
+CONTENTLESS_SQL = """
+INSERT OR IGNORE INTO chunk_tokens (rowid, terms, exact) SELECT rowid, terms, exact FROM chunk_terms;
+DROP TABLE chunk_terms_vocab;
+DROP TABLE chunk_terms_instance;
+DROP TABLE chunk_terms;
+CREATE VIRTUAL TABLE chunk_terms USING fts5(
+    terms, exact, content = '', contentless_delete = 1,
+    tokenize = "unicode61 remove_diacritics 0 tokenchars '.,''’:_'");
+CREATE VIRTUAL TABLE chunk_terms_vocab USING fts5vocab(chunk_terms, 'col');
+CREATE VIRTUAL TABLE chunk_terms_instance USING fts5vocab(chunk_terms, 'instance');
+INSERT INTO chunk_terms (rowid, terms, exact)
+    SELECT t.rowid, t.terms, t.exact FROM chunk_tokens t JOIN chunks c ON c.rowid = t.rowid
+    WHERE c.lifecycle = 'current';
 """
 # The mirror's outbox (tasks/index/opensearch_mirror.py): every chunk a write touched — inserted, deleted, its
 # lifecycle or labels changed — with a sequence number that only grows (AUTOINCREMENT: a number is never reused, so

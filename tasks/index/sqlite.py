@@ -32,6 +32,7 @@ from tasks.index.records import RefreshRecords
 from tasks.index.schema import (
     ADDED_COLUMNS,
     CATALOG_ACCESS_SQL,
+    CONTENTLESS_SQL,
     CURRENT_TERMS_SQL,
     DERIVED_TRIGGERS,
     OUTBOX_SQL,
@@ -76,6 +77,9 @@ class SqliteIndex(VectorTables, QuarantineStore, RefreshRecords):
                 if have and column not in have:
                     self.conn.execute(f"ALTER TABLE {table} ADD COLUMN {column} {kind}")
             self.conn.execute(SCHEMA)
+            made = self.conn.execute("SELECT sql FROM sqlite_master WHERE name = 'chunk_terms'").fetchall()
+            if "contentless_delete" not in made[0][0]:  # a file whose FTS table kept its own copy of the terms
+                self.conn.execute(CONTENTLESS_SQL)
         bound = self.conn.execute("SELECT value FROM index_meta WHERE key = ?", (BIND_KEY,)).fetchall()
         self.serving: PgWriter | None = PgWriter(bound[0][0], self.conn) if bound else None
         """The PostgreSQL server this file's writes go through (tasks/index/pg_catalog.py); None: SQLite alone."""

@@ -184,7 +184,7 @@ class SqliteSearch:
         terms = list(dict.fromkeys(analyse(query)))
         if not terms:
             return 0.0
-        stored = self.conn.execute("SELECT terms FROM chunk_terms WHERE rowid = ?", (key,)).fetchall()
+        stored = self.conn.execute("SELECT terms FROM chunk_tokens WHERE rowid = ?", (key,)).fetchall()
         held = set(stored[0][0].split()) if stored else set()
         # A mistyped term counts as held when the chunk holds one of its variants, and weighs as that variant.
         for term, found in (self.typo_variants(terms) if variants is None else variants).items():

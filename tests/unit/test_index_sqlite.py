@@ -127,6 +127,60 @@ def test_a_tenant_relabel_moves_the_scope_and_an_older_index_is_migrated(index: 
         assert retrieve(again.searcher, "договор", _vec(0), ["acme/public"], mode="bm25")[0]["source_id"] == "a.txt"
 
 
+def test_a_file_whose_fts_table_kept_a_copy_of_the_terms_is_migrated_on_open(
+    index: SqliteIndex, tmp_path: Path
+) -> None:
+    """The FTS5 table keeps no copy of the terms (`content=''`: they are chunk_tokens'). A file made with the copy
+    (the schema before) is migrated when opened: the same hits, by the same scores, for every mode; a retired chunk
+    leaves the lexical index and a relabel still moves it, afterwards as before."""
+    old = _publish(index, "a.txt", "v1", ["договор поставки насосов", "акт приёмки кровли"])
+    _publish(index, "a.txt", "v2", ["договор поставки насосов и задвижек", "акт приёмки кровли склада"])
+    _publish(index, "b.txt", "v1", ["служебная записка о поставке"], access="hr", axis=1)
+    assert old.version == "v1"
+    asked = [("поставка насосов", ["public"]), ("приёмка кровли", ["public", "hr"]), ("записка", ["hr"])]
+
+    def answers(searcher: object) -> list:
+        return [
+            [(h["chunk_id"], round(h["score"], 9)) for h in retrieve(searcher, q, _vec(0), scopes, mode=mode)]
+            for q, scopes in asked
+            for mode in ("bm25", "hybrid")
+        ]
+
+    before = answers(index.searcher)
+    rows = list(index.conn.execute("SELECT rowid, terms, exact FROM chunk_tokens"))
+    current = {r for (r,) in index.conn.execute("SELECT rowid FROM chunk_terms")}
+    index.conn.execute(  # the table as the schema before made it: its own copy of every current chunk's terms
+        "DROP TABLE chunk_terms_vocab; DROP TABLE chunk_terms_instance; DROP TABLE chunk_terms; "
+        "CREATE VIRTUAL TABLE chunk_terms USING fts5(terms, exact, "
+        "tokenize = \"unicode61 remove_diacritics 0 tokenchars '.,''’:_'\"); "
+        "CREATE VIRTUAL TABLE chunk_terms_vocab USING fts5vocab(chunk_terms, 'col'); "
+        "CREATE VIRTUAL TABLE chunk_terms_instance USING fts5vocab(chunk_terms, 'instance');"
+    )
+    index.conn.executemany(
+        "INSERT INTO chunk_terms (rowid, terms, exact) VALUES (?, ?, ?)", [r for r in rows if r[0] in current]
+    )
+    index.close()
+    with SqliteIndex(tmp_path / "k.db") as again:
+        made = again.conn.execute("SELECT sql FROM sqlite_master WHERE name = 'chunk_terms'").fetchall()[0][0]
+        assert "content = ''" in made and "contentless_delete" in made
+        assert {r for (r,) in again.conn.execute("SELECT rowid FROM chunk_terms")} == current
+        assert answers(again.searcher) == before
+        again.relabel_source(
+            Source(
+                source_id="b.txt",
+                version="v1",
+                path="/x",
+                kind=SourceKind.text,
+                owner="o",
+                access="public",
+                tenant="default",
+            )
+        )
+        assert retrieve(again.searcher, "записка", _vec(1), ["public"], mode="bm25")[0]["source_id"] == "b.txt"
+        _publish(again, "b.txt", "v2", ["распоряжение о ремонте"], axis=1)
+        assert retrieve(again.searcher, "записка", _vec(1), ["public", "hr"], mode="bm25") == []
+
+
 def test_other_embedding_model_or_dimension_is_refused(index: SqliteIndex) -> None:
     index.bind_embedding("e5-small", 384)
     index.bind_embedding("e5-small", 384)
