@@ -49,6 +49,9 @@ class PageFrame:
     turn: int = 0
     encoded: bytes | None = None
     image: Image.Image | None = None
+    points: tuple[float, float] | None = None
+    """The page's size in points where the pixels are not the page's resolution (a DjVu background layer kept at
+    its own); None: width × height at `dpi`."""
 
     def decoded(self) -> Image.Image:
         return self.image if self.image is not None else Image.open(io.BytesIO(self.encoded or b""))
@@ -222,7 +225,8 @@ def write_searchable_images(
     with pymupdf.open() as doc:
         for result in sorted((p for p in pages if p.page), key=lambda p: p.page or 0):
             image = frame(result.page or 1)
-            page = doc.new_page(width=image.width * 72 / image.dpi, height=image.height * 72 / image.dpi)
+            width, height = image.points or (image.width * 72 / image.dpi, image.height * 72 / image.dpi)
+            page = doc.new_page(width=width, height=height)
             page.insert_image(page.rect, stream=page_image_bytes(image, optimize))
             turn = (image.turn + (result.rotation or 0)) % 360
             placed += add_text_layer(page, result.words, font, turn)

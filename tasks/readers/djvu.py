@@ -99,13 +99,67 @@ def djvu_page_image(path: str, page: int, dpi: int, fmt: str) -> PageImage:
 
 
 def djvu_frame(path: str, page: int) -> PageFrame:
-    """Page `page` as a greyscale image at its own resolution (at most what `fit_dpi` lets a huge page have), stored
-    losslessly in the copy: the page as djvulibre decodes it, not re-encoded below that."""
-    _width, _height, own = page_dpi(path, page)
-    rendered = djvu_page_image(path, page, own, "pnm")
-    image = Image.open(io.BytesIO(rendered.data))
+    """Page `page` for the searchable copy, losslessly and no larger than the page holds (#65):
+    - a page whose bilevel mask draws nothing (a photo DjVu: the picture is all background) is its background layer at
+      the layer's own resolution — djvulibre keeps it at a third of the page's or less, and the copy held it
+      upscaled to the page's (the real-archive DjVu: 2.3 MB a page where the layer is 828×1170);
+    - any other page as djvulibre composes it at its own resolution (at most what `fit_dpi` lets a huge page have);
+    either in the fewest colours that hold it exactly: two (a bilevel page: 1 bit a pixel), grey, or colour — a colour
+    page is no longer turned grey."""
+    width, height, own = page_dpi(path, page)
+    points = (width * 72 / own, height * 72 / own)
+    scale = fit_dpi(width / own, height / own, own)
+    with tempfile.TemporaryDirectory(prefix="korpus-djvu-") as tmp:
+        background, out = _background_subsample(path, page), Path(tmp) / "page.ppm"
+        if background > 1 and _mask_empty(path, page, scale, Path(tmp) / "mask.pbm"):
+            _djvu(
+                "ddjvu", "-format=ppm", "-mode=background", f"-page={page}", f"-subsample={background}", path, str(out)
+            )
+        else:
+            _djvu("ddjvu", "-format=ppm", f"-page={page}", f"-scale={scale}", path, str(out))
+        image = fewest_colours(Image.open(out))
+    dpi = round(image.width * 72 / points[0])
+    return PageFrame(image.width, image.height, dpi, image=image, points=points)
+
+
+def _mask_empty(path: str, page: int, scale: int, out: Path) -> bool:
+    """The page's bilevel mask draws nothing (no black pixel where djvulibre renders it)."""
+    _djvu("ddjvu", "-format=pbm", "-mode=mask", f"-page={page}", f"-scale={scale}", path, str(out))
+    return Image.open(out).convert("L").getextrema()[0] == 255
+
+
+def fewest_colours(image: Image.Image) -> Image.Image:
+    """The same pixels in the smallest lossless mode: 1 bit for black and white, grey where every pixel is grey,
+    else RGB. (A palette would not help: PyMuPDF stores a palette image's pixels as RGB.)"""
     image.load()
-    return PageFrame(image.width, image.height, rendered.dpi, image=image)
+    image = image.convert("RGB")
+    colours = image.getcolors(maxcolors=2)
+    if colours is not None and {c for _n, c in colours} <= {(0, 0, 0), (255, 255, 255)}:
+        return image.convert("L").convert("1", dither=Image.Dither.NONE)
+    red, green, blue = image.split()
+    if red.tobytes() == green.tobytes() == blue.tobytes():
+        return red
+    return image
+
+
+def _background_subsample(path: str, page: int) -> int:
+    """How many times smaller than the page the page's background layer is kept (1: none, or at the page's own
+    resolution), from its first IW44 chunk in `djvudump`."""
+    layers = page_layers(path, str(Path(path).stat().st_mtime_ns))
+    if len(layers) < page or layers[page - 1] is None:
+        return 1
+    width, _height, _own = page_dpi(path, page)
+    return max(1, round(width / layers[page - 1]))
+
+
+@lru_cache(maxsize=64)
+def page_layers(path: str, version: str) -> list[int | None]:
+    """Each page's background layer width in pixels (its first `BG44` chunk), or None where it has none."""
+    widths: list[int | None] = []
+    for form in re.split(r"FORM:DJVU ", _djvu("djvudump", path))[1:]:
+        found = re.search(r"BG44 \[\d+\]\s+IW4 data #1, \d+ slices, v[\d.]+ \([^)]*\), (\d+)x\d+", form)
+        widths.append(int(found.group(1)) if found else None)
+    return widths
 
 
 class DjvuReader:

@@ -5,6 +5,7 @@ a copy whose font has none is plain PDF with a reason."""
 
 from __future__ import annotations
 
+import io
 import re
 import subprocess
 from pathlib import Path
@@ -177,6 +178,69 @@ def test_every_standard_font_drawing_every_winansi_character_becomes_pdfa(tmp_pa
     assert make_pdfa(path, "2b") is None
     assert validate([path], "2b")[str(path)] == {"compliant": True, "failed": []}
     assert _page_text(path, 1) == before
+
+
+def _djvu_pages(folder: Path) -> dict[str, Path]:
+    """Three DjVu pages as djvulibre's own encoders make them: bilevel (cjb2: a JB2 mask alone), a colour photo
+    (c44: an IW44 background alone) and a few-colour page (cpaldjvu: a JB2 mask, its colours and a background)."""
+    from PIL import Image, ImageDraw, ImageFont
+
+    font = ImageFont.truetype("/usr/share/fonts/truetype/dejavu/DejaVuSerif.ttf", 36)
+    text = Image.new("L", (1275, 1650), 255)
+    draw = ImageDraw.Draw(text)
+    colour = Image.new("RGB", (1275, 1650), (250, 245, 230))
+    tint = ImageDraw.Draw(colour)
+    for i in range(12):
+        draw.text((100, 120 + 90 * i), f"Приказ № {i} о поставке насосов", font=font, fill=0)
+        tint.text((100, 120 + 90 * i), f"Накладная № {i} на задвижки", font=font, fill=(20, 30, 120))
+    tint.ellipse((700, 1100, 1100, 1500), fill=(200, 40, 40))
+    text.point(lambda v: 0 if v < 128 else 255).convert("1").save(folder / "bw.pbm")
+    colour.save(folder / "colour.ppm")
+    made = {"bilevel": "cjb2", "photo": "c44", "few colours": "cpaldjvu"}
+    out = {}
+    for kind, encoder in made.items():
+        out[kind] = folder / f"{encoder}.djvu"
+        source = folder / ("bw.pbm" if encoder == "cjb2" else "colour.ppm")
+        subprocess.run([encoder, "-dpi", "150", str(source), str(out[kind])], check=True, capture_output=True)
+    return out
+
+
+def test_djvu_pages_are_kept_losslessly_in_as_few_colours_as_they_hold_and_become_pdfa(tmp_path: Path) -> None:
+    """#65: a bilevel DjVu page goes into its copy as 1 bit a pixel, the same pixels as djvulibre draws; a colour page
+    stays in colour (the copy held it grey before); a page whose picture is all background keeps that layer at its
+    own resolution, not upscaled to the page's. Every copy is PDF/A-2b, its page the source's size."""
+    from PIL import Image
+
+    from korpus.core.datamodel import PageResult
+    from tasks.pdf.searchable import write_searchable_images
+    from tasks.readers.djvu import djvu_frame, djvu_page_image
+
+    pages = _djvu_pages(tmp_path)
+    frames = {kind: djvu_frame(str(path), 1) for kind, path in pages.items()}
+    assert frames["bilevel"].image.mode == "1"
+    drawn = Image.open(io.BytesIO(djvu_page_image(str(pages["bilevel"]), 1, 150, "pnm").data)).convert("L")
+    assert frames["bilevel"].image.convert("L").tobytes() == drawn.point(lambda v: 255 if v >= 128 else 0).tobytes()
+    assert frames["photo"].image.mode == frames["few colours"].image.mode == "RGB"
+    real = Path(__file__).parents[1] / "fixtures" / "real-archive" / "scans" / "example_with_table7.djvu"
+    photo_page = djvu_frame(str(real), 1)  # 2483 × 3508 at 300 dpi; its picture a 828 × 1170 background layer
+    assert (photo_page.width, photo_page.dpi) == (828, 100) and photo_page.points == pytest.approx((595.92, 841.92))
+    copies = []
+    for kind, path in [*pages.items(), ("real", real)]:
+        out = tmp_path / f"{path.stem}.pdf"
+        page = PageResult(source_id=kind, source_version="v", page=1, text="", method="tesseract")
+        write_searchable_images(lambda n, path=path: djvu_frame(str(path), n), [page], out, path.stat().st_size)
+        width, height, dpi = djvu_page_dpi(path)
+        with pymupdf.open(out) as doc:
+            assert (doc[0].rect.width, doc[0].rect.height) == pytest.approx((width * 72 / dpi, height * 72 / dpi)), kind
+        copies.append(out)
+    verdicts = validate(copies, "2b")
+    assert all(v["compliant"] for v in verdicts.values()), verdicts
+
+
+def djvu_page_dpi(path: Path) -> tuple[int, int, int]:
+    from tasks.readers.djvu import page_dpi
+
+    return page_dpi(str(path), 1)
 
 
 def test_export_writes_the_visible_copies_with_a_manifest(real_refreshed: tuple, tmp_path: Path) -> None:
