@@ -135,7 +135,7 @@ def test_a_file_whose_fts_table_kept_a_copy_of_the_terms_is_migrated_on_open(
     leaves the lexical index and a relabel still moves it, afterwards as before."""
     old = _publish(index, "a.txt", "v1", ["договор поставки насосов", "акт приёмки кровли"])
     _publish(index, "a.txt", "v2", ["договор поставки насосов и задвижек", "акт приёмки кровли склада"])
-    _publish(index, "b.txt", "v1", ["служебная записка о поставке"], access="hr", axis=1)
+    memo = _publish(index, "b.txt", "v1", ["служебная записка о поставке"], access="hr", axis=1)
     assert old.version == "v1"
     asked = [("поставка насосов", ["public"]), ("приёмка кровли", ["public", "hr"]), ("записка", ["hr"])]
 
@@ -165,17 +165,7 @@ def test_a_file_whose_fts_table_kept_a_copy_of_the_terms_is_migrated_on_open(
         assert "content = ''" in made and "contentless_delete" in made
         assert {r for (r,) in again.conn.execute("SELECT rowid FROM chunk_terms")} == current
         assert answers(again.searcher) == before
-        again.relabel_source(
-            Source(
-                source_id="b.txt",
-                version="v1",
-                path="/x",
-                kind=SourceKind.text,
-                owner="o",
-                access="public",
-                tenant="default",
-            )
-        )
+        again.relabel_source(memo.model_copy(update={"access": "public"}))
         assert retrieve(again.searcher, "записка", _vec(1), ["public"], mode="bm25")[0]["source_id"] == "b.txt"
         _publish(again, "b.txt", "v2", ["распоряжение о ремонте"], axis=1)
         assert retrieve(again.searcher, "записка", _vec(1), ["public", "hr"], mode="bm25") == []
