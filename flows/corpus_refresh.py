@@ -68,7 +68,6 @@ def _refresh(root: str, settings: Settings) -> dict[str, Any]:
     started = time.perf_counter()
     logger = get_run_logger()
     warm_reader(settings)  # the flow thread's reading child imports its readers while discovery runs
-    warm_embedder(settings)  # and the first documents' embedder loads meanwhile
     if settings.backend == "opensearch":  # a first refresh's cluster index made meanwhile, before its first group
         from tasks.index.opensearch import prepare
 
@@ -76,6 +75,7 @@ def _refresh(root: str, settings: Settings) -> dict[str, Any]:
     indexed, refused, listings = read_catalog(settings)
     sources = discover(root, settings)
     plan = plan_refresh(sources, indexed, refused, listings)
+    warm_embedder(settings, plan)  # the first documents' embedder loads while relabels go first and they are read
     crash_point("after-discover")
     apply_access_changes(plan, settings)  # relabels and removals first: served to nobody it no longer admits
     reduced = plan.relabel or plan.removed or plan.rejected

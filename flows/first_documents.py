@@ -19,11 +19,13 @@ from __future__ import annotations
 
 import logging
 import threading
+from collections.abc import Iterator
 from dataclasses import replace
 from itertools import islice
 from typing import TYPE_CHECKING
 
 from flows.refresh_tasks import embed_threads, read_own_text
+from korpus.core.datamodel import Source
 from korpus.core.model_store import ModelMissingError, embed_model_path
 from korpus.core.settings import Settings
 from tasks.receive import RefreshPlan
@@ -41,8 +43,7 @@ def first_documents(plan: RefreshPlan, settings: Settings, indexer: Indexer) -> 
     """Index the plan's first small text documents now; the plan of what is left for the cluster."""
     if not settings.first_documents or not _model_here(settings):
         return plan
-    small = (s for s in plan.to_process if s.kind in PURE_PYTHON and s.size <= FIRST_DOCUMENT_BYTES)
-    first = list(islice(small, settings.first_documents))
+    first = list(islice(_small(plan), settings.first_documents))
     if not first:
         return plan
     for source, outcome in zip(first, read_own_text(sources=first, settings=settings), strict=True):
@@ -52,13 +53,14 @@ def first_documents(plan: RefreshPlan, settings: Settings, indexer: Indexer) -> 
     return replace(plan, to_process=[s for s in plan.to_process if s.source_id not in taken])
 
 
-def warm_embedder(settings: Settings) -> threading.Thread | None:
-    """Load the embedder the first documents' `embed` asks for in a thread of its own, while the refresh discovers
-    and plans (loading the model took ~3 s of the topology's first group otherwise); None when no first documents
-    are indexed here. The thread loads the same cached embedder `embed` finds, and an `embed` asking meanwhile waits
+def warm_embedder(settings: Settings, plan: RefreshPlan) -> threading.Thread | None:
+    """Load the embedder the plan's first documents' `embed` asks for in a thread of its own, while the refresh
+    applies its relabels and removals and reads those documents (loading the model took ~3 s of the topology's first
+    group otherwise); None when no first documents are indexed here (a refresh with nothing to embed loads nothing).
+    The thread loads the same cached embedder `embed` finds, and an `embed` asking meanwhile waits
     for it (tasks/retrieval/embedding.py `shared_embedder`); a model that cannot be loaded is left to `embed`, which
     says what is missing."""
-    if not settings.first_documents or not _model_here(settings, quiet=True):
+    if not settings.first_documents or next(_small(plan), None) is None or not _model_here(settings, quiet=True):
         return None
 
     def load() -> None:
@@ -72,6 +74,11 @@ def warm_embedder(settings: Settings) -> threading.Thread | None:
     thread = threading.Thread(target=load, name="korpus-warm-embedder", daemon=True)
     thread.start()
     return thread
+
+
+def _small(plan: RefreshPlan) -> Iterator[Source]:
+    """The plan's small text documents, in its order: those a refresh may index before the cluster."""
+    return (s for s in plan.to_process if s.kind in PURE_PYTHON and s.size <= FIRST_DOCUMENT_BYTES)
 
 
 def _model_here(settings: Settings, quiet: bool = False) -> bool:

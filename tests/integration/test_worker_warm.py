@@ -63,22 +63,27 @@ def test_a_warm_worker_holds_the_embedder_its_embed_task_asks_for(models: dict[s
 
 
 def test_the_flow_warms_the_embedder_its_first_documents_ask_for(models: dict[str, Path]) -> None:
-    """flows/first_documents.warm_embedder: the refresh's own process loads, while it discovers, the embedder its
-    first documents' `embed` then finds — one load, the same one; an `embed` asking while it loads waits for it."""
+    """flows/first_documents.warm_embedder: the refresh's own process loads, once it has a plan with first
+    documents, the embedder their `embed` then finds — one load, the same one; an `embed` asking while it loads
+    waits for it. A plan without them, or KORPUS_FIRST_DOCUMENTS=0, loads nothing."""
     import flows.refresh_tasks as refresh_tasks
     from flows.first_documents import warm_embedder
+    from tasks.receive import RefreshPlan
     from tasks.retrieval.embedding import shared_embedder
 
     settings = Settings()
     source = Source(source_id="s", version="v", path="/x", kind=SourceKind.text, owner="o", access="public")
     page = PageResult(source_id="s", source_version="v", page=1, text="Записка о ремонте кровли.", method="x")
     chunks, _ = page_chunks(source, [page])
+    letter = source.model_copy(update={"size": 100})
+    plan = RefreshPlan(to_process=[letter])
     shared_embedder.cache_clear()
-    warming = warm_embedder(settings)
+    assert warm_embedder(settings, RefreshPlan()) is None
+    warming = warm_embedder(settings, plan)
     assert warming is not None
     vectors = refresh_tasks.embed.fn(chunks, settings)  # asked at once: waits for the loading thread
     warming.join(120)
     assert vectors.shape[0] == len(chunks) > 0
     loaded = shared_embedder.cache_info()
     assert (loaded.misses, loaded.currsize) == (1, 1), loaded
-    assert warm_embedder(settings.model_copy(update={"first_documents": 0})) is None
+    assert warm_embedder(settings.model_copy(update={"first_documents": 0}), plan) is None
