@@ -45,11 +45,17 @@ def page_count(path: str) -> int:
     return int(_djvu("djvused", path, "-e", "n").strip())
 
 
+@lru_cache(maxsize=8)
+def _dump(path: str, version: str) -> str:
+    """`djvudump` of a file version, read once for its page sizes and its layers."""
+    return _djvu("djvudump", path)
+
+
 @lru_cache(maxsize=64)
 def page_sizes(path: str, version: str) -> list[tuple[int, int, int]]:
     """Width and height in pixels and the scan resolution of every page, from one `djvudump` (cached per file
     version, so OCR of page after page does not ask again)."""
-    dump = _djvu("djvudump", path)
+    dump = _dump(path, version)
     return [
         (int(w), int(h), int(d)) for w, h, d in re.findall(r"INFO \[\d+\]\s+DjVu (\d+)x(\d+), v\d+, (\d+) dpi", dump)
     ]
@@ -156,7 +162,7 @@ def _background_subsample(path: str, page: int) -> int:
 def page_layers(path: str, version: str) -> list[int | None]:
     """Each page's background layer width in pixels (its first `BG44` chunk), or None where it has none."""
     widths: list[int | None] = []
-    for form in re.split(r"FORM:DJVU ", _djvu("djvudump", path))[1:]:
+    for form in re.split(r"FORM:DJVU ", _dump(path, version))[1:]:
         found = re.search(r"BG44 \[\d+\]\s+IW4 data #1, \d+ slices, v[\d.]+ \([^)]*\), (\d+)x\d+", form)
         widths.append(int(found.group(1)) if found else None)
     return widths
