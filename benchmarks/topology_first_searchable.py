@@ -117,6 +117,7 @@ def run(files: int, keep: bool) -> dict:
         began, ended = flow_run.start_time.timestamp(), flow_run.end_time.timestamp()
         length = ended - began
         first = None if watch.first_hit is None else watch.first_hit - began
+        steps = _flow_steps(topology, run_id, began, (first or 0) + 1)
 
         def phase(when: float) -> str:
             return "before the refresh" if when < began else "during the refresh" if when <= ended else "after"
@@ -139,12 +140,29 @@ def run(files: int, keep: bool) -> dict:
             "search_answers": {name: dict(counts) for name, counts in searches.items()},
             "health_answers": {name: dict(counts) for name, counts in health.items()},
             "health_not_ok_during": [entry for entry in not_ok if 0 <= entry[0] <= length][:20],
+            "flow_log_until_first_hit": steps,
         }
     finally:
         topology.down()
         if not keep:
             shutil.rmtree(topology.pg_dir, ignore_errors=True) if topology.state.get("pg_dir") else None
             shutil.rmtree(base, ignore_errors=True)
+
+
+def _flow_steps(topology: Topology, run_id: object, began: float, until: float) -> list[tuple[float, str]]:
+    """The flow run's log lines up to `until` seconds after its start, each with its seconds from the start (from
+    before it, negative): where the time to the first searchable documents went."""
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.filters import LogFilter, LogFilterFlowRunId
+    from prefect.settings import PREFECT_API_AUTH_STRING, PREFECT_API_URL, temporary_settings
+
+    with (
+        temporary_settings(updates={PREFECT_API_URL: topology.api_url, PREFECT_API_AUTH_STRING: topology.prefect_auth}),
+        get_client(sync_client=True) as client,
+    ):
+        logs = client.read_logs(log_filter=LogFilter(flow_run_id=LogFilterFlowRunId(any_=[run_id])), limit=200)
+    steps = [(round(log.timestamp.timestamp() - began, 2), log.message[:90]) for log in logs]
+    return sorted(step for step in steps if step[0] <= until)
 
 
 def main() -> None:

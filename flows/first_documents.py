@@ -24,12 +24,11 @@ from dataclasses import replace
 from itertools import islice
 from typing import TYPE_CHECKING
 
-from flows.refresh_tasks import embed_threads, read_own_text
+from flows.refresh_tasks import load_embedder, read_own_text
 from korpus.core.datamodel import Source
 from korpus.core.model_store import ModelMissingError, embed_model_path
 from korpus.core.settings import Settings
 from tasks.receive import RefreshPlan
-from tasks.retrieval.embedding import shared_embedder
 from tasks.runtime.reader_child import PURE_PYTHON
 
 if TYPE_CHECKING:
@@ -65,9 +64,7 @@ def warm_embedder(settings: Settings, plan: RefreshPlan) -> threading.Thread | N
 
     def load() -> None:
         try:
-            shared_embedder(str(embed_model_path(settings)), threads=embed_threads(settings)).embed_passages(
-                ["прогрев"]
-            )
+            load_embedder(settings)
         except Exception as exc:  # the embed task then fails on it, with its own message
             logging.getLogger("korpus.refresh").warning("the embedding model could not be warmed: %s", exc)
 

@@ -489,6 +489,7 @@ class Indexer:
                 self.streaming = False  # the cluster is down: no group waits on its retries; the end's sync completes
             elif self.first_mirrored is None:
                 self.first_mirrored = self.live.elapsed
+                get_run_logger().info("the first documents are on the cluster, %.1f s in", self.first_mirrored)
         for r in group:
             self.problems += r.problems
             if r.publish:

@@ -294,6 +294,13 @@ def embed_threads(settings: Settings, slots: int | None = None) -> int:
     return max(1, len(os.sched_getaffinity(0)) // max(slots, 1))
 
 
+def load_embedder(settings: Settings, slots: int | None = None) -> None:
+    """Load the cached embedder an `embed` task with these `slots` uses (`embed_threads`) and run it once (a first
+    run allocates what later runs need): what a warming worker and a refresh's first documents do before their
+    first `embed`."""
+    shared_embedder(str(embed_model_path(settings)), threads=embed_threads(settings, slots)).embed_passages(["прогрев"])
+
+
 @task(name="publish", cache_policy=NO_CACHE)
 @opened
 def publish(group: list[Ready], vectors: np.ndarray, settings: Settings) -> list[int]:

@@ -24,15 +24,13 @@ log = logging.getLogger("korpus.worker")
 def warm(nthreads: int) -> Settings:
     """Import what a refresh's tasks run and load the embedder an `embed` task on a worker of `nthreads` threads
     uses; the settings it was loaded by."""
-    from flows.refresh_tasks import embed_threads  # the tasks, the readers and the gate they import
+    from flows.refresh_tasks import load_embedder  # the tasks, the readers and the gate they import
     from korpus.core.model_store import embed_model_path
-    from tasks.retrieval.embedding import shared_embedder, token_counter
+    from tasks.retrieval.embedding import token_counter
 
     settings = Settings()
-    model = str(embed_model_path(settings))
-    threads = embed_threads(settings, nthreads)  # the embed task's own count: the same cached embedder
-    shared_embedder(model, threads=threads).embed_passages(["прогрев"])  # a first run allocates what runs need
-    token_counter(model)
+    load_embedder(settings, nthreads)  # the embed task's own thread count: the same cached embedder
+    token_counter(str(embed_model_path(settings)))
     return settings
 
 

@@ -189,7 +189,7 @@ class OpenSearchIndex:
             }
             if after is not None:
                 body["search_after"] = after
-            hits = self._retrying("search", partial(self._search_alias, body))["hits"]["hits"]
+            hits = self._retrying("search", _whole(partial(self._search_alias, body)))["hits"]["hits"]
             yield from hits
             if len(hits) < 1000:
                 return
@@ -286,7 +286,7 @@ class OpenSearchIndex:
                 }
                 if after is not None:
                     body["search_after"] = after
-                hits = self._retrying("search", partial(self.client.search, body=body))["hits"]["hits"]
+                hits = self._retrying("search", _whole(partial(self.client.search, body=body)))["hits"]["hits"]
                 for hit in hits:
                     yield hit["_id"], tuple(hit["_source"].get(f) for f in fields)
                 if len(hits) < page:
@@ -301,9 +301,15 @@ class OpenSearchIndex:
         fields = list(STATE_FIELDS)
         if not chunk_ids:
             return {}
-        found = self._retrying(
-            "mget", lambda: self.client.mget(index=self.alias, body={"ids": list(chunk_ids)}, _source_includes=fields)
-        )
+
+        def mget() -> dict[str, Any]:
+            found = self.client.mget(index=self.alias, body={"ids": list(chunk_ids)}, _source_includes=fields)
+            failed = [d for d in found["docs"] if d.get("error")]
+            if failed:  # its shard is unavailable (a node lost): not "absent", which a sync would trust
+                raise TransientError(f"OpenSearch could not read {len(failed)} documents: {failed[0]['error']}")
+            return found
+
+        found = self._retrying("mget", mget)
         return {d["_id"]: tuple(d["_source"].get(f) for f in fields) for d in found["docs"] if d.get("found")}
 
     def sync_from(self, catalog: SqliteIndex, batch: int = 500, full: bool = False) -> dict[str, int]:
@@ -714,6 +720,21 @@ def prepare(settings: Settings) -> threading.Thread | None:
     thread = threading.Thread(target=run, name="korpus-prepare-cluster", daemon=True)
     thread.start()
     return thread
+
+
+def _whole(search: Callable[[], dict[str, Any]]) -> Callable[[], dict[str, Any]]:
+    """`search` that raises `TransientError` when a shard did not answer: a walk of the index that a sync or a
+    switch trusts to hold every document must not take a lost node's shards for empty ones."""
+
+    def call() -> dict[str, Any]:
+        answer = search()
+        shards = answer.get("_shards") or {}
+        if shards.get("failed"):
+            reasons = [f.get("reason") for f in shards.get("failures") or []][:1]
+            raise TransientError(f"{shards['failed']} of {shards.get('total')} shards did not answer: {reasons}")
+        return answer
+
+    return call
 
 
 def mirror_or_pending(settings: Settings, catalog: SqliteIndex, full: bool = False) -> dict[str, Any]:

@@ -6,13 +6,16 @@ Faults, consumed in order by the matching requests (`Faults.script`):
 - `"drop-after"`: forward the request, let the server apply it, then close the connection without an answer —
   the client cannot know the bulk landed;
 - `"drop-before"`: close the connection before forwarding (nothing applied);
-- `"503"`: answer 503 without forwarding.
+- `"503"`: answer 503 without forwarding;
+- `"shards-lost"`: forward, then answer as a cluster whose node holding the shards was just lost answers a read — a
+  multi-get's every document an error of its own, a search's shards failed and its hits missing (both HTTP 200).
 `Faults.down = True` drops every request before forwarding, until it is set back.
 """
 
 from __future__ import annotations
 
 import base64
+import json
 import socket
 import ssl
 import threading
@@ -36,6 +39,18 @@ class Faults:
     credentials: tuple[str, str] | None = None
     """Set: every request without this user and password (HTTP basic auth) is answered 401, as a secured cluster
     answers it (`"401"` in `seen`)."""
+
+
+def _shards_lost(answer: dict) -> bytes:
+    """`answer` (a multi-get's or a search's) as OpenSearch gives it when the node holding its shards is gone."""
+    lost = {"type": "no_shard_available_action_exception", "reason": "No shard available"}
+    if "docs" in answer:
+        answer["docs"] = [{"_index": d["_index"], "_id": d["_id"], "error": lost} for d in answer["docs"]]
+    if "_shards" in answer:
+        total = answer["_shards"]["total"]
+        answer["_shards"] = {"total": total, "successful": 0, "skipped": 0, "failed": total, "failures": [lost]}
+        answer["hits"]["hits"] = []
+    return json.dumps(answer).encode()
 
 
 @contextmanager
@@ -80,6 +95,8 @@ def fault_proxy(upstream: str, faults: Faults, tls: ssl.SSLContext | None = None
             response = client.request(self.command, self.path, content=body, headers=headers)
             if fault == "drop-after":
                 return self._drop()
+            if fault == "shards-lost":
+                return self._answer(200, _shards_lost(response.json()), "application/json")
             self._answer(response.status_code, response.content, response.headers.get("content-type", ""))
 
         def _answer(self, status: int, data: bytes, content_type: str) -> None:

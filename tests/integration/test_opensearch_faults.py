@@ -238,3 +238,42 @@ def test_a_cluster_not_green_in_time_is_judged_as_it_stands(opensearch_url: str,
     finally:
         client.indices.delete(index=name)
     assert settled_health(client, 1)["status"] == "green"
+
+
+@pytest.mark.parametrize("reconcile", [False, True], ids=["changes", "reconcile"])
+def test_a_read_whose_shards_were_lost_leaves_the_mirror_pending_not_synced(
+    opensearch_url: str, os_prefix: str, tmp_path: Path, reconcile: bool
+) -> None:
+    """A sync compares the catalog with what the cluster reads back. Right after a node is lost, a multi-get answers
+    200 with each document an error, and a search 200 with its shards failed: taken as "the cluster lacks these",
+    the sync left a superseded version current on the cluster and marked the mirror synced (the node-loss machine,
+    CI of stop 73). Now such a sync is pending, and the next one completes it."""
+    from tasks.index.opensearch import mirror_or_pending
+    from tests.unit.test_index_sqlite import DIMS, _publish
+
+    settings = Settings(
+        data=tmp_path / "data",
+        backend="opensearch",
+        opensearch_url=opensearch_url,
+        opensearch_prefix=os_prefix,
+        retry_backoff=0.01,
+        retry_attempts=2,
+        meta_documents=False,
+    )
+    settings.data.mkdir()
+    with SqliteIndex(settings.index_path) as catalog:
+        catalog.bind_embedding("m", DIMS)
+        _publish(catalog, "письмо.txt", "v1", ["Письмо о поставке насосов, редакция 1."])
+        assert not mirror_or_pending(settings, catalog).get("pending")
+        first = _served(settings, opensearch_url)
+        _publish(catalog, "письмо.txt", "v2", ["Письмо о поставке насосов, редакция 2."])
+        faults = Faults(path="/_search" if reconcile else "/_mget", script=["shards-lost"] * 10)
+        with fault_proxy(opensearch_url, faults) as url:
+            lost = mirror_or_pending(settings.model_copy(update={"opensearch_url": url}), catalog, full=reconcile)
+        assert lost.get("pending") and "shard" in lost["error"], lost
+        assert "shards-lost" in faults.seen
+        assert _served(settings, opensearch_url) == first != _catalog(settings)  # the cluster left as it was
+        assert not mirror_or_pending(settings, catalog).get("pending")  # the node back: the next sync completes it
+        assert _served(settings, opensearch_url) == _catalog(settings)
+        direct = opensearch_index(settings)
+        assert direct.states() == {c: tuple(s) for c, s in catalog.chunk_states().items()}
