@@ -111,7 +111,7 @@ def _before_47(lengths: list[int]) -> list[list[int]]:
 def padding(embedder: Embedder, texts: list[str], prompt: str, budget: int, size: int | None) -> float:
     """Padded tokens run ÷ tokens read: korpus's budget batches (size None) or plain batches of `size`."""
     model = embedder._model
-    lengths = [len(e.ids) for e in model._tokenizer.encode_batch([model.prompts[prompt] + t for t in texts])]
+    lengths = [len(ids) for ids in model.token_ids([model.prompts[prompt] + t for t in texts])]
     if size is None:
         batches = length_batches(lengths, budget)
     else:

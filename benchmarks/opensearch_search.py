@@ -78,6 +78,14 @@ def _plain(client, alias: str, query: str, vector: np.ndarray) -> list[str]:
     return sorted(scores, key=scores.get, reverse=True)[:10]
 
 
+def _kind(body: dict) -> str:
+    """What a sub-search of korpus's `prefetch` asks (tasks/index/opensearch.py)."""
+    if body.get("size") == 0:
+        return "document frequencies" if body.get("track_total_hits") is True else "visible holds"
+    query = json.dumps(body.get("query"))
+    return "knn" if '"knn"' in query else "identifiers" if '"identifiers"' in query else "lexical"
+
+
 def measure(n: int, queries: int, url: str, folder: Path, beams: tuple[int, ...] = ()) -> dict:
     from opensearchpy import OpenSearch
 
@@ -117,6 +125,23 @@ def measure(n: int, queries: int, url: str, folder: Path, beams: tuple[int, ...]
             return perform(*args, **kwargs)
 
         cluster.client.transport.perform_request = counting
+        parts: dict[str, list[float]] = {}
+        sent = cluster.client.msearch
+
+        def timed_msearch(*args, **kwargs):
+            """The default row's `_msearch`: its wall time, and each sub-search's own `took` by kind."""
+            start = time.perf_counter()
+            answer = sent(*args, **kwargs)
+            if current[0] == ROWS[0]:
+                parts.setdefault("_msearch wall", []).append(1000 * (time.perf_counter() - start))
+                took: dict[str, float] = {}
+                for body, response in zip(kwargs["body"][1::2], answer["responses"], strict=True):
+                    took[_kind(body)] = took.get(_kind(body), 0.0) + response.get("took", 0)
+                for kind, ms in took.items():
+                    parts.setdefault(f"took: {kind}", []).append(ms)
+            return answer
+
+        cluster.client.msearch = timed_msearch
         runs = {
             ROWS[0]: lambda q, v: korpus.search(q, v, ["public"], k=10),
             ROWS[1]: lambda q, v: alone.search(q, v, ["public"], k=10),
@@ -134,6 +159,8 @@ def measure(n: int, queries: int, url: str, folder: Path, beams: tuple[int, ...]
                 runs[row](query, vector)
                 if i >= WARMUP:
                     times[row].append(time.perf_counter() - start)
+                elif row == ROWS[0]:
+                    parts.clear()  # the warm-up's own
         out: dict = {"chunks": n, "queries": queries, "rows": rows}
         for row in rows:
             ordered = sorted(times[row])
@@ -146,6 +173,10 @@ def measure(n: int, queries: int, url: str, folder: Path, beams: tuple[int, ...]
         for row in (r for r in rows if r != ROWS[2]):
             out[row]["p50_ratio"] = round(out[row]["p50_ms"] / plain["p50_ms"], 2)
             out[row]["p95_ratio"] = round(out[row]["p95_ms"] / plain["p95_ms"], 2)
+        out["default row, where its time goes (ms: p50, p95)"] = {
+            name: [round(statistics.median(v), 1), round(sorted(v)[int(0.95 * (len(v) - 1))], 1)]
+            for name, v in sorted(parts.items())
+        }
         print(json.dumps(out), file=sys.stderr, flush=True)  # kept whatever the cleanup does
         return out
     finally:  # a node still merging may time out here (1,000,000 chunks: a run's figures were lost so)

@@ -19,8 +19,9 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import replace
+from functools import partial
 from itertools import islice
 from typing import TYPE_CHECKING
 
@@ -29,6 +30,7 @@ from korpus.core.datamodel import Source
 from korpus.core.model_store import ModelMissingError, embed_model_path
 from korpus.core.settings import Settings
 from tasks.receive import RefreshPlan
+from tasks.retrieval.embedding import token_counter
 from tasks.runtime.reader_child import PURE_PYTHON
 
 if TYPE_CHECKING:
@@ -62,13 +64,18 @@ def warm_embedder(settings: Settings, plan: RefreshPlan) -> threading.Thread | N
     if not settings.first_documents or next(_small(plan), None) is None or not _model_here(settings, quiet=True):
         return None
 
-    def load() -> None:
+    def load(what: Callable[[], object]) -> None:
         try:
-            load_embedder(settings)
-        except Exception as exc:  # the embed task then fails on it, with its own message
+            what()
+        except Exception as exc:  # the task then fails on it, with its own message
             logging.getLogger("korpus.refresh").warning("the embedding model could not be warmed: %s", exc)
 
-    thread = threading.Thread(target=load, name="korpus-warm-embedder", daemon=True)
+    # the tokenizer beside the model, in a thread of its own: `chunk-and-gate` measures chunks with it before the
+    # first `embed` (loading it took 3.2 s of the topology's first 16, benchmarks/topology_first_searchable.py)
+    counter = partial(token_counter, str(embed_model_path(settings)))
+    threading.Thread(target=load, args=(counter,), name="korpus-warm-tokenizer", daemon=True).start()
+    thread = threading.Thread(target=load, args=(partial(load_embedder, settings),), name="korpus-warm-embedder")
+    thread.daemon = True
     thread.start()
     return thread
 

@@ -19,10 +19,14 @@ from concurrent.futures import Future
 from contextlib import nullcontext
 from functools import lru_cache
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from korpus.core.model_store import ONNX_MANIFEST, set_offline_switches
+
+if TYPE_CHECKING:
+    from tokenizers import Tokenizer
 
 logger = logging.getLogger("korpus.embedding")
 
@@ -87,7 +91,6 @@ class _OnnxModel:
 
     def __init__(self, path: Path, threads: int) -> None:
         import onnxruntime as ort
-        from tokenizers import Tokenizer
 
         manifest = json.loads((path / ONNX_MANIFEST).read_text(encoding="utf-8"))
         if manifest.get("pooling") != "mean":
@@ -95,9 +98,8 @@ class _OnnxModel:
         self.prompts = dict(manifest.get("prompts") or {})
         self.dims = int(manifest["dims"])
         self._normalize = bool(manifest.get("normalize", True))
-        self._tokenizer = Tokenizer.from_file(str(path / "tokenizer.json"))
-        self._tokenizer.no_padding()
-        self._tokenizer.enable_truncation(int(manifest["max_seq_length"]))
+        self._tokenizer = shared_tokenizer(str(path / "tokenizer.json"))  # the chunker's own: one load a process
+        self._room = int(manifest["max_seq_length"]) - self._tokenizer.num_special_tokens_to_add(False)
         options = ort.SessionOptions()
         options.intra_op_num_threads = threads or len(os.sched_getaffinity(0))
         options.inter_op_num_threads = 1
@@ -105,18 +107,29 @@ class _OnnxModel:
         self.batched = str(manifest.get("weights", "")).startswith("fp32")
         self._pad = self._tokenizer.token_to_id("<pad>") or 0
 
+    def token_ids(self, texts: list[str]) -> list[list[int]]:
+        """What the model reads of each text: its tokens cut to the model's length, within its special tokens — as
+        `enable_truncation(max_seq_length)` cuts them, done here on each encoding, because the tokenizer is shared
+        with the chunker's `token_counter`, which counts whole texts."""
+        ids = []
+        for encoding in self._tokenizer.encode_batch(texts, add_special_tokens=False):
+            if len(encoding.ids) > self._room:
+                encoding.truncate(self._room)
+            ids.append(self._tokenizer.post_process(encoding).ids)
+        return ids
+
     def encode(self, texts: list[str], prompt_name: str | None) -> np.ndarray:
         prefix = self.prompts.get(prompt_name or "", "")
         out = np.zeros((len(texts), self.dims), dtype=np.float32)
-        encodings = self._tokenizer.encode_batch([prefix + t for t in texts])
-        lengths = [len(e.ids) for e in encodings]
+        encodings = self.token_ids([prefix + t for t in texts])
+        lengths = [len(e) for e in encodings]
         groups = length_batches(lengths) if self.batched else [[i] for i in range(len(texts))]
         for rows in groups:
             width = max(lengths[i] for i in rows)
             ids = np.full((len(rows), width), self._pad, dtype=np.int64)  # the padding is masked out below
             mask = np.zeros((len(rows), width), dtype=np.int64)
             for n, i in enumerate(rows):
-                ids[n, : lengths[i]] = encodings[i].ids
+                ids[n, : lengths[i]] = encodings[i]
                 mask[n, : lengths[i]] = 1
             hidden = self._session.run(None, {"input_ids": ids, "attention_mask": mask})[0]
             out[rows] = (hidden * mask[:, :, None]).sum(axis=1) / mask.sum(axis=1, keepdims=True)
@@ -263,7 +276,24 @@ def token_counter(model_path: str) -> Callable[[str], int]:
     if not path.is_file():
         logger.warning("%s has no tokenizer.json: chunk sizes are estimated as 4 characters a token", model_path)
         return lambda text: max(1, len(text) // 4)
+    tokenizer = shared_tokenizer(str(path))
+    return lambda text: len(tokenizer.encode(text, add_special_tokens=False).ids)
+
+
+_TOKENIZERS = threading.Lock()
+
+
+def shared_tokenizer(path: str) -> Tokenizer:
+    """One `tokenizer.json` loaded once a process, for the chunker and the ONNX embedder alike, and never configured
+    (no truncation, no padding: each caller cuts its own encodings). A load holds the GIL throughout — 1.6 s for
+    e5's 250,000-piece vocabulary, every other thread of the process stopped — so a refresh's flow loading it twice
+    stalled its first documents (benchmarks/topology_first_searchable.py)."""
+    with _TOKENIZERS:
+        return _tokenizer(path)
+
+
+@lru_cache(maxsize=4)
+def _tokenizer(path: str) -> Tokenizer:
     from tokenizers import Tokenizer
 
-    tokenizer = Tokenizer.from_file(str(path))
-    return lambda text: len(tokenizer.encode(text, add_special_tokens=False).ids)
+    return Tokenizer.from_file(path)

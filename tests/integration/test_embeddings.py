@@ -73,7 +73,7 @@ def test_onnx_default_reads_what_the_torch_model_reads_and_agrees_with_it(models
     onnx.warm_up()
     torch_model.warm_up()
     st_ids = torch_model._model._model.tokenizer(["passage: " + t for t in texts], truncation=True, max_length=512)
-    onnx_ids = [e.ids for e in onnx._model._tokenizer.encode_batch(["passage: " + t for t in texts])]
+    onnx_ids = onnx._model.token_ids(["passage: " + t for t in texts])
     assert onnx_ids == st_ids["input_ids"] and len(onnx_ids[2]) == 512
     passages = (onnx.embed_passages(texts) * torch_model.embed_passages(texts)).sum(axis=1)
     assert passages.min() > 0.9999, passages

@@ -69,7 +69,7 @@ def test_the_flow_warms_the_embedder_its_first_documents_ask_for(models: dict[st
     import flows.refresh_tasks as refresh_tasks
     from flows.first_documents import warm_embedder
     from tasks.receive import RefreshPlan
-    from tasks.retrieval.embedding import shared_embedder
+    from tasks.retrieval.embedding import shared_embedder, token_counter
 
     settings = Settings()
     source = Source(source_id="s", version="v", path="/x", kind=SourceKind.text, owner="o", access="public")
@@ -78,7 +78,9 @@ def test_the_flow_warms_the_embedder_its_first_documents_ask_for(models: dict[st
     letter = source.model_copy(update={"size": 100})
     plan = RefreshPlan(to_process=[letter])
     shared_embedder.cache_clear()
+    token_counter.cache_clear()
     assert warm_embedder(settings, RefreshPlan()) is None
+    assert token_counter.cache_info().currsize == 0  # nothing loaded for a plan without first documents
     warming = warm_embedder(settings, plan)
     assert warming is not None
     vectors = refresh_tasks.embed.fn(chunks, settings)  # asked at once: waits for the loading thread
@@ -86,4 +88,11 @@ def test_the_flow_warms_the_embedder_its_first_documents_ask_for(models: dict[st
     assert vectors.shape[0] == len(chunks) > 0
     loaded = shared_embedder.cache_info()
     assert (loaded.misses, loaded.currsize) == (1, 1), loaded
+    deadline = time.monotonic() + 60
+    while token_counter.cache_info().currsize == 0:  # chunk-and-gate's tokenizer, loaded beside the model
+        assert time.monotonic() < deadline, "the tokenizer was not warmed"
+        time.sleep(0.1)
+    counted = token_counter.cache_info()
+    refresh_tasks.chunk_and_gate.fn([], settings, None)
+    assert token_counter.cache_info().hits == counted.hits + 1  # chunk-and-gate found it loaded
     assert warm_embedder(settings.model_copy(update={"first_documents": 0}), plan) is None
