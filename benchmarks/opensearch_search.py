@@ -11,7 +11,11 @@ by side, each question in turn by each row (the order rotating), after 20 warm-u
   identifiers and routing in one `_msearch` (`prefetch`), convex fusion, the hits' fields, the catalog's per-hit check;
 - **korpus, one request a primitive** — the same with `prefetch` turned off (what korpus did before);
 - **plain client** — what a competent engineer writes without korpus: one `_msearch` of `match` and `knn` under the
-  same filter (current, public), the hits' fields but not the vectors, RRF (k 60) in Python, the top 10.
+  same filter (current, public), the hits' fields but not the vectors, RRF (k 60) in Python, the top 10;
+- **korpus, routing counts asked every search (before)** — the default without its kept counts (tasks/index/
+  opensearch.py `Statistics`): each term's document count, the total and each term's visibility in every `_msearch`,
+  as before session 39.
+For the default row, where its time goes: the `_msearch`'s wall time and each kind of sub-search's own `took`.
 Reported: p50 and p95 in ms and korpus ÷ plain at each (target p95 ≤ 1.3), and requests a question.
 """
 
@@ -36,7 +40,12 @@ from benchmarks.index_scale import DIMS, generate
 from tasks.index.sqlite import SqliteIndex
 
 WARMUP = 20
-ROWS = ("korpus hybrid (default)", "korpus, one request a primitive", "plain client (_msearch + RRF)")
+ROWS = (
+    "korpus hybrid (default)",
+    "korpus, one request a primitive",
+    "plain client (_msearch + RRF)",
+    "korpus hybrid, routing counts asked every search (before)",
+)
 
 
 def _questions(sources: list, count: int, seed: int = 7) -> list[tuple[str, np.ndarray]]:
@@ -114,6 +123,9 @@ def measure(n: int, queries: int, url: str, folder: Path, beams: tuple[int, ...]
         unfetched = OpenSearchIndex(cluster.client, prefix=cluster.prefix, catalog=path)
         unfetched.prefetch = lambda *_asked: None  # type: ignore[method-assign]
         korpus, alone = Retriever.from_settings(cluster, settings), Retriever.from_settings(unfetched, settings)
+        uncounted = OpenSearchIndex(cluster.client, prefix=cluster.prefix, catalog=path)
+        uncounted._statistics.current = dict  # type: ignore[method-assign]  # nothing kept: every count asked
+        counting_each = Retriever.from_settings(uncounted, settings)
         asked = _questions(sources, WARMUP + queries)
         rows = (*ROWS, *(f"korpus hybrid, kNN beam {beam}" for beam in beams))
         counted = {row: 0 for row in rows}
@@ -146,6 +158,7 @@ def measure(n: int, queries: int, url: str, folder: Path, beams: tuple[int, ...]
             ROWS[0]: lambda q, v: korpus.search(q, v, ["public"], k=10),
             ROWS[1]: lambda q, v: alone.search(q, v, ["public"], k=10),
             ROWS[2]: lambda q, v: _plain(cluster.client, cluster.alias, q, v),
+            ROWS[3]: lambda q, v: counting_each.search(q, v, ["public"], k=10),
         }
         for beam, row in zip(beams, rows[len(ROWS) :], strict=True):
             wider = Retriever.from_settings(cluster.with_knn_candidates(beam), settings)

@@ -157,6 +157,14 @@ class SqliteCatalog:
         with contextlib.closing(read_only(self.path)) as conn:
             return served(conn, chunk_ids, scopes)
 
+    def synced_mark(self, alias: str) -> tuple[int | None, int | None]:
+        """What the mirror behind `alias` holds: (catalog generation, outbox number) of its last sync; it moves with
+        every sync that landed. (None, None) before the first, or without a catalog file."""
+        if not self.path.is_file():
+            return None, None
+        with contextlib.closing(read_only(self.path)) as conn:
+            return synced_generation(conn, alias), synced_outbox(conn, alias)
+
     def mirror_lag(self, alias: str, max_seconds: float = 0.0) -> dict[str, Any] | None:
         """None also when there is no catalog yet (nothing to lag behind)."""
         if not self.path.is_file():

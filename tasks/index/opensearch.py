@@ -35,6 +35,7 @@ import contextlib
 import copy
 import logging
 import threading
+import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from contextvars import ContextVar
@@ -113,6 +114,7 @@ class OpenSearchIndex:
         self.alias = f"{prefix}-chunks"
         self._dims: int | None = None
         self._version: tuple[int, int] | None = None
+        self._statistics = Statistics(self)
 
     def with_knn_candidates(self, candidates: int) -> OpenSearchIndex:
         """The same cluster and catalog, searched with another kNN beam (KORPUS_OPENSEARCH_KNN_CANDIDATES)."""
@@ -355,10 +357,15 @@ class OpenSearchIndex:
             asked.append((("identifiers", tuple(identifiers), key, depth), identifier_body(identifiers, scopes, depth)))
         for body in (b for _, b in asked):
             body["_source"] = HIT_FIELDS
-        for term in [*terms, None]:  # documents holding each term, and in all (coverage; known or a typo)
-            asked.append((("df", term), count_body(term)))
-        for term in terms:  # whether a chunk the caller may see holds it (typo variants are judged in scope)
-            asked.append((("visible", term, key), visible_holds_body(term, scopes)))
+        known = self._statistics.current()
+        counts = [(("df", term), count_body(term)) for term in [*terms, None]]  # documents holding each, and in all
+        # whether a chunk the caller may see holds each term (typo variants are judged in scope)
+        counts += [(("visible", term, key), visible_holds_body(term, scopes)) for term in terms]
+        for name, body in counts:  # each count asked once between two syncs (`Statistics`)
+            if (count := known.get(name)) is None:
+                asked.append((name, body))
+            else:
+                held[name] = count
         lines = [line for _, body in asked for line in ({"index": self.alias}, body)]
         answers = self.client.msearch(body=lines)["responses"]
         sources = held.setdefault(("sources", key), {})
@@ -366,7 +373,7 @@ class OpenSearchIndex:
             if "error" in answer:
                 continue
             if name[0] in ("df", "visible"):
-                held[name] = int(answer["hits"]["total"]["value"])
+                held[name] = self._statistics.keep(known, name, int(answer["hits"]["total"]["value"]))
                 continue
             found = answer["hits"]["hits"]
             held[name] = [(h["_id"], float(h["_score"] or 0.0)) for h in found]
@@ -720,6 +727,52 @@ def prepare(settings: Settings) -> threading.Thread | None:
     thread = threading.Thread(target=run, name="korpus-prepare-cluster", daemon=True)
     thread.start()
     return thread
+
+
+STATISTICS_SECONDS = 1.0
+"""How often a serving process asks the catalog whether a sync landed (`Statistics`)."""
+STATISTICS_HELD = 100_000
+"""Counts a process keeps at most; past it, they are all dropped and asked again."""
+
+
+class Statistics:
+    """The counts a search routes by — documents holding a term, in all, and whether the caller's scopes see one
+    that holds it — kept between searches until a sync changes what the cluster holds (#64 item 2: they were asked
+    of the cluster with every search, up to 2 × terms + 1 counts in its `_msearch`).
+
+    They change only when a sync lands, and each sync moves the mirror's mark in the catalog (the catalog generation
+    and outbox number it holds; `catalog_check.mark_synced`). The mark is read at most every `STATISTICS_SECONDS`, so
+    a count is at most that long older than the sync that changed it. They steer routing and typo variants only: every
+    hit is still ranked by the cluster under the caller's filters and checked against the catalog. Without a catalog
+    (the backend's own tests), nothing is kept."""
+
+    def __init__(self, index: OpenSearchIndex) -> None:
+        self.index = index
+        self.counts: dict[tuple[Any, ...], int] = {}
+        self.mark: tuple[int | None, int | None] | None = None
+        self.checked = float("-inf")
+
+    def current(self) -> dict[tuple[Any, ...], int]:
+        """The counts kept, emptied first when a sync landed since they were asked."""
+        catalog = self.index.catalog
+        if catalog is None or not hasattr(catalog, "synced_mark"):
+            return {}
+        now = time.monotonic()
+        if now - self.checked >= STATISTICS_SECONDS:
+            self.checked = now
+            mark = catalog.synced_mark(self.index.alias)
+            if mark != self.mark:
+                self.counts, self.mark = {}, mark
+        return self.counts
+
+    def keep(self, counts: dict[tuple[Any, ...], int], name: tuple[Any, ...], count: int) -> int:
+        """`count`, kept in `counts` — what `current` gave before it was asked: if a sync landed meanwhile, `counts`
+        is already dropped, and so is a count the sync may have changed."""
+        if self.mark is not None:
+            if len(counts) >= STATISTICS_HELD:
+                counts.clear()
+            counts[name] = count
+        return count
 
 
 def _whole(search: Callable[[], dict[str, Any]]) -> Callable[[], dict[str, Any]]:

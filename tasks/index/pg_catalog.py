@@ -195,6 +195,13 @@ class PgCatalog:
         last = json.loads(carried["last_refresh"]) if "last_refresh" in carried else None
         return stats, last, json.loads(carried.get("quarantine_history", "[]"))
 
+    def synced_mark(self, alias: str) -> tuple[int | None, int | None]:
+        """As `catalog_check.SqliteCatalog.synced_mark`, from the server."""
+        sql = "SELECT key, value FROM catalog_meta WHERE key IN (%s, %s)"
+        keys = (MIRROR_KEY + alias, OUTBOX_KEY + alias)
+        found = dict(self._run(lambda conn: conn.execute(sql, keys).fetchall()))
+        return tuple(None if found.get(key) is None else int(found[key]) for key in keys)  # type: ignore[return-value]
+
     def mirror_lag(self, alias: str, max_seconds: float = 0.0) -> dict[str, Any] | None:
         """As `catalog_check.mirror_lag`, from the server: None when the mirror behind `alias` holds every change
         the server applied, or lacks only changes younger than `max_seconds`."""

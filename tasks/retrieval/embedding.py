@@ -98,12 +98,13 @@ class _OnnxModel:
         self.prompts = dict(manifest.get("prompts") or {})
         self.dims = int(manifest["dims"])
         self._normalize = bool(manifest.get("normalize", True))
-        self._tokenizer = shared_tokenizer(str(path / "tokenizer.json"))  # the chunker's own: one load a process
-        self._room = int(manifest["max_seq_length"]) - self._tokenizer.num_special_tokens_to_add(False)
         options = ort.SessionOptions()
         options.intra_op_num_threads = threads or len(os.sched_getaffinity(0))
         options.inter_op_num_threads = 1
+        # the session first: ONNX Runtime loads it without the GIL, beside a tokenizer load (which holds it)
         self._session = ort.InferenceSession(str(path / "model.onnx"), options, providers=["CPUExecutionProvider"])
+        self._tokenizer = shared_tokenizer(str(path / "tokenizer.json"))  # the chunker's own: one load a process
+        self._room = int(manifest["max_seq_length"]) - self._tokenizer.num_special_tokens_to_add(False)
         self.batched = str(manifest.get("weights", "")).startswith("fp32")
         self._pad = self._tokenizer.token_to_id("<pad>") or 0
 

@@ -203,3 +203,62 @@ def test_a_hybrid_search_on_the_cluster_is_one_round_trip_with_the_primitives_ow
             else:
                 assert trips == [trips[0]] and trips[0].endswith("/_msearch"), trips
                 assert len(asked) >= 4, asked  # one request a primitive
+
+
+def test_the_routing_counts_are_asked_once_between_two_syncs(
+    opensearch_url: str, os_prefix: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """#64 item 2: a term's document count, the total and whether the caller's scopes see a chunk holding it are
+    asked of the cluster once and kept (tasks/index/opensearch.py `Statistics`) until a sync lands: the next search
+    asks none of them and ranks the same; after a sync that adds a chunk holding the term, they are asked again and
+    the count has grown. Without a catalog to say when a sync lands, nothing is kept."""
+    from opensearchpy import OpenSearch
+
+    import tasks.index.opensearch as opensearch_module
+    from tests.unit.test_index_sqlite import DIMS as CATALOG_DIMS
+    from tests.unit.test_index_sqlite import _publish as publish_into
+
+    monkeypatch.setattr(opensearch_module, "STATISTICS_SECONDS", 0.0)  # the mark read at every search here
+    path = tmp_path / "catalog.db"
+    catalog = SqliteIndex(path)
+    catalog.bind_embedding("m", CATALOG_DIMS)
+    publish_into(catalog, "roof.txt", "v1", ["Прошу организовать ремонт кровли здания."], axis=0)
+    publish_into(catalog, "pipes.txt", "v1", ["Акт о замене труб отопления."], axis=1)
+    client = OpenSearch(hosts=[opensearch_url], timeout=60)
+    cluster = OpenSearchIndex(client, prefix=os_prefix, catalog=path)
+    cluster.sync_from(catalog)
+    counts: list[dict[str, int]] = []  # each search: its counts asked, by term (None: all documents)
+    sent = client.msearch
+
+    def recording(*args: Any, **kwargs: Any) -> Any:
+        answer = sent(*args, **kwargs)
+        asked = {}
+        for body, response in zip(kwargs["body"][1::2], answer["responses"], strict=True):
+            if body.get("size") == 0 and body.get("track_total_hits") is True:
+                term = body["query"].get("term", {}).get("text")
+                asked[term] = response["hits"]["total"]["value"]
+        counts.append(asked)
+        return answer
+
+    monkeypatch.setattr(client, "msearch", recording)
+    vector = np.eye(CATALOG_DIMS, dtype=np.float32)[0]
+
+    def search(on: OpenSearchIndex = cluster) -> list[tuple[str, float]]:
+        hits = Retriever(on, fusion="convex", alpha_low=0.3).search("ремонт кровли", vector, ["public"], k=5)
+        return [(h["chunk_id"], round(h["score"], 6)) for h in hits]
+
+    first = search()
+    assert counts[-1] and counts[-1][None] == 2, counts  # asked: the terms' counts and the total
+    assert search() == first and counts[-1] == {}  # kept: nothing asked again
+    held = dict(counts[0])
+    publish_into(catalog, "roof-2.txt", "v1", ["Ремонт кровли склада назначен на май."], axis=2)
+    cluster.sync_from(catalog)
+    search()
+    grown = counts[-1]
+    assert grown[None] == held[None] + 1 and all(grown[t] == held[t] + 1 for t in held if t), (held, grown)
+    assert search() and counts[-1] == {}
+    bare = OpenSearchIndex(client, prefix=os_prefix)  # no catalog: no sync mark to trust
+    search(bare)
+    search(bare)
+    assert counts[-1] and counts[-2], counts
+    catalog.close()
