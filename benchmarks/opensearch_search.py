@@ -15,7 +15,8 @@ by side, each question in turn by each row (the order rotating), after 20 warm-u
 - **korpus, routing counts asked every search (before)** — the default without its kept counts (tasks/index/
   opensearch.py `Statistics`): each term's document count, the total and each term's visibility in every `_msearch`,
   as before session 39.
-For the default row, where its time goes: the `_msearch`'s wall time and each kind of sub-search's own `took`.
+Where the time goes, for the default and the plain client: each `_msearch`'s wall time and each kind of sub-search's
+own `took` (the node runs them side by side).
 Reported: p50 and p95 in ms and korpus ÷ plain at each (target p95 ≤ 1.3), and requests a question.
 """
 
@@ -45,6 +46,7 @@ ROWS = (
     "korpus, one request a primitive",
     "plain client (_msearch + RRF)",
     "korpus hybrid, routing counts asked every search (before)",
+    "korpus hybrid, BM25 with a named clause a term (before)",
 )
 
 
@@ -95,7 +97,7 @@ def _kind(body: dict) -> str:
     return "knn" if '"knn"' in query else "identifiers" if '"identifiers"' in query else "lexical"
 
 
-def measure(n: int, queries: int, url: str, folder: Path, beams: tuple[int, ...] = ()) -> dict:
+def measure(n: int, queries: int, url: str, folder: Path, beams: tuple[int, ...] = (), profile: bool = False) -> dict:
     from opensearchpy import OpenSearch
 
     from korpus.core.settings import Settings
@@ -126,6 +128,9 @@ def measure(n: int, queries: int, url: str, folder: Path, beams: tuple[int, ...]
         uncounted = OpenSearchIndex(cluster.client, prefix=cluster.prefix, catalog=path)
         uncounted._statistics.current = dict  # type: ignore[method-assign]  # nothing kept: every count asked
         counting_each = Retriever.from_settings(uncounted, settings)
+        named = OpenSearchIndex(cluster.client, prefix=cluster.prefix, catalog=path)
+        named.named_terms = True
+        with_named = Retriever.from_settings(named, settings)
         asked = _questions(sources, WARMUP + queries)
         rows = (*ROWS, *(f"korpus hybrid, kNN beam {beam}" for beam in beams))
         counted = {row: 0 for row in rows}
@@ -141,16 +146,18 @@ def measure(n: int, queries: int, url: str, folder: Path, beams: tuple[int, ...]
         sent = cluster.client.msearch
 
         def timed_msearch(*args, **kwargs):
-            """The default row's `_msearch`: its wall time, and each sub-search's own `took` by kind."""
+            """The default's and the plain client's `_msearch`: its wall time, and each sub-search's own `took` by
+            kind."""
             start = time.perf_counter()
             answer = sent(*args, **kwargs)
-            if current[0] == ROWS[0]:
-                parts.setdefault("_msearch wall", []).append(1000 * (time.perf_counter() - start))
+            if current[0] in (ROWS[0], ROWS[2]):
+                row = "default" if current[0] == ROWS[0] else "plain"
+                parts.setdefault(f"{row}: _msearch wall", []).append(1000 * (time.perf_counter() - start))
                 took: dict[str, float] = {}
                 for body, response in zip(kwargs["body"][1::2], answer["responses"], strict=True):
                     took[_kind(body)] = took.get(_kind(body), 0.0) + response.get("took", 0)
                 for kind, ms in took.items():
-                    parts.setdefault(f"took: {kind}", []).append(ms)
+                    parts.setdefault(f"{row}: took {kind}", []).append(ms)
             return answer
 
         cluster.client.msearch = timed_msearch
@@ -159,6 +166,7 @@ def measure(n: int, queries: int, url: str, folder: Path, beams: tuple[int, ...]
             ROWS[1]: lambda q, v: alone.search(q, v, ["public"], k=10),
             ROWS[2]: lambda q, v: _plain(cluster.client, cluster.alias, q, v),
             ROWS[3]: lambda q, v: counting_each.search(q, v, ["public"], k=10),
+            ROWS[4]: lambda q, v: with_named.search(q, v, ["public"], k=10),
         }
         for beam, row in zip(beams, rows[len(ROWS) :], strict=True):
             wider = Retriever.from_settings(cluster.with_knn_candidates(beam), settings)
@@ -172,7 +180,7 @@ def measure(n: int, queries: int, url: str, folder: Path, beams: tuple[int, ...]
                 runs[row](query, vector)
                 if i >= WARMUP:
                     times[row].append(time.perf_counter() - start)
-                elif row == ROWS[0]:
+                else:
                     parts.clear()  # the warm-up's own
         out: dict = {"chunks": n, "queries": queries, "rows": rows}
         for row in rows:
@@ -186,10 +194,23 @@ def measure(n: int, queries: int, url: str, folder: Path, beams: tuple[int, ...]
         for row in (r for r in rows if r != ROWS[2]):
             out[row]["p50_ratio"] = round(out[row]["p50_ms"] / plain["p50_ms"], 2)
             out[row]["p95_ratio"] = round(out[row]["p95_ms"] / plain["p95_ms"], 2)
-        out["default row, where its time goes (ms: p50, p95)"] = {
+        out["where the time goes (ms: p50, p95)"] = {
             name: [round(statistics.median(v), 1), round(sorted(v)[int(0.95 * (len(v) - 1))], 1)]
             for name, v in sorted(parts.items())
         }
+        if profile:  # the default row's own Python, after the timed runs (a profiler slows what it watches)
+            import cProfile
+            import io
+            import pstats
+
+            profiler = cProfile.Profile()
+            profiler.enable()
+            for query, vector in asked[:50]:
+                korpus.search(query, vector, ["public"], k=10)
+            profiler.disable()
+            text = io.StringIO()
+            pstats.Stats(profiler, stream=text).sort_stats("tottime").print_stats(15)
+            print(text.getvalue(), file=sys.stderr, flush=True)
         print(json.dumps(out), file=sys.stderr, flush=True)  # kept whatever the cleanup does
         return out
     finally:  # a node still merging may time out here (1,000,000 chunks: a run's figures were lost so)
@@ -208,18 +229,19 @@ def main() -> None:
     parser.add_argument(
         "--knn-candidates", type=int, nargs="+", default=[], help="also korpus's hybrid with these kNN beams"
     )
+    parser.add_argument("--profile", action="store_true", help="then profile 50 of the default row's searches")
     args = parser.parse_args()
     beams = tuple(args.knn_candidates)
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
         if args.opensearch_url:
-            results = [measure(n, args.queries, args.opensearch_url, folder, beams) for n in args.chunks]
+            results = [measure(n, args.queries, args.opensearch_url, folder, beams, args.profile) for n in args.chunks]
         else:
             from tasks.runtime.opensearch_node import start, stop_leashed
 
             try:
                 (node,) = start(folder / "opensearch", port=None, heap_mb=args.heap_mb, detach=False, log=sys.stderr)
-                results = [measure(n, args.queries, node.url, folder, beams) for n in args.chunks]
+                results = [measure(n, args.queries, node.url, folder, beams, args.profile) for n in args.chunks]
             finally:
                 stop_leashed()
     if args.json:

@@ -15,8 +15,8 @@
   variants of unknown terms as `terms`, variants found by the cluster's term suggester), kNN (lucene-engine
   efficient filtering), identifier matches, routing coverage from the query terms' document frequencies and the
   terms the hit holds, hits fetched by id under the same filters. A search asks them in **one round trip**
-  (`prefetch`: one `_msearch` of BM25 — each query term a named clause of weight 0, so every hit says which terms
-  it holds —, kNN, identifiers and each term's document count, the hits' fields returned with them); the primitives
+  (`prefetch`: one `_msearch` of BM25, kNN, identifiers and the terms' document counts not kept since the last
+  sync, the hits' fields returned with them; the terms a hit holds are read from its analysed text); the primitives
   then read that answer, and ask the cluster themselves only for what it did not hold (a typo's variants). Fusion,
   routing, pins and rerank are the `Retriever`'s, the same code as for the embedded index. (The hybrid query with
   an RRF search pipeline is not used: routing needs BM25's ranking before it decides whether BM25 joins, so the
@@ -115,6 +115,12 @@ class OpenSearchIndex:
         self._dims: int | None = None
         self._version: tuple[int, int] | None = None
         self._statistics = Statistics(self)
+
+    named_terms = False
+    """Whether a prefetched BM25 carries each query term as a named clause of weight 0, so that each hit lists the
+    terms it holds (until session 39). Off: the routing measure reads the terms a hit holds from its text, analysed
+    as the cluster analyses it (tasks/text/analysis.py is Lucene's `russian` analyzer, pinned against `_analyze`),
+    and BM25 is asked as the plain query, which the cluster ranks faster (benchmarks/opensearch_search.py)."""
 
     def with_knn_candidates(self, candidates: int) -> OpenSearchIndex:
         """The same cluster and catalog, searched with another kNN beam (KORPUS_OPENSEARCH_KNN_CANDIDATES)."""
@@ -334,18 +340,19 @@ class OpenSearchIndex:
     def prefetch(
         self, query: str, vector: np.ndarray | None, scopes: Sequence[str], depth: int, identifiers: Sequence[str]
     ) -> None:
-        """Ask in one `_msearch` what a hybrid search reads: BM25 over `text` (each analysed query term also a named
-        clause of weight 0 — no score changes, and each hit lists the terms it holds), kNN when `vector` is given,
-        the identifier matches, and how many documents hold each term and in all; the hits' fields come with them.
+        """Ask in one `_msearch` what a hybrid search reads: BM25 over `text`, kNN when `vector` is given, the
+        identifier matches, and how many documents hold each term and in all (those not kept since the last sync:
+        `Statistics`); the hits' fields come with them.
         Inside `snapshot` only; a part the cluster refused is left for its primitive to ask (and raise)."""
         held = _PREFETCHED.get()
         if held is None:
             return
         terms, key = list(dict.fromkeys(analyse(query))), tuple(scopes)
         lexical = lexical_body(query, scopes, depth)
-        lexical["query"]["bool"]["should"] = [
-            {"term": {"text": {"value": term, "boost": 0.0, "_name": term}}} for term in terms
-        ]
+        if self.named_terms:
+            lexical["query"]["bool"]["should"] = [
+                {"term": {"text": {"value": term, "boost": 0.0, "_name": term}}} for term in terms
+            ]
         asked: list[tuple[Any, dict[str, Any]]] = [(("lexical", query, key, depth), lexical)]
         if vector is not None:
             asked.append(
@@ -378,7 +385,7 @@ class OpenSearchIndex:
             found = answer["hits"]["hits"]
             held[name] = [(h["_id"], float(h["_score"] or 0.0)) for h in found]
             sources.update((h["_id"], h["_source"]) for h in found)
-            if name[0] == "lexical":
+            if name[0] == "lexical" and self.named_terms:
                 held[("holds", key)] = {h["_id"]: set(h.get("matched_queries", ())) for h in found}
 
     def check_query_vector(self, vector: np.ndarray) -> None:
@@ -485,6 +492,9 @@ class OpenSearchIndex:
             return 0.0
         held = _PREFETCHED.get() or {}
         holds = next((h[key] for name, h in held.items() if name[0] == "holds" and key in h), None)
+        if holds is None:  # the terms the hit holds: its text as the cluster analysed it (`named_terms`)
+            source = next((h[key] for name, h in held.items() if name[0] == "sources" and key in h), None)
+            holds = None if source is None or source.get("text") is None else set(analyse(source["text"]))
         if holds is not None and not variants and all(("df", t) in held for t in [*terms, None]):
             df = {t: held[("df", t)] for t in terms if t in holds}
             return idf_coverage(terms, holds, df, held[("df", None)] or 1)
