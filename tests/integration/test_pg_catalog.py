@@ -265,6 +265,13 @@ def test_a_replica_without_a_file_checks_every_hit_on_postgres_and_says_503_whil
     empty = replica.get("/health")  # nothing to serve is nothing wrong
     assert empty.status_code == 200 and empty.json()["search"]["chunks_served"] == 0, empty.text
     run_refresh(root, writer)
+    # the mirror's mark (a replica drops its kept routing counts when it moves): the server's equals the file's
+    from tasks.index.catalog_check import SqliteCatalog
+
+    server = PgCatalog(catalog_url)
+    mark = server.synced_mark(f"{os_prefix}-chunks")
+    server.close()
+    assert mark == SqliteCatalog(writer.index_path).synced_mark(f"{os_prefix}-chunks") and None not in mark, mark
     for mode in ("bm25", "hybrid"):
         answer = replica.get("/search", params={"q": "ремонт кровли", "mode": mode})
         assert answer.status_code == 200, answer.text
