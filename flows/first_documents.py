@@ -74,8 +74,8 @@ def warm_embedder(settings: Settings, plan: RefreshPlan) -> threading.Thread | N
     # first `embed` (loading it took 3.2 s of the topology's first 16, benchmarks/topology_first_searchable.py)
     counter = partial(token_counter, str(embed_model_path(settings)))
     threading.Thread(target=load, args=(counter,), name="korpus-warm-tokenizer", daemon=True).start()
-    thread = threading.Thread(target=load, args=(partial(load_embedder, settings),), name="korpus-warm-embedder")
-    thread.daemon = True
+    embedder = partial(load_embedder, settings)
+    thread = threading.Thread(target=load, args=(embedder,), name="korpus-warm-embedder", daemon=True)
     thread.start()
     return thread
 

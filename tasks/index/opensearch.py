@@ -765,7 +765,7 @@ class Statistics:
     def current(self) -> dict[tuple[Any, ...], int]:
         """The counts kept, emptied first when a sync landed since they were asked."""
         catalog = self.index.catalog
-        if catalog is None or not hasattr(catalog, "synced_mark"):
+        if catalog is None:
             return {}
         now = time.monotonic()
         if now - self.checked >= STATISTICS_SECONDS:
