@@ -17,7 +17,8 @@ manifest (owner and access for everything), refreshed once by the real flow, and
 - `--part rotation`: real upright scans turned 90/180/270°, read with orientation detection: word F1 to the
   upright reading (target ≥ 0.9);
 - `--part broken-layers`: `korpus ocr` on each broken-layer PDF — old words left in pdftotext of the output
-  (target 0), Cyrillic share of its letters (≥ 0.9), size growth (≤ 2 %);
+  (target 0), Cyrillic share of its letters (≥ 0.9), size growth (≤ 2 %), and the copy's words against the words
+  indexed for each page, both ways (target 0);
 - `--part office` (ROOT defaults to ../shared/data/real-archive-2: letters, spreadsheets, web pages, e-books, Word
   97): the refresh in the default configuration, then for every source — files on disk and the child sources
   letters and archives gave — kind, pages, chunks and reasons, and a **probe**: a phrase taken from the source's own
@@ -247,18 +248,33 @@ def office(root: Path) -> dict:
 
 def broken_layers(root: Path) -> list[dict]:
     """`korpus ocr` on each broken-layer PDF: old words left in pdftotext of the output (target 0), Cyrillic
-    share of its letters (≥ 0.9), size growth (≤ 2 %)."""
-    from tasks.parse import ocr_document
+    share of its letters (≥ 0.9), size growth (≤ 2 %), and, page by page, the words pdftotext reads in the copy
+    against the words korpus indexed for the page (each page's multiset difference, both ways, by
+    `tasks.pdf.validate.layer_differences`; target 0)."""
+    from tasks.parse import read_pdf
+    from tasks.pdf.searchable import write_searchable_pdf
+    from tasks.pdf.validate import layer_differences
     from tasks.text.quality import PageFacts, measure
 
     out = []
     work = Path(tempfile.mkdtemp(prefix="korpus-broken-"))
     for pdf in sorted((root / "broken-layer").glob("*.pdf")):
         target = work / pdf.name
-        summary = ocr_document(pdf, target, Settings(data=work / "data"))
+        first, done = read_pdf(pdf, Settings(data=work / "data"))
+        pages = first.pages + [p for outcome in done for p in outcome.pages]
+        summary = write_searchable_pdf(str(pdf), pages, target)
         old = subprocess.run(["pdftotext", str(pdf), "-"], capture_output=True, text=True).stdout
         new = subprocess.run(["pdftotext", str(target), "-"], capture_output=True, text=True).stdout
         old_words = {w for w in old.split() if len(w) >= 3 and any(ch.isalpha() for ch in w)}
+        indexed = not_indexed = missing = 0
+        for page in pages:
+            if not page.page:
+                continue
+            args = ["pdftotext", "-f", str(page.page), "-l", str(page.page), str(target), "-"]
+            extra, lacking = layer_differences(subprocess.run(args, capture_output=True, text=True).stdout, page.text)
+            indexed += len(re.findall(r"\w+", page.text))
+            not_indexed += sum(extra.values())
+            missing += sum(lacking.values())
         out.append(
             {
                 "file": pdf.name,
@@ -266,6 +282,9 @@ def broken_layers(root: Path) -> list[dict]:
                 "old_words": len(old_words),
                 "cyrillic_share": round(measure(new, PageFacts())["cyrillic_share"], 3),
                 "size_growth": summary["size_growth"],
+                "indexed_words": indexed,
+                "copy_words_not_indexed": not_indexed,
+                "indexed_words_not_in_copy": missing,
             }
         )
     return out

@@ -186,15 +186,11 @@ ocr_pdf_page = ocr_page
 """The PDF name of `ocr_page`, kept for the benchmarks and tests that call it."""
 
 
-def ocr_document(source_pdf: Path, out: Path, settings: Settings) -> dict[str, float]:
-    """`korpus ocr`: the same cascade and writer as a refresh, for one file outside any corpus.
-
-    Pages run side by side on `KORPUS_DASK_THREADS_PER_WORKER` threads (Tesseract is a subprocess per page).
-    """
+def read_pdf(source_pdf: Path, settings: Settings) -> tuple[ParseOutcome, list[ParseOutcome]]:
+    """One PDF outside any corpus through the cascade: its text layers (tier 0), then each page they left for OCR.
+    Raises ValueError when the file cannot be read."""
     from tasks.receive import file_sha256
 
-    if out.resolve() == source_pdf.resolve():
-        raise ValueError("korpus never writes over its input: choose another output path")
     source = Source(
         source_id=source_pdf.name,
         version=file_sha256(source_pdf),
@@ -212,6 +208,17 @@ def ocr_document(source_pdf: Path, out: Path, settings: Settings) -> dict[str, f
                 lambda page: ocr_pdf_page(source, page, settings, layer=first.flagged.get(page)), first.ocr_pending
             )
         )
+    return first, done
+
+
+def ocr_document(source_pdf: Path, out: Path, settings: Settings) -> dict[str, float]:
+    """`korpus ocr`: the same cascade and writer as a refresh, for one file outside any corpus.
+
+    Pages run side by side on `KORPUS_DASK_THREADS_PER_WORKER` threads (Tesseract is a subprocess per page).
+    """
+    if out.resolve() == source_pdf.resolve():
+        raise ValueError("korpus never writes over its input: choose another output path")
+    first, done = read_pdf(source_pdf, settings)
     pages = first.pages + [p for outcome in done for p in outcome.pages]
     summary = write_searchable_pdf(str(source_pdf), pages, out, settings.pdfa, settings.pdf_optimize)
     summary.update(

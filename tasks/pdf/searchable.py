@@ -21,15 +21,6 @@ from PIL import Image
 from korpus.core.datamodel import PageResult, PageWord
 from tasks.pdf.invisible_font import invisible_font
 from tasks.pdf.pdfa import declared_pdfa, kept_level, make_pdfa
-from tasks.text.unicode_repair import (
-    MIN_COVERAGE,
-    Votes,
-    collect_votes,
-    coverage,
-    learned_map,
-    set_to_unicode,
-    to_unicode_cmap,
-)
 
 JPEG_QUALITY = {2: 75, 3: 50}
 """The JPEG quality a page image korpus writes is re-encoded at, by KORPUS_PDF_OPTIMIZE level (as OCRmyPDF's
@@ -135,20 +126,42 @@ def add_text_layer(page: pymupdf.Page, words: list[PageWord], font: pymupdf.Font
     return placed
 
 
-def remove_old_text(
-    doc: pymupdf.Document,
-    page: pymupdf.Page,
-    kept_fonts: set[int],
-    learned: dict[int, str],
-    shared: dict[bytes, int],
-) -> str:
-    """Take the text a replaced layer held out of the copy, so search, copy-paste and pdftotext read only
-    trusted text (as `ocrmypdf --redo-ocr` does for old OCR).
+def blank_cmap() -> bytes:
+    """A ToUnicode CMap for a one-byte font that reads every code as a space: its glyphs stay drawn, and read as
+    nothing."""
+    blocks = []
+    for lo in range(0, 256, 100):
+        codes = range(lo, min(lo + 100, 256))
+        lines = "".join(f"<{code:02X}> <0020>\n" for code in codes)
+        blocks.append(f"{len(codes)} beginbfchar\n{lines}endbfchar\n")
+    return (
+        "/CIDInit /ProcSet findresource begin 12 dict begin begincmap /CMapName /korpus-blank def /CMapType 2 def\n"
+        "1 begincodespacerange <00> <FF> endcodespacerange\n" + "".join(blocks) + "endcmap CMapName currentdict "
+        "/CMap defineresource pop end end\n"
+    ).encode("ascii")
+
+
+def set_to_unicode(doc: pymupdf.Document, font_xref: int, cmap: bytes, shared: dict[bytes, int]) -> None:
+    """Point the font at a ToUnicode stream; fonts with identical maps share one stream object."""
+    xref = shared.get(cmap)
+    if xref is None:
+        xref = doc.get_new_xref()
+        doc.update_object(xref, "<<>>")
+        doc.update_stream(xref, cmap)
+        shared[cmap] = xref
+    doc.xref_set_key(font_xref, "ToUnicode", f"{xref} 0 R")
+
+
+def remove_old_text(doc: pymupdf.Document, page: pymupdf.Page, kept_fonts: set[int], shared: dict[bytes, int]) -> str:
+    """Take the text a replaced layer held out of the copy, so search, copy-paste and pdftotext read only the
+    text korpus indexed — the OCR layer written over the page (as `ocrmypdf --redo-ocr` does for old OCR).
 
     An invisible layer (an earlier OCR over a scan) is removed outright; the scan stays. Visible glyphs drawn with a
-    font that has no Unicode map («M]heh\\guc») must stay visible: their one-byte fonts get a ToUnicode map —
-    learned from the OCR where it could be (tasks/text/unicode_repair.py), every other code read as a space. Fonts that
-    also serve a kept page, and two-byte (Type0) fonts, are left alone.
+    font that has no Unicode map («M]heh\\guc») must stay visible: their one-byte fonts get a ToUnicode map that
+    reads every code as a space (`blank_cmap`). Until session 40 the map was learned from the OCR's votes and the
+    page kept no OCR layer ("repaired in place"); on ukodeksrf.pdf that copy lost every digit, the punctuation and
+    some capitals the OCR read (53 of 643 indexed words). Fonts that also serve a kept page, and two-byte (Type0)
+    fonts, are left alone.
     """
     trace = page.get_texttrace()
     if trace and all(span["type"] == 3 for span in trace):
@@ -159,12 +172,12 @@ def remove_old_text(
             text=pymupdf.PDF_REDACT_TEXT_REMOVE,
         )
         return "removed-invisible"
-    outcome = "remapped-fonts"
+    outcome = "blanked-fonts"
     for xref, _ext, font_type, *_rest in page.get_fonts(full=True):
         if xref in kept_fonts or font_type == "Type0":
             outcome = "kept-shared" if xref in kept_fonts else "type0-left"
             continue
-        set_to_unicode(doc, xref, to_unicode_cmap(learned), shared)
+        set_to_unicode(doc, xref, blank_cmap(), shared)
     return outcome
 
 
@@ -183,25 +196,21 @@ def write_searchable_pdf(
         replaced = {p.page for p in pages if p.layer_check and p.layer_check.decision == "ocr-replaced-layer"}
         replaced |= {p.page for p in pages if (p.tier or 0) >= 1 and p.quality_reasons}
         kept_fonts = {f[0] for n, page in enumerate(doc, start=1) if n not in replaced for f in page.get_fonts()}
-        votes: Votes = {}
-        for number in sorted(replaced & set(by_page)):
-            collect_votes(doc[number - 1], by_page[number].words, votes)
-        learned, shared = learned_map(votes), {}
-        repaired = {n for n in replaced if coverage(doc[n - 1], learned) >= MIN_COVERAGE}
+        shared: dict[bytes, int] = {}
         for number, page in enumerate(doc, start=1):
             if number in replaced:
-                remove_old_text(doc, page, kept_fonts, learned, shared)
+                remove_old_text(doc, page, kept_fonts, shared)
             result = by_page.get(number)
             turn = (result.rotation or 0) if result is not None else 0
             # a page the source turns itself (/Rotate) and OCR turned again is left without a layer
-            if result is not None and number not in repaired and (turn == 0 or page.rotation == 0):
+            if result is not None and (turn == 0 or page.rotation == 0):
                 placed += add_text_layer(page, result.words, font, turn)
         archival = save_atomically(doc, out, pdfa, optimize)
     before, after = Path(source_pdf).stat().st_size, out.stat().st_size
     return {
         "pages_with_text": len(by_page),
         "words": placed,
-        "pages_repaired_in_place": len(repaired),
+        "pages_replaced": len(replaced),
         "size_growth": round(after / before - 1, 4),
         "path": str(out),
     } | archival

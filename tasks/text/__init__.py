@@ -1,3 +1,3 @@
 """Text, whatever its source: the Russian analysis shared by every backend (`analysis.py`), typo variants
-(`typos.py`), identifiers (`identifiers.py`), encoding repair (`unicode_repair.py`), the text-layer quality
+(`typos.py`), identifiers (`identifiers.py`), the text-layer quality
 detector (`quality.py`) and structure units (`structure.py`)."""
