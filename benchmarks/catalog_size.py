@@ -1,12 +1,14 @@
 """What the catalog file holds, table by table, with its FTS5 table as korpus makes it (no copy of the terms) and as
-it was made before (its own copy), side by side on the same chunks.
+it was made before (its own copy), and as KORPUS_BACKEND=opensearch writes it (no search terms at all: the cluster
+holds them), side by side on the same chunks, with the time each takes to publish them.
 
     .venv/bin/python benchmarks/catalog_size.py [--chunks 20000]
 
 Generated chunks (benchmarks/index_scale.py `generate`, labelled as generated: Zipf words, random unit vectors) are
-published into a fresh catalog. A copy of the file then gets the FTS5 table of the schema before (`content` kept by
-FTS5 itself), filled with the same current chunks' terms; both files are vacuumed and measured with SQLite's
-`dbstat` (bytes per table and index).
+published into a fresh catalog, and into two files that keep no search terms (`SqliteIndex.keep_search_terms`),
+one written before and one after it, timed. A copy of the first file then gets the FTS5 table of the schema before
+(`content` kept by FTS5 itself), filled with the same current chunks' terms; the files are vacuumed and measured with
+SQLite's `dbstat` (bytes per table and index).
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ import argparse
 import shutil
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 import apsw
@@ -47,18 +50,28 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--chunks", type=int, default=20_000)
     args = parser.parse_args()
+    generated = generate(args.chunks)
     with tempfile.TemporaryDirectory() as tmp:
-        now, before = Path(tmp) / "now.db", Path(tmp) / "before.db"
-        with SqliteIndex(now) as index:
-            index.bind_embedding("e5-small", DIMS)
-            for source, chunks, vectors in generate(args.chunks):
-                index.publish_version(source, chunks, vectors, 1)
+        now, before, cluster = Path(tmp) / "now.db", Path(tmp) / "before.db", Path(tmp) / "cluster.db"
+        seconds = {}
+        for path, keep in ((cluster, False), (now, True), (cluster.with_name("cluster-2.db"), False)):
+            with SqliteIndex(path) as index:
+                index.bind_embedding("e5-small", DIMS)
+                index.keep_search_terms(keep)
+                started = time.perf_counter()
+                for source, chunks, vectors in generated:
+                    index.publish_version(source, chunks, vectors, 1)
+                seconds.setdefault(keep, []).append(time.perf_counter() - started)
         shutil.copy(now, before)
         conn = apsw.Connection(str(before))
         with conn:
             conn.execute(OLD_FTS)
         conn.close()
-        rows = {"korpus (no copy of the terms)": tables(now), "the schema before (FTS5 keeps a copy)": tables(before)}
+        rows = {
+            "korpus, KORPUS_BACKEND=sqlite (no copy of the terms)": tables(now),
+            "korpus, KORPUS_BACKEND=opensearch (no terms: the cluster's)": tables(cluster),
+            "the schema before (FTS5 keeps a copy)": tables(before),
+        }
     names = sorted(set().union(*rows.values()), key=lambda n: -max(r.get(n, 0) for r in rows.values()))
     print(f"{args.chunks:,} generated chunks, {DIMS}-dim vectors\n")
     print("| table | " + " | ".join(rows) + " |")
@@ -67,7 +80,12 @@ def main() -> None:
         print(f"| {name} | " + " | ".join(f"{r.get(name, 0) / 1e6:.1f} MB" for r in rows.values()) + " |")
     totals = [sum(r.values()) for r in rows.values()]
     print("| **file** | " + " | ".join(f"**{t / 1e6:.1f} MB**" for t in totals) + " |")
-    print(f"\nkorpus ÷ before: {totals[0] / totals[1]:.3f}")
+    print(f"\nkorpus ÷ before: {totals[0] / totals[2]:.3f}; with the cluster ÷ sqlite: {totals[1] / totals[0]:.3f}")
+    print(
+        f"publish, {len(generated)} versions: sqlite {seconds[True][0]:.1f} s; opensearch "
+        + " and ".join(f"{t:.1f} s" for t in seconds[False])
+        + f" (÷ sqlite {min(seconds[False]) / seconds[True][0]:.2f}, the better of the two runs around it)"
+    )
 
 
 if __name__ == "__main__":

@@ -35,6 +35,7 @@ from tasks.audio.speech import (
 from tasks.contract.chunking import build_chunks
 from tasks.contract.gate import holds_its_own_text, route_chunks
 from tasks.contract.splitter import LlmSplitter
+from tasks.index.registry import keep_search_terms
 from tasks.index.sqlite import SqliteIndex
 from tasks.parse import ParseOutcome
 from tasks.parse import ocr_page as ocr_page_stage
@@ -93,13 +94,17 @@ def dask_task_runner(settings: Settings) -> DaskTaskRunner:
 
 @task(name="catalog", cache_policy=NO_CACHE)
 def read_catalog(settings: Settings) -> tuple[dict[str, dict[str, tuple]], dict[str, dict[str, set[str]]], dict]:
-    """The current versions with their labels, the versions refused as a whole, the containers' listings."""
+    """The current versions with their labels, the versions refused as a whole, the containers' listings; the file's
+    own search terms kept or dropped as the backend needs them (`keep_search_terms`)."""
     with SqliteIndex(settings.index_path) as index:
         if settings.catalog_url:  # every write of this refresh goes through the serving part on PostgreSQL
             index.bind_serving_catalog(settings.catalog_url)
         repaired = index.reconcile()
         if repaired:
             get_run_logger().warning("reconciled %d rows left inconsistent by an earlier crash", repaired)
+        built = keep_search_terms(settings, index)  # none when the cluster answers; built once when it stops
+        if built:
+            get_run_logger().info("built the embedded search's terms of %d stored chunks (KORPUS_BACKEND)", built)
         return index.indexed_versions(), index.refused_versions(), index.listing_keys()
 
 

@@ -13,7 +13,7 @@ from importlib import import_module
 from typing import Any
 
 from korpus.core.settings import Settings
-from tasks.index.backend import SearchBackend
+from tasks.index.backend import IndexMismatchError, SearchBackend
 
 
 @dataclass(frozen=True)
@@ -31,6 +31,12 @@ BACKENDS = {
 
 
 def embedded_search(_settings: Settings, index: Any) -> SearchBackend:
+    if not index.keeps_search_terms():
+        raise IndexMismatchError(
+            f"{index.path} holds no search terms of its own: it was written for KORPUS_BACKEND=opensearch, whose "
+            "cluster holds them. Search with KORPUS_BACKEND=opensearch, or run `korpus refresh` with "
+            "KORPUS_BACKEND=sqlite, which builds them from the stored text once"
+        )
     return index.searcher
 
 
@@ -51,6 +57,13 @@ def serves_without_file(settings: Settings) -> bool:
     """Searches need no catalog file: the catalog's serving part on PostgreSQL (KORPUS_CATALOG_URL) and a backend
     that lives apart from the file (the cluster) answer them — a search replica's `korpus serve` and CLI."""
     return bool(settings.catalog_url) and backend_entry(settings).outlives_index
+
+
+def keep_search_terms(settings: Settings, index: Any) -> int:
+    """The writer's file holds the embedded search's terms only when the embedded search answers: none when a
+    cluster does (it holds them), built again from the stored text when the embedded backend comes back; the
+    chunks whose terms were built."""
+    return index.keep_search_terms(not backend_entry(settings).outlives_index)
 
 
 def backend_for(settings: Settings, index: Any) -> SearchBackend:

@@ -49,6 +49,9 @@ from tasks.text.analysis import terms_of, words
 from tasks.text.identifiers import extract_identifiers
 from tasks.text.regions import pack
 
+SEARCH_TERMS_KEY = "search_terms"
+"""index_meta: 'cluster' when the file holds no search terms of its own (`SqliteIndex.keep_search_terms`)."""
+
 
 class IndexWriteError(RuntimeError):
     """The index file could not be written (disk full, read-only): the refresh stops, nothing half-switched."""
@@ -319,17 +322,65 @@ class SqliteIndex(VectorTables, QuarantineStore, RefreshRecords):
     def _add_chunk(
         self, chunk: Chunk, ordinal: int, vector: np.ndarray, exception: bool = False, table: str | None = None
     ) -> None:
-        """Insert one chunk with its terms, vector (into `table`, looked up when not given) and identifiers."""
+        """Insert one chunk with its vector (into `table`, looked up when not given) and, unless a cluster answers
+        the searches (`keeps_search_terms`), its terms and identifiers."""
         rowid = self._insert_chunk(chunk, ordinal, exception)
-        tokens = words(chunk.text)
-        analysed = (rowid, " ".join(terms_of(tokens)), " ".join(tokens))
-        self.conn.execute("INSERT INTO chunk_tokens (rowid, terms, exact) VALUES (?, ?, ?)", analysed)
-        self.conn.execute("INSERT INTO chunk_terms (rowid, terms, exact) VALUES (?, ?, ?)", analysed)  # current
+        if self.keeps_search_terms():
+            self._add_terms(rowid, chunk.text, chunk.body, current=True)
         self.conn.execute(
             f"INSERT INTO {table or self.vector_table()} (rowid, embedding) VALUES (?, ?)", (rowid, vector.tobytes())
         )
-        for identifier in extract_identifiers(chunk.body):
+
+    def _add_terms(self, rowid: int, text: str, body: str, current: bool) -> None:
+        """A chunk's analysed terms (its FTS5 row while current) and identifiers: what the embedded search reads."""
+        tokens = words(text)
+        analysed = (rowid, " ".join(terms_of(tokens)), " ".join(tokens))
+        self.conn.execute("INSERT INTO chunk_tokens (rowid, terms, exact) VALUES (?, ?, ?)", analysed)
+        if current:
+            self.conn.execute("INSERT INTO chunk_terms (rowid, terms, exact) VALUES (?, ?, ?)", analysed)
+        for identifier in extract_identifiers(body):
             self.conn.execute("INSERT INTO chunk_identifiers (rowid, identifier) VALUES (?, ?)", (rowid, identifier))
+
+    def keeps_search_terms(self) -> bool:
+        """Whether the file holds the embedded search's terms (FTS5 postings, analysed terms, identifiers). With
+        KORPUS_BACKEND=opensearch the cluster holds and searches them, and the file does not (`keep_search_terms`)."""
+        rows = self.conn.execute("SELECT value FROM index_meta WHERE key = ?", (SEARCH_TERMS_KEY,)).fetchall()
+        return not rows or rows[0][0] != "cluster"
+
+    def keep_search_terms(self, keep: bool, batch: int = 2_000) -> int:
+        """Make the file hold the embedded search's terms (`keep`) or none; the chunks whose terms were built.
+
+        Off (a cluster answers the searches): every chunk's terms, postings and identifiers are deleted at once —
+        at 20,000 generated chunks they were 73 of the file's 195 MB (benchmarks/catalog_size.py) — and no later
+        write adds any. On again (KORPUS_BACKEND=sqlite after a cluster): every chunk's terms are built from its
+        stored text, `batch` chunks a transaction, the mode switched with the last, so a search never reads a
+        half-built index as whole; each transaction moves the generation, so a serving process drops the BM25
+        postings it holds."""
+        if keep == self.keeps_search_terms():
+            return 0
+        if not keep:
+            with self.write_transaction():
+                self.conn.execute("DELETE FROM chunk_tokens")
+                self.conn.execute("INSERT INTO chunk_terms (chunk_terms) VALUES ('delete-all')")
+                self.conn.execute("DELETE FROM chunk_identifiers")
+                self.conn.execute("INSERT OR REPLACE INTO index_meta VALUES (?, 'cluster')", (SEARCH_TERMS_KEY,))
+            return 0
+        built, after = 0, 0
+        while True:
+            with self.write_transaction():
+                rows = self.conn.execute(
+                    "SELECT c.rowid, c.text, c.body, c.lifecycle FROM chunks c WHERE c.rowid > ? AND NOT EXISTS "
+                    "(SELECT 1 FROM chunk_tokens t WHERE t.rowid = c.rowid) ORDER BY c.rowid LIMIT ?",
+                    (after, batch),
+                ).fetchall()
+                for rowid, text, body, lifecycle in rows:
+                    self._add_terms(rowid, text, body, current=lifecycle == "current")
+                built += len(rows)
+                self.conn.execute("UPDATE index_meta SET value = CAST(value AS INTEGER) + 1 WHERE key = 'generation'")
+                if len(rows) < batch:
+                    self.conn.execute("DELETE FROM index_meta WHERE key = ?", (SEARCH_TERMS_KEY,))
+                    return built
+                after = rows[-1][0]
 
     def _insert_chunk(self, chunk: Chunk, ordinal: int, exception: bool = False) -> int:
         loc = chunk.locator

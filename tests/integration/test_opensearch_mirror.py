@@ -159,6 +159,17 @@ def test_refresh_flow_mirrors_each_run(models, opensearch_url: str, os_prefix: s
     # The table of contents lists the new title, and only its new build is served from the mirror.
     toc = [h for h in hits if h["source_id"] == "korpus://meta/public/Оглавление коллекции"]
     assert len(toc) == 1 and "отменён" in toc[0]["text"]
+    # The cluster holds the search terms; the catalog file none, until a refresh on the embedded backend builds them.
+    with SqliteIndex(settings.index_path) as catalog:
+        assert not catalog.keeps_search_terms()
+        assert catalog.conn.execute("SELECT count(*) FROM chunk_tokens").fetchall() == [(0,)]
+        assert catalog.conn.execute("SELECT count(*) FROM chunk_terms_docsize").fetchall() == [(0,)]
+    embedded = settings.model_copy(update={"backend": "sqlite"})
+    run_refresh(root, embedded)
+    with SqliteIndex(settings.index_path) as catalog:
+        assert catalog.keeps_search_terms()
+        held = retrieve(catalog.searcher, "кровли", None, ["public"], mode="bm25", k=10)
+        assert {h["source_id"] for h in held} == {h["source_id"] for h in hits}
 
 
 def test_the_viewer_and_cite_follow_a_hit_the_cluster_found(
