@@ -272,8 +272,9 @@ class SqliteIndex(VectorTables, QuarantineStore, RefreshRecords):
                 "DELETE FROM chunks WHERE source_id = ? AND source_version = ?",
                 (source.source_id, source.version),
             )
+            terms = self.keeps_search_terms()
             for ordinal, (chunk, vector) in enumerate(zip(chunks, vectors, strict=True)):
-                self._add_chunk(chunk, ordinal, vector, table=table)
+                self._add_chunk(chunk, ordinal, vector, table=table, terms=terms)
             self.conn.execute(
                 "DELETE FROM pages WHERE source_id = ? AND version = ?", (source.source_id, source.version)
             )
@@ -320,12 +321,18 @@ class SqliteIndex(VectorTables, QuarantineStore, RefreshRecords):
             ) from exc
 
     def _add_chunk(
-        self, chunk: Chunk, ordinal: int, vector: np.ndarray, exception: bool = False, table: str | None = None
+        self,
+        chunk: Chunk,
+        ordinal: int,
+        vector: np.ndarray,
+        exception: bool = False,
+        table: str | None = None,
+        terms: bool | None = None,
     ) -> None:
         """Insert one chunk with its vector (into `table`, looked up when not given) and, unless a cluster answers
-        the searches (`keeps_search_terms`), its terms and identifiers."""
+        the searches (`terms`, looked up by `keeps_search_terms` when not given), its terms and identifiers."""
         rowid = self._insert_chunk(chunk, ordinal, exception)
-        if self.keeps_search_terms():
+        if self.keeps_search_terms() if terms is None else terms:
             self._add_terms(rowid, chunk.text, chunk.body, current=True)
         self.conn.execute(
             f"INSERT INTO {table or self.vector_table()} (rowid, embedding) VALUES (?, ?)", (rowid, vector.tobytes())

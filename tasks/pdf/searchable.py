@@ -126,7 +126,7 @@ def add_text_layer(page: pymupdf.Page, words: list[PageWord], font: pymupdf.Font
     return placed
 
 
-def blank_cmap() -> bytes:
+def _blank_cmap() -> bytes:
     """A ToUnicode CMap for a one-byte font that reads every code as a space: its glyphs stay drawn, and read as
     nothing."""
     blocks = []
@@ -139,6 +139,10 @@ def blank_cmap() -> bytes:
         "1 begincodespacerange <00> <FF> endcodespacerange\n" + "".join(blocks) + "endcmap CMapName currentdict "
         "/CMap defineresource pop end end\n"
     ).encode("ascii")
+
+
+BLANK_CMAP = _blank_cmap()
+"""Made once: every blanked font of every copy points at a stream of these bytes (one stream a copy)."""
 
 
 def set_to_unicode(doc: pymupdf.Document, font_xref: int, cmap: bytes, shared: dict[bytes, int]) -> None:
@@ -158,10 +162,10 @@ def remove_old_text(doc: pymupdf.Document, page: pymupdf.Page, kept_fonts: set[i
 
     An invisible layer (an earlier OCR over a scan) is removed outright; the scan stays. Visible glyphs drawn with a
     font that has no Unicode map («M]heh\\guc») must stay visible: their one-byte fonts get a ToUnicode map that
-    reads every code as a space (`blank_cmap`). Until session 40 the map was learned from the OCR's votes and the
+    reads every code as a space (`BLANK_CMAP`). Until session 40 the map was learned from the OCR's votes and the
     page kept no OCR layer ("repaired in place"); on ukodeksrf.pdf that copy lost every digit, the punctuation and
-    some capitals the OCR read (53 of 643 indexed words). Fonts that also serve a kept page, and two-byte (Type0)
-    fonts, are left alone.
+    some capitals the OCR read (51 of 642 indexed words, benchmarks/real_archive.py). Fonts that also serve a kept
+    page, and two-byte (Type0) fonts, are left alone.
     """
     trace = page.get_texttrace()
     if trace and all(span["type"] == 3 for span in trace):
@@ -177,7 +181,7 @@ def remove_old_text(doc: pymupdf.Document, page: pymupdf.Page, kept_fonts: set[i
         if xref in kept_fonts or font_type == "Type0":
             outcome = "kept-shared" if xref in kept_fonts else "type0-left"
             continue
-        set_to_unicode(doc, xref, blank_cmap(), shared)
+        set_to_unicode(doc, xref, BLANK_CMAP, shared)
     return outcome
 
 
