@@ -10,7 +10,8 @@ vectors) in a catalog, mirrored once to a real OpenSearch node; then, timed side
 - the first sync (every chunk indexed) against what a competent engineer writes without korpus: the same documents
   read from the same catalog, into the same mapping on the same node, by `opensearchpy.helpers.bulk` (2,000 actions
   or 8 MB a request, as korpus's bulks), then a refresh — run one after the other, korpus first at the first size and
-  second at the next (#64 item 2's target: korpus ≥ 0.9× the plain bulk's speed);
+  second at the next (#64 item 3's target: korpus ≥ 0.9× the plain bulk's speed) — and, as its own row, korpus's
+  first sync with the index's periodic refresh kept on while it loads (what it did before session 41);
 - `korpus serve` on that catalog and cluster: its resident memory after 30 searches (#63: what a serving machine
   holds must not grow with the corpus).
 Past `--plain-up-to` (100,000) the plain bulk and the full comparison are not run (each takes minutes a round there):
@@ -84,18 +85,27 @@ def measure(
         catalog=PgCatalog(catalog_url) if catalog_url else path,
     )
     plain = OpenSearchIndex(backend.client, prefix=f"plain{uuid.uuid4().hex[:8]}")
+    before = OpenSearchIndex(backend.client, prefix=f"before{uuid.uuid4().hex[:8]}", catalog=path)
     try:
         with SqliteIndex(path) as index:
             first = {
                 "first_sync_s": lambda: _timed(lambda: backend.sync_from(index)),
                 "plain_bulk_s": lambda: _plain_bulk(index, plain),
+                "first_sync_refresh_on_s": lambda: _refresh_kept_on(index, before),
             }
-            if n > plain_up_to:  # the baseline's bulk is not run at this size (as long again)
+            if n > plain_up_to:  # the baseline's bulk and the "before" row are not run at this size (as long again)
                 first.pop("plain_bulk_s")
-            for name in sorted(first, reverse=not korpus_first):
+                first.pop("first_sync_refresh_on_s")
+            order = ["first_sync_s", "first_sync_refresh_on_s", "plain_bulk_s"]  # korpus's default first: it
+            for name in order if korpus_first else order[::-1]:  # pays for the node's first load, not the others
+                if name not in first:
+                    continue
                 out[name] = round(first[name](), 1)
             if "plain_bulk_s" in out:
                 out["first_sync_vs_plain"] = round(out["plain_bulk_s"] / out["first_sync_s"], 2)
+                out["refresh_on_vs_plain"] = round(out["plain_bulk_s"] / out["first_sync_refresh_on_s"], 2)
+            with contextlib.suppress(Exception):  # the "before" row's copy is not needed again
+                backend.client.indices.delete(index=f"{before.prefix}-chunks-*", ignore=[404])
             rows: dict[str, list[float]] = {
                 k: [] for k in ("decision", "decision full", "nothing", "nothing full", "relabel")
             }
@@ -123,7 +133,7 @@ def measure(
         serving_data = folder / f"replica-{n}" if catalog_url else path.parent
         out["serve_rss_mb"] = _serve_rss(serving_data, url, backend.prefix, catalog_url)
     finally:  # a node still merging may time out here: the figures are kept, the node goes with the run
-        for prefix in (backend.prefix, plain.prefix):
+        for prefix in (backend.prefix, plain.prefix, before.prefix):
             with contextlib.suppress(Exception):
                 backend.client.indices.delete(index=f"{prefix}-chunks-*", ignore=[404])
                 backend.client.indices.delete_index_template(name=f"{prefix}-chunks", ignore=[404])
@@ -180,6 +190,17 @@ def _serve_rss(data: Path, url: str, prefix: str, catalog_url: str | None = None
     finally:
         server.terminate()
         server.wait(30)
+
+
+def _refresh_kept_on(index: SqliteIndex, cluster) -> float:
+    """The first sync as before session 41: the index's periodic refresh left on while it loads."""
+    from tasks.index import opensearch_mirror
+
+    kept, opensearch_mirror.LOAD_AT = opensearch_mirror.LOAD_AT, 2**62
+    try:
+        return _timed(lambda: cluster.sync_from(index))
+    finally:
+        opensearch_mirror.LOAD_AT = kept
 
 
 def _plain_bulk(index: SqliteIndex, plain) -> float:
@@ -253,14 +274,16 @@ def main() -> None:
     where = "PostgreSQL" if args.postgres else "the file"
     print(
         "| chunks (generated) | catalog on | relabel s | decision: outbox s | decision: full s | nothing: outbox s "
-        "| nothing: full s | first sync s | helpers.bulk s | korpus speed ÷ plain | check ms | serve RSS MB |"
+        "| nothing: full s | first sync s | helpers.bulk s | korpus speed ÷ plain | periodic refresh on (before) s "
+        "| before ÷ plain | check ms | serve RSS MB |"
     )
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for r in results:
         print(
             f"| {r['chunks']:,} | {where} | {r['relabel']} | {r['decision']} | {r['decision full']} | {r['nothing']} "
             f"| {r['nothing full']} | {r['first_sync_s']} | {r.get('plain_bulk_s', '—')} "
-            f"| {r.get('first_sync_vs_plain', '—')} | {r['check_ms']} | {r['serve_rss_mb']} |"
+            f"| {r.get('first_sync_vs_plain', '—')} | {r.get('first_sync_refresh_on_s', '—')} "
+            f"| {r.get('refresh_on_vs_plain', '—')} | {r['check_ms']} | {r['serve_rss_mb']} |"
         )
     if len(results) > 1:
         a, b = results[0], results[-1]

@@ -104,6 +104,72 @@ def test_mirror_serves_what_the_catalog_serves(
         assert cluster.client.get_all_pits().get("pits", []) == []  # the walk's point in time is closed
 
 
+def test_a_large_sync_loads_with_the_periodic_refresh_off_and_always_puts_it_back(
+    refreshed: Refreshed, opensearch_url: str, os_prefix: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A sync that indexes at least LOAD_AT chunks sends every bulk with the index's periodic refresh off, and the
+    interval is back on when it ends — completed, failed with the cluster able to take the setting, or failed with
+    the setting refused (the catalog's mark stays, and the next sync puts it back before anything else)."""
+    from tasks.index import opensearch_mirror
+
+    monkeypatch.setattr(opensearch_mirror, "LOAD_AT", 5)  # the session corpus is small: any first load is large
+    data = refreshed.copy_index(tmp_path / "data")
+    settings = refreshed.settings.model_copy(
+        update={"data": data, "backend": "opensearch", "opensearch_url": opensearch_url, "opensearch_prefix": os_prefix}
+    )
+    cluster = opensearch_index(settings)
+
+    def interval() -> str:
+        (held,) = cluster.client.indices.get_settings(index=cluster.alias).values()
+        return held["settings"]["index"]["refresh_interval"]
+
+    seen: list[str] = []
+    sent, put = cluster._bulk, cluster.client.indices.put_settings
+    failing: dict[str, int] = {"bulk": 0, "settings on": 0}
+
+    def bulk(body, refresh=False):
+        seen.append(interval())
+        if failing["bulk"]:
+            failing["bulk"] -= 1
+            raise RuntimeError("bulk refused (the test's)")
+        return sent(body, refresh)
+
+    def put_settings(*args, **kwargs):
+        if kwargs["body"]["index"]["refresh_interval"] != "-1" and failing["settings on"]:
+            failing["settings on"] -= 1
+            raise RuntimeError("settings refused (the test's)")
+        return put(*args, **kwargs)
+
+    monkeypatch.setattr(cluster, "_bulk", bulk)
+    monkeypatch.setattr(cluster.client.indices, "put_settings", put_settings)
+    with SqliteIndex(settings.index_path) as catalog:
+        left = lambda: opensearch_mirror._loading_left(catalog, cluster.alias)  # noqa: E731
+
+        failing["bulk"] = 1  # the load fails; the setting is put back on the way out
+        with pytest.raises(RuntimeError, match="bulk refused"):
+            cluster.sync_from(catalog)
+        assert seen == ["-1"] and interval() == "1s" and not left()
+
+        failing["bulk"], failing["settings on"], seen[:] = 1, 1, []  # ... and the cluster refuses it back
+        with pytest.raises(RuntimeError, match="bulk refused"):
+            cluster.sync_from(catalog)
+        assert interval() == "-1" and left()
+
+        seen[:] = []  # the next sync puts it back first, then loads with it off again, then on
+        report = cluster.sync_from(catalog)
+        assert report["indexed"] == catalog.chunk_count() > 0
+        assert seen and set(seen) == {"-1"} and interval() == "1s" and not left()
+        body = {"query": {"term": {"lifecycle": "current"}}}
+        assert cluster.client.count(index=cluster.alias, body=body)["count"] == catalog.chunk_count()
+
+        monkeypatch.setattr(opensearch_mirror, "LOAD_AT", 10_000)
+        seen[:] = []  # a small change is sent with the periodic refresh on
+        source, _ = catalog.current_source("договоры/договор_поставки_45-17.pdf")
+        catalog.relabel_source(source.model_copy(update={"access": "hr"}))
+        assert cluster.sync_from(catalog)["updated"] > 0
+        assert seen and set(seen) == {"1s"} and not left()
+
+
 def test_cli_syncs_and_reads_through_the_mirror(
     refreshed: Refreshed, opensearch_url: str, os_prefix: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
