@@ -2,12 +2,15 @@
 cluster: between kills and restarts of any node, the catalog changes (new versions, relabels to `hr`) and is mirrored
 — or left pending while the cluster cannot take it — and `/search` is asked. Every answer is a 200 whose hits are
 current and in the caller's scope, or a 503 with a clear body; never a 500. After recovery (every node back, one
-sync) the cluster serves exactly the catalog's current chunks. Runs in `make test-topology`."""
+sync) the cluster serves exactly the catalog's current chunks. The cluster runs as the topology's does, behind
+OpenSearch's security plugin (https verified against its CA, one user with a password): the retries across nodes are
+the ones a secured production cluster gets. Runs in `make test-topology`."""
 
 from __future__ import annotations
 
 import contextlib
 import os
+import secrets
 import signal
 import time
 import uuid
@@ -25,6 +28,7 @@ from korpus.core.settings import Settings
 from tasks.index.opensearch import mirror_or_pending, opensearch_index
 from tasks.index.sqlite import SqliteIndex
 from tasks.runtime import opensearch_node
+from tasks.runtime.tls import loopback_credentials
 from tests.unit.test_index_sqlite import DIMS, _publish
 
 pytestmark = pytest.mark.topology
@@ -33,12 +37,14 @@ HEAP_MB = 512
 
 
 @pytest.fixture(scope="module")
-def cluster(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[str]]:
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[str], opensearch_node.Secured]:
     ensure_models(Settings())
     home = tmp_path_factory.mktemp("three-nodes")
-    started = opensearch_node.start(home, nodes=3, port=None, heap_mb=HEAP_MB, detach=True)
+    tls = loopback_credentials(home / "tls")
+    secured = opensearch_node.Secured(tls.ca, tls.cert, tls.key, "korpus", secrets.token_urlsafe(24))
+    started = opensearch_node.start(home, nodes=3, port=None, heap_mb=HEAP_MB, detach=True, secured=secured)
     try:
-        yield home, [node.url for node in started]
+        yield home, [node.url for node in started], secured
     finally:
         pids = [node["pid"] for node in opensearch_node.recorded(home)]
         opensearch_node.stop(home)
@@ -50,13 +56,14 @@ def _text(n: int, version: int) -> list[str]:
 
 
 def test_any_node_lost_every_answer_is_in_scope_or_a_clear_503(
-    cluster: tuple[Path, list[str]], tmp_path_factory: pytest.TempPathFactory
+    cluster: tuple[Path, list[str], opensearch_node.Secured], tmp_path_factory: pytest.TempPathFactory
 ) -> None:
     from fastapi.testclient import TestClient
 
     from korpus.apps.api import create_app
 
-    home, urls = cluster
+    home, urls, secured = cluster
+    assert all(url.startswith("https://") for url in urls)
     seen: dict[str, list] = {"lost": [], "answers while a node was down": []}
 
     class NodeLoss(RuleBasedStateMachine):
@@ -68,6 +75,9 @@ def test_any_node_lost_every_answer_is_in_scope_or_a_clear_503(
                 data=tmp_path_factory.mktemp("catalog") / "data",
                 backend="opensearch",
                 opensearch_url=",".join(urls),
+                opensearch_user=secured.user,
+                opensearch_password=secured.password,
+                opensearch_ca=secured.ca,
                 opensearch_prefix=f"loss{uuid.uuid4().hex[:8]}",
                 retry_backoff=0.05,
                 retry_attempts=2,
@@ -103,7 +113,7 @@ def test_any_node_lost_every_answer_is_in_scope_or_a_clear_503(
         @precondition(lambda self: self.down is not None)
         @rule()
         def restart(self) -> None:
-            opensearch_node.restart_node(home, self.down, heap_mb=HEAP_MB)
+            opensearch_node.restart_node(home, self.down, heap_mb=HEAP_MB, secured=secured)
             self.down = None
 
         @rule(n=st.integers(0, 3), access=st.sampled_from(["public", "public", "hr"]))
@@ -136,9 +146,9 @@ def test_any_node_lost_every_answer_is_in_scope_or_a_clear_503(
         def teardown(self) -> None:
             try:
                 if self.down is not None:
-                    opensearch_node.restart_node(home, self.down, heap_mb=HEAP_MB)
+                    opensearch_node.restart_node(home, self.down, heap_mb=HEAP_MB, secured=secured)
                 deadline = time.monotonic() + 120
-                while (opensearch_node.health(urls[0]) or {}).get("status") not in ("green", "yellow"):
+                while (opensearch_node.health(urls[0], secured=secured) or {}).get("status") not in ("green", "yellow"):
                     assert time.monotonic() < deadline, "the cluster did not recover"
                     time.sleep(1)
                 report = mirror_or_pending(self.settings, self.catalog)
