@@ -6,12 +6,15 @@ For each size: generated chunks (benchmarks/index_scale.py `generate`, labelled 
 vectors) in a catalog, mirrored once to a real OpenSearch node; then, timed side by side on the same node and catalog:
 - a review decision's sync — one source (50 chunks) relabelled, then synced: from the outbox (the default) and by the
   full comparison (`full=True`: what every sync did before: the whole catalog's states and a scroll of the cluster);
+  the outbox sync's time split into its parts (the catalog's outbox and states, the cluster's multi-get, the bulks,
+  the index refresh, the marks), each a median over the repeats;
 - a sync with nothing to do, both ways;
 - the first sync (every chunk indexed) against what a competent engineer writes without korpus: the same documents
   read from the same catalog, into the same mapping on the same node, by `opensearchpy.helpers.bulk` (2,000 actions
   or 8 MB a request, as korpus's bulks), then a refresh — run one after the other, korpus first at the first size and
   second at the next (#64 item 3's target: korpus ≥ 0.9× the plain bulk's speed) — and, as its own row, korpus's
-  first sync with the index's periodic refresh kept on while it loads (what it did before session 41);
+  first sync with the index's periodic refresh off while it loads (a bulk-time setting tried in session 41, not
+  adopted: slower here);
 - `korpus serve` on that catalog and cluster: its resident memory after 30 searches (#63: what a serving machine
   holds must not grow with the corpus).
 Past `--plain-up-to` (100,000) the plain bulk and the full comparison are not run (each takes minutes a round there):
@@ -85,31 +88,32 @@ def measure(
         catalog=PgCatalog(catalog_url) if catalog_url else path,
     )
     plain = OpenSearchIndex(backend.client, prefix=f"plain{uuid.uuid4().hex[:8]}")
-    before = OpenSearchIndex(backend.client, prefix=f"before{uuid.uuid4().hex[:8]}", catalog=path)
+    tried = OpenSearchIndex(backend.client, prefix=f"tried{uuid.uuid4().hex[:8]}", catalog=path)
     try:
         with SqliteIndex(path) as index:
             first = {
                 "first_sync_s": lambda: _timed(lambda: backend.sync_from(index)),
                 "plain_bulk_s": lambda: _plain_bulk(index, plain),
-                "first_sync_refresh_on_s": lambda: _refresh_kept_on(index, before),
+                "first_sync_refresh_off_s": lambda: _refresh_off(index, tried),
             }
-            if n > plain_up_to:  # the baseline's bulk and the "before" row are not run at this size (as long again)
+            if n > plain_up_to:  # the baseline's bulk and the tried row are not run at this size (as long again)
                 first.pop("plain_bulk_s")
-                first.pop("first_sync_refresh_on_s")
-            order = ["first_sync_s", "first_sync_refresh_on_s", "plain_bulk_s"]  # korpus's default first: it
+                first.pop("first_sync_refresh_off_s")
+            order = ["first_sync_s", "first_sync_refresh_off_s", "plain_bulk_s"]  # korpus's default first: it
             for name in order if korpus_first else order[::-1]:  # pays for the node's first load, not the others
                 if name not in first:
                     continue
                 out[name] = round(first[name](), 1)
             if "plain_bulk_s" in out:
                 out["first_sync_vs_plain"] = round(out["plain_bulk_s"] / out["first_sync_s"], 2)
-                out["refresh_on_vs_plain"] = round(out["plain_bulk_s"] / out["first_sync_refresh_on_s"], 2)
-            with contextlib.suppress(Exception):  # the "before" row's copy is not needed again
-                backend.client.indices.delete(index=f"{before.prefix}-chunks-*", ignore=[404])
+                out["refresh_off_vs_plain"] = round(out["plain_bulk_s"] / out["first_sync_refresh_off_s"], 2)
+            with contextlib.suppress(Exception):  # the tried row's copy is not needed again
+                backend.client.indices.delete(index=f"{tried.prefix}-chunks-*", ignore=[404])
             rows: dict[str, list[float]] = {
                 k: [] for k in ("decision", "decision full", "nothing", "nothing full", "relabel")
             }
             compare = (False, True) if n <= full_up_to else (False,)  # the full comparison: minutes a round past it
+            parts: dict[str, list[float]] = {}
             for r in range(REPEATS):
                 source = sources[r * 7 % len(sources)][0]
                 for full in compare:
@@ -121,24 +125,68 @@ def measure(
                             )
                         )
                     )
-                    rows["decision full" if full else "decision"].append(
-                        _timed(lambda full=full: backend.sync_from(index, full=full))
-                    )
+                    if full:
+                        rows["decision full"].append(_timed(lambda: backend.sync_from(index, full=True)))
+                    else:
+                        with _parts(backend, index, parts):
+                            rows["decision"].append(_timed(lambda: backend.sync_from(index)))
                 rows["nothing"].append(_timed(lambda: backend.sync_from(index)))
                 if True in compare:
                     rows["nothing full"].append(_timed(lambda: backend.sync_from(index, full=True)))
             out.update({k: round(statistics.median(v), 4) if v else "—" for k, v in rows.items()})
+            out["decision parts (median s)"] = {k: round(statistics.median(v), 4) for k, v in sorted(parts.items())}
             out["check_ms"] = _check_ms(backend, index)
         # stateless with the catalog on PostgreSQL: the replica gets an empty data directory of its own
         serving_data = folder / f"replica-{n}" if catalog_url else path.parent
         out["serve_rss_mb"] = _serve_rss(serving_data, url, backend.prefix, catalog_url)
     finally:  # a node still merging may time out here: the figures are kept, the node goes with the run
-        for prefix in (backend.prefix, plain.prefix, before.prefix):
+        for prefix in (backend.prefix, plain.prefix, tried.prefix):
             with contextlib.suppress(Exception):
                 backend.client.indices.delete(index=f"{prefix}-chunks-*", ignore=[404])
                 backend.client.indices.delete_index_template(name=f"{prefix}-chunks", ignore=[404])
     print(json.dumps(out), file=sys.stderr, flush=True)  # each size as soon as it is measured
     return out
+
+
+@contextlib.contextmanager
+def _parts(backend, index: SqliteIndex, parts: dict[str, list[float]]):
+    """Where one outbox sync's time goes, each part summed over the sync and added to `parts`: the catalog's reads
+    (outbox and states), the cluster's multi-get, the bulks, the index refresh that makes them searchable, and the
+    marks (the file's, and PostgreSQL's when bound)."""
+    from tasks.index import catalog_check, opensearch_mirror
+
+    spent: dict[str, float] = {}
+
+    def timing(name: str, call):
+        def timed(*args, **kwargs):
+            start = time.perf_counter()
+            try:
+                return call(*args, **kwargs)
+            finally:
+                spent[name] = spent.get(name, 0.0) + time.perf_counter() - start
+
+        return timed
+
+    patches = [
+        (catalog_check, "changed_since", "catalog: outbox"),
+        (index, "chunk_states_of", "catalog: states"),
+        (backend, "states_of", "cluster: multi-get"),
+        (backend, "_bulk", "cluster: bulk"),
+        (opensearch_mirror, "_searchable", "cluster: index refresh"),
+        (catalog_check, "mark_synced", "catalog: mark"),
+    ]
+    if index.serving is not None:
+        patches.append((index.serving, "mark_synced", "PostgreSQL: mark"))
+    kept = [(owner, name, getattr(owner, name)) for owner, name, _ in patches]
+    for owner, name, label in patches:
+        setattr(owner, name, timing(label, getattr(owner, name)))
+    try:
+        yield
+    finally:
+        for owner, name, call in kept:
+            setattr(owner, name, call)
+        for name, seconds in spent.items():
+            parts.setdefault(name, []).append(seconds)
 
 
 def _check_ms(backend, index: SqliteIndex, rounds: int = 50) -> float:
@@ -192,15 +240,18 @@ def _serve_rss(data: Path, url: str, prefix: str, catalog_url: str | None = None
         server.wait(30)
 
 
-def _refresh_kept_on(index: SqliteIndex, cluster) -> float:
-    """The first sync as before session 41: the index's periodic refresh left on while it loads."""
-    from tasks.index import opensearch_mirror
-
-    kept, opensearch_mirror.LOAD_AT = opensearch_mirror.LOAD_AT, 2**62
+def _refresh_off(index: SqliteIndex, cluster) -> float:
+    """korpus's first sync with the index's periodic refresh off while it loads (`refresh_interval: -1`, put back to
+    the template's after; the sync's own refresh at its end makes the load searchable), as OpenSearch's k-NN tuning
+    guide suggests for a bulk load: tried in session 41, slower here, not adopted."""
+    start = time.perf_counter()
+    cluster.ensure(*index.embedding_model())
+    cluster.client.indices.put_settings(index=cluster.alias, body={"index": {"refresh_interval": "-1"}})
     try:
-        return _timed(lambda: cluster.sync_from(index))
+        cluster.sync_from(index)
     finally:
-        opensearch_mirror.LOAD_AT = kept
+        cluster.client.indices.put_settings(index=cluster.alias, body={"index": {"refresh_interval": "1s"}})
+    return time.perf_counter() - start
 
 
 def _plain_bulk(index: SqliteIndex, plain) -> float:
@@ -274,16 +325,16 @@ def main() -> None:
     where = "PostgreSQL" if args.postgres else "the file"
     print(
         "| chunks (generated) | catalog on | relabel s | decision: outbox s | decision: full s | nothing: outbox s "
-        "| nothing: full s | first sync s | helpers.bulk s | korpus speed ÷ plain | periodic refresh on (before) s "
-        "| before ÷ plain | check ms | serve RSS MB |"
+        "| nothing: full s | first sync s | helpers.bulk s | korpus speed ÷ plain | periodic refresh off (tried) s "
+        "| tried ÷ plain | check ms | serve RSS MB |"
     )
     print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for r in results:
         print(
             f"| {r['chunks']:,} | {where} | {r['relabel']} | {r['decision']} | {r['decision full']} | {r['nothing']} "
             f"| {r['nothing full']} | {r['first_sync_s']} | {r.get('plain_bulk_s', '—')} "
-            f"| {r.get('first_sync_vs_plain', '—')} | {r.get('first_sync_refresh_on_s', '—')} "
-            f"| {r.get('refresh_on_vs_plain', '—')} | {r['check_ms']} | {r['serve_rss_mb']} |"
+            f"| {r.get('first_sync_vs_plain', '—')} | {r.get('first_sync_refresh_off_s', '—')} "
+            f"| {r.get('refresh_off_vs_plain', '—')} | {r['check_ms']} | {r['serve_rss_mb']} |"
         )
     if len(results) > 1:
         a, b = results[0], results[-1]
@@ -291,6 +342,8 @@ def main() -> None:
             f"outbox decision {b['chunks']:,} ÷ {a['chunks']:,}: {b['decision'] / a['decision']:.2f}; "
             f"nothing: {b['nothing'] / a['nothing']:.2f}; serve RSS: {b['serve_rss_mb'] / a['serve_rss_mb']:.2f}"
         )
+    for r in results:
+        print(f"decision parts at {r['chunks']:,} (median s): {r['decision parts (median s)']}")
 
 
 if __name__ == "__main__":

@@ -20,13 +20,6 @@ compares every chunk of the catalog with every document of the cluster instead â
 path. Both sides are walked in chunk id order, the catalog by keyset pages and the cluster by `search_after` pages
 of one point in time, and merged as they come (`in_step`): its memory is a page of each at any corpus size.
 
-A sync that is to index at least `LOAD_AT` chunks (a first load, a refresh that added a large folder) turns the index's
-periodic refresh off while it sends, as an operator does for a bulk load, and puts it back after (`loading`): each
-refresh writes a segment that merges later, which the load would otherwise pay for every second. What it sent
-becomes searchable at its end (an explicit refresh), as every sync's does. The catalog records the load before the
-setting changes, so a sync interrupted meanwhile leaves the mark, and the next sync puts the setting back first.
-Replicas are left as they are during a load: a node lost in a first load with none would lose the only copy.
-
 Every bulk is bounded in actions and bytes. Idempotent: a sync interrupted anywhere is completed by the next one. The
 catalog generation and outbox number read before the catalog's states are recorded once the last bulk landed
 (tasks/index/catalog_check.py): a change made meanwhile leaves the mirror `behind`, never marked synced.
@@ -34,7 +27,6 @@ catalog generation and outbox number read before the catalog's states are record
 
 from __future__ import annotations
 
-import contextlib
 import fcntl
 import json
 from collections.abc import Iterable, Iterator
@@ -43,7 +35,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from tasks.index import catalog_check
-from tasks.index.opensearch_requests import REFRESH_INTERVAL, STATE_FIELDS, chunk_document
+from tasks.index.opensearch_requests import STATE_FIELDS, chunk_document
 
 if TYPE_CHECKING:
     from tasks.index.sqlite import SqliteIndex
@@ -52,10 +44,6 @@ BULK_BYTES = 8 * 2**20
 """A bulk request's body at most (OpenSearch refuses one over `http.max_content_length`, 100 MB by default)."""
 BULK_ACTIONS = 2_000
 """Actions a bulk holds at most (an index action is two lines: its header and its document)."""
-LOAD_AT = 20_000
-"""Chunks a sync is to index at least for it to load with the index's periodic refresh off (`loading`)."""
-LOADING_KEY = "mirror_loading:"
-"""The catalog's mark (index_meta, one per alias) that a load turned the periodic refresh off."""
 State = tuple[Any, ...]
 
 
@@ -76,63 +64,16 @@ def sync_from(cluster: Any, catalog: SqliteIndex, batch: int = 500, full: bool =
         # read first: a change after these leaves the mirror behind
         reached, head = catalog_check.generation(catalog.conn), catalog_check.outbox_head(catalog.conn)
         since = None if full else catalog_check.synced_outbox(catalog.conn, cluster.alias)
-        if _loading_left(catalog, cluster.alias):  # a load a sync before this one did not finish
-            _periodic_refresh(cluster, catalog, REFRESH_INTERVAL)
-        expected = head - since if since is not None else _unindexed(cluster, catalog)
-        with loading(cluster, catalog, expected):
-            if since is None:
-                report = _sync_all(cluster, catalog, batch)
-            else:
-                report = _sync_changes(cluster, catalog, batch, since, head)
+        if since is None:
+            report = _sync_all(cluster, catalog, batch)
+        else:
+            report = _sync_changes(cluster, catalog, batch, since, head)
         with catalog.write_transaction():
             catalog_check.mark_synced(catalog.conn, cluster.alias, reached, head)
             catalog_check.prune_outbox(catalog.conn)
         if catalog.serving is not None:
             catalog.serving.mark_synced(cluster.alias, reached, head)
         return report
-
-
-@contextlib.contextmanager
-def loading(cluster: Any, catalog: SqliteIndex, expected: int) -> Iterator[bool]:
-    """The index's periodic refresh off while a sync sends `expected` chunks, when they are at least `LOAD_AT`, and
-    back to the template's interval after, however the sync ends (yields whether it is off). Marked in the catalog
-    first, unmarked once it is back on: a sync killed in between leaves the mark for the next one."""
-    if expected < LOAD_AT:
-        yield False
-        return
-    _periodic_refresh(cluster, catalog, "-1")
-    try:
-        yield True
-    except BaseException:
-        with contextlib.suppress(Exception):  # a cluster that cannot take it now: the mark stays for the next sync
-            _periodic_refresh(cluster, catalog, REFRESH_INTERVAL)
-        raise
-    _periodic_refresh(cluster, catalog, REFRESH_INTERVAL)
-
-
-def _periodic_refresh(cluster: Any, catalog: SqliteIndex, interval: str) -> None:
-    """Set the index's `refresh_interval`: off (`-1`, marked in the catalog before) or back on (unmarked after)."""
-    key = LOADING_KEY + cluster.alias
-    if interval == "-1":
-        with catalog.write_transaction():
-            catalog.conn.execute("INSERT OR REPLACE INTO index_meta (key, value) VALUES (?, '-1')", (key,))
-    body = {"index": {"refresh_interval": interval}}
-    cluster._retrying("settings", lambda: cluster.client.indices.put_settings(index=cluster.alias, body=body))
-    if interval != "-1":
-        with catalog.write_transaction():
-            catalog.conn.execute("DELETE FROM index_meta WHERE key = ?", (key,))
-
-
-def _loading_left(catalog: SqliteIndex, alias: str) -> bool:
-    """Whether a load turned the periodic refresh off and no sync has turned it back on yet."""
-    return bool(catalog.conn.execute("SELECT 1 FROM index_meta WHERE key = ?", (LOADING_KEY + alias,)).fetchall())
-
-
-def _unindexed(cluster: Any, catalog: SqliteIndex) -> int:
-    """How many more current chunks the catalog holds than the cluster holds documents: what a full sync is about to
-    index, near enough (a reconcile of a mirror in step: about none)."""
-    held = cluster._retrying("count", lambda: cluster.client.count(index=cluster.alias))["count"]
-    return catalog.chunk_count() - held
 
 
 def _sync_all(cluster: Any, catalog: SqliteIndex, batch: int) -> dict[str, int]:

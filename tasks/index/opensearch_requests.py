@@ -42,17 +42,13 @@ def index_name(prefix: str, model: str, dims: int) -> str:
     return f"{prefix}-chunks-{_SLUG.sub('-', model.lower()).strip('-')}-{dims}"
 
 
-REFRESH_INTERVAL = "1s"
-"""How often the index makes what was written searchable (OpenSearch's default; off while a sync loads)."""
-
-
 def index_template(prefix: str, dims: int) -> dict[str, Any]:
     keyword = {"type": "keyword"}
     return {
         "index_patterns": [f"{prefix}-chunks-*"],
         "template": {
             "settings": {
-                "index": {"knn": True, "refresh_interval": REFRESH_INTERVAL},
+                "index": {"knn": True, "refresh_interval": "1s"},
                 "analysis": {
                     "analyzer": {"korpus_exact": {"type": "custom", "tokenizer": "standard", "filter": ["lowercase"]}}
                 },
