@@ -5,6 +5,8 @@ from __future__ import annotations
 import os
 import tempfile
 
+import pytest
+
 # Before Prefect is imported: a private Prefect home (ephemeral server database) and no telemetry lookups. The suite
 # removes the home it made when it ends (pytest_sessionfinish); one the caller gave is the caller's.
 _OWN_PREFECT_HOME = None if "PREFECT_HOME" in os.environ else tempfile.mkdtemp(prefix="korpus-test-prefect-")
@@ -20,8 +22,11 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 # The test process becomes a child subreaper: whatever a test starts and abandons (a refresh SIGKILLed by a test,
 # the temporary Prefect server it had started, a LibreOffice helper) is re-parented to this process instead of
 # init, so at the end of the session every process the tests started and left running is a descendant of this
-# one. The suite fails if there is any (each is listed, then killed).
+# one. The suite fails if there is any (each is listed, then killed). Each is named with the test after which it
+# was first seen, and the list is printed again at the very end of the report, where a CI log's tail shows it.
 _PR_SET_CHILD_SUBREAPER = 36
+_FIRST_SEEN: dict[tuple[int, float], str] = {}  # (pid, start time) -> the test after which it was first running
+_LEFT_REPORT: list[str] = []
 
 
 def pytest_configure(config: object) -> None:
@@ -45,6 +50,21 @@ def left_running() -> list:
         except (psutil.Error, ChildProcessError):
             continue
     return living
+
+
+def _identity(process: object) -> tuple[int, float] | None:
+    import psutil
+
+    try:
+        return process.pid, process.create_time()  # type: ignore[attr-defined]
+    except psutil.Error:
+        return None
+
+
+def pytest_runtest_logfinish(nodeid: str, location: object) -> None:
+    for process in left_running():
+        if (key := _identity(process)) is not None:
+            _FIRST_SEEN.setdefault(key, nodeid)
 
 
 def pytest_sessionfinish(session: object, exitstatus: int) -> None:
@@ -76,12 +96,18 @@ def pytest_sessionfinish(session: object, exitstatus: int) -> None:
     lines = []
     for process in left:
         try:
-            lines.append(f"  pid {process.pid}: {' '.join(process.cmdline())[:200]}")
+            seen = _FIRST_SEEN.get(_identity(process) or (0, 0.0), "the session's end")
+            lines.append(f"  pid {process.pid} (first running after {seen}): {' '.join(process.cmdline())[:200]}")
             process.kill()
         except Exception:  # gone meanwhile
             continue
-    print(
-        "\nprocesses the tests started were still running at the end (killed now):\n" + "\n".join(lines),
-        file=sys.stderr,
-    )
+    _LEFT_REPORT[:] = ["processes the tests started were still running at the end (killed now):", *lines]
+    print("\n" + "\n".join(_LEFT_REPORT), file=sys.stderr)
     session.exitstatus = 1  # type: ignore[attr-defined]
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_terminal_summary(terminalreporter: object, exitstatus: int, config: object) -> None:
+    """The leftovers again after the durations, so the last lines of a log name them."""
+    for line in _LEFT_REPORT:
+        terminalreporter.write_line(line, red=True)  # type: ignore[attr-defined]
