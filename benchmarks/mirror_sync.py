@@ -11,10 +11,12 @@ vectors) in a catalog, mirrored once to a real OpenSearch node; then, timed side
 - a sync with nothing to do, both ways;
 - the first sync (every chunk indexed) against what a competent engineer writes without korpus: the same documents
   read from the same catalog, into the same mapping on the same node, by `opensearchpy.helpers.bulk` (2,000 actions
-  or 8 MB a request, as korpus's bulks), then a refresh — run one after the other, korpus first at the first size and
-  second at the next (#64 item 3's target: korpus ≥ 0.9× the plain bulk's speed) — and, as its own row, korpus's
-  first sync with the index's periodic refresh off while it loads (a bulk-time setting tried in session 41, not
-  adopted: slower here);
+  or 8 MB a request, as korpus's bulks), then a refresh. `--rounds` pairs of loads (default 2), each into a fresh
+  index deleted after it, which side goes first alternating from pair to pair (a load just after another pays for
+  its merges; until session 42 one load of each ran minutes apart, the three indices side by side on the node);
+  korpus's speed ÷ the plain bulk's from each side's median, and each pair's (#64 item 3's target: ≥ 0.9). With
+  `--tried`, as its own row, korpus's first sync with the index's periodic refresh off while it loads (a bulk-time
+  setting tried in session 41, not adopted: slower here);
 - `korpus serve` on that catalog and cluster: its resident memory after 30 searches (#63: what a serving machine
   holds must not grow with the corpus).
 Past `--plain-up-to` (100,000) the plain bulk and the full comparison are not run (each takes minutes a round there):
@@ -64,6 +66,8 @@ def measure(
     plain_up_to: int = 100_000,
     full_up_to: int = 100_000,
     catalog_url: str | None = None,
+    rounds: int = 2,
+    tried: bool = False,
 ) -> dict:
     from opensearchpy import OpenSearch
 
@@ -87,22 +91,14 @@ def measure(
         prefix=f"sync{uuid.uuid4().hex[:8]}",
         catalog=PgCatalog(catalog_url) if catalog_url else path,
     )
-    plain = OpenSearchIndex(backend.client, prefix=f"plain{uuid.uuid4().hex[:8]}")
-    tried = OpenSearchIndex(backend.client, prefix=f"tried{uuid.uuid4().hex[:8]}", catalog=path)
     try:
         with SqliteIndex(path) as index:
-            first = {"first_sync_s": lambda: _timed(lambda: backend.sync_from(index))}
-            if n <= plain_up_to:  # the tried row and the baseline's bulk: not run past it (as long again)
-                first["first_sync_refresh_off_s"] = lambda: _refresh_off(index, tried)
-                first["plain_bulk_s"] = lambda: _plain_bulk(index, plain)
-            # korpus's default first at the first size: it pays for the node's first load, not the others
-            for name in list(first) if korpus_first else list(first)[::-1]:
-                out[name] = round(first[name](), 1)
-            if "plain_bulk_s" in out:
-                out["first_sync_vs_plain"] = round(out["plain_bulk_s"] / out["first_sync_s"], 2)
+            out["first_sync_s"] = round(_timed(lambda: backend.sync_from(index)), 1)
+            if n <= plain_up_to:  # the baseline's bulk and the tried row: not run past it (as long again)
+                out.update(_bulk_rounds(index, backend.client, path, korpus_first, rounds))
+            if tried and n <= plain_up_to:
+                out["first_sync_refresh_off_s"] = round(_loaded(backend.client, "tried", path, index), 1)
                 out["refresh_off_vs_plain"] = round(out["plain_bulk_s"] / out["first_sync_refresh_off_s"], 2)
-            with contextlib.suppress(Exception):  # the tried row's copy is not needed again
-                backend.client.indices.delete(index=f"{tried.prefix}-chunks-*", ignore=[404])
             rows: dict[str, list[float]] = {
                 k: [] for k in ("decision", "decision full", "nothing", "nothing full", "relabel")
             }
@@ -134,12 +130,52 @@ def measure(
         serving_data = folder / f"replica-{n}" if catalog_url else path.parent
         out["serve_rss_mb"] = _serve_rss(serving_data, url, backend.prefix, catalog_url)
     finally:  # a node still merging may time out here: the figures are kept, the node goes with the run
-        for prefix in (backend.prefix, plain.prefix, tried.prefix):
-            with contextlib.suppress(Exception):
-                backend.client.indices.delete(index=f"{prefix}-chunks-*", ignore=[404])
-                backend.client.indices.delete_index_template(name=f"{prefix}-chunks", ignore=[404])
+        _drop(backend)
     print(json.dumps(out), file=sys.stderr, flush=True)  # each size as soon as it is measured
     return out
+
+
+def _drop(cluster) -> None:
+    """A benchmark index and its template gone from the node."""
+    with contextlib.suppress(Exception):
+        cluster.client.indices.delete(index=f"{cluster.prefix}-chunks-*", ignore=[404])
+        cluster.client.indices.delete_index_template(name=f"{cluster.prefix}-chunks", ignore=[404])
+
+
+def _loaded(client, side: str, path: Path, index: SqliteIndex) -> float:
+    """Seconds to load every current chunk of the catalog into a fresh index on the node, by korpus's first sync
+    (`korpus`), the plain bulk (`plain`) or korpus's first sync with the periodic refresh off (`tried`); the index
+    is deleted after, so the next load does not share the node with its merges."""
+    from tasks.index.opensearch import OpenSearchIndex
+
+    cluster = OpenSearchIndex(client, prefix=f"{side}{uuid.uuid4().hex[:8]}", catalog=None if side == "plain" else path)
+    try:
+        if side == "plain":
+            return _plain_bulk(index, cluster)
+        if side == "tried":
+            return _refresh_off(index, cluster)
+        return _timed(lambda: cluster.sync_from(index))
+    finally:
+        _drop(cluster)
+
+
+def _bulk_rounds(index: SqliteIndex, client, path: Path, korpus_first: bool, rounds: int) -> dict:
+    """korpus's first sync against the plain bulk, `rounds` pairs of loads into fresh indices, which side goes first
+    alternating from pair to pair (machines are noisy, and a load just after another pays for its merges): each
+    side's median, korpus's speed ÷ the plain bulk's from the medians, and each pair's."""
+    times: dict[str, list[float]] = {"korpus": [], "plain": []}
+    for r in range(rounds):
+        order = ("korpus", "plain") if (r % 2 == 0) == korpus_first else ("plain", "korpus")
+        for side in order:
+            times[side].append(_loaded(client, side, path, index))
+    korpus, plain = statistics.median(times["korpus"]), statistics.median(times["plain"])
+    return {
+        "korpus_loads_s": [round(t, 1) for t in times["korpus"]],
+        "plain_bulk_s": round(plain, 1),
+        "plain_loads_s": [round(t, 1) for t in times["plain"]],
+        "first_sync_vs_plain": round(plain / korpus, 2),
+        "pairs_vs_plain": [round(p / k, 2) for k, p in zip(times["korpus"], times["plain"], strict=True)],
+    }
 
 
 @contextlib.contextmanager
@@ -287,6 +323,10 @@ def main() -> None:
         help="the catalog's serving part on a PostgreSQL started for the run (KORPUS_CATALOG_URL): writes go through "
         "it, hits are checked there, and serve runs with no file",
     )
+    parser.add_argument("--rounds", type=int, default=2, help="pairs of loads, korpus against the plain bulk")
+    parser.add_argument(
+        "--tried", action="store_true", help="also load with the periodic refresh off (tried in session 41, slower)"
+    )
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp, contextlib.ExitStack() as stack:
@@ -303,7 +343,17 @@ def main() -> None:
             catalogs = [server.url.rsplit("/", 1)[0] + f"/bench{n}" for n in args.chunks]
         if args.opensearch_url:
             results = [
-                measure(n, args.opensearch_url, folder, i % 2 == 0, args.plain_up_to, args.plain_up_to, catalogs[i])
+                measure(
+                    n,
+                    args.opensearch_url,
+                    folder,
+                    i % 2 == 0,
+                    args.plain_up_to,
+                    args.plain_up_to,
+                    catalogs[i],
+                    args.rounds,
+                    args.tried,
+                )
                 for i, n in enumerate(args.chunks)
             ]
         else:
@@ -312,7 +362,17 @@ def main() -> None:
             try:
                 (node,) = start(folder / "opensearch", port=None, heap_mb=args.heap_mb, detach=False, log=sys.stderr)
                 results = [
-                    measure(n, node.url, folder, i % 2 == 0, args.plain_up_to, args.plain_up_to, catalogs[i])
+                    measure(
+                        n,
+                        node.url,
+                        folder,
+                        i % 2 == 0,
+                        args.plain_up_to,
+                        args.plain_up_to,
+                        catalogs[i],
+                        args.rounds,
+                        args.tried,
+                    )
                     for i, n in enumerate(args.chunks)
                 ]
             finally:
@@ -323,16 +383,18 @@ def main() -> None:
     where = "PostgreSQL" if args.postgres else "the file"
     print(
         "| chunks (generated) | catalog on | relabel s | decision: outbox s | decision: full s | nothing: outbox s "
-        "| nothing: full s | first sync s | helpers.bulk s | korpus speed ÷ plain | periodic refresh off (tried) s "
-        "| tried ÷ plain | check ms | serve RSS MB |"
+        "| nothing: full s | first sync s | korpus loads s | helpers.bulk loads s | korpus speed ÷ plain (medians; "
+        "each pair) | periodic refresh off (tried) s | tried ÷ plain | check ms | serve RSS MB |"
     )
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for r in results:
+        pairs = " / ".join(str(p) for p in r.get("pairs_vs_plain", []))
         print(
             f"| {r['chunks']:,} | {where} | {r['relabel']} | {r['decision']} | {r['decision full']} | {r['nothing']} "
-            f"| {r['nothing full']} | {r['first_sync_s']} | {r.get('plain_bulk_s', '—')} "
-            f"| {r.get('first_sync_vs_plain', '—')} | {r.get('first_sync_refresh_off_s', '—')} "
-            f"| {r.get('refresh_off_vs_plain', '—')} | {r['check_ms']} | {r['serve_rss_mb']} |"
+            f"| {r['nothing full']} | {r['first_sync_s']} | {r.get('korpus_loads_s', '—')} "
+            f"| {r.get('plain_loads_s', '—')} | {r.get('first_sync_vs_plain', '—')} ({pairs}) "
+            f"| {r.get('first_sync_refresh_off_s', '—')} | {r.get('refresh_off_vs_plain', '—')} | {r['check_ms']} "
+            f"| {r['serve_rss_mb']} |"
         )
     if len(results) > 1:
         a, b = results[0], results[-1]
