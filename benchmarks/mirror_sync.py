@@ -11,9 +11,9 @@ vectors) in a catalog, mirrored once to a real OpenSearch node; then, timed side
 - a sync with nothing to do, both ways;
 - the first sync (every chunk indexed) against what a competent engineer writes without korpus: the same documents
   read from the same catalog, into the same mapping on the same node, by `opensearchpy.helpers.bulk` (2,000 actions
-  or 8 MB a request, as korpus's bulks), then a refresh. `--rounds` pairs of loads (default 2), each into a fresh
-  index deleted after it, which side goes first alternating from pair to pair (a load just after another pays for
-  its merges; until session 42 one load of each ran minutes apart, the three indices side by side on the node);
+  or 8 MB a request, as korpus's bulks), then a refresh. `--rounds` pairs of loads (default 4), each into a fresh
+  index deleted after it and begun once the node merges nothing, which side goes first alternating from pair to pair
+  (until session 42 one load of each ran minutes apart, the second beside the first's index and its merges);
   korpus's speed ÷ the plain bulk's from each side's median, and each pair's (#64 item 3's target: ≥ 0.9). With
   `--tried`, as its own row, korpus's first sync with the index's periodic refresh off while it loads (a bulk-time
   setting tried in session 41, not adopted: slower here);
@@ -66,7 +66,7 @@ def measure(
     plain_up_to: int = 100_000,
     full_up_to: int = 100_000,
     catalog_url: str | None = None,
-    rounds: int = 2,
+    rounds: int = 4,
     tried: bool = False,
 ) -> dict:
     from opensearchpy import OpenSearch
@@ -142,13 +142,26 @@ def _drop(cluster) -> None:
         cluster.client.indices.delete_index_template(name=f"{cluster.prefix}-chunks", ignore=[404])
 
 
+def _settled(client, within: float = 300.0) -> None:
+    """Until the node merges nothing (an index loaded a moment ago goes on merging its segments for a while, and a
+    load timed then shares the node with it), at most `within` seconds."""
+    deadline = time.monotonic() + within
+    while time.monotonic() < deadline:
+        stats = client.nodes.stats(metric="indices", index_metric="merge")
+        if all(node["indices"]["merges"]["current"] == 0 for node in stats["nodes"].values()):
+            return
+        time.sleep(1)
+
+
 def _loaded(client, side: str, path: Path, index: SqliteIndex) -> float:
     """Seconds to load every current chunk of the catalog into a fresh index on the node, by korpus's first sync
     (`korpus`), the plain bulk (`plain`) or korpus's first sync with the periodic refresh off (`tried`); the index
-    is deleted after, so the next load does not share the node with its merges."""
+    is deleted after, and each starts on a node that merges nothing, so no load shares the node with another's
+    merges."""
     from tasks.index.opensearch import OpenSearchIndex
 
     cluster = OpenSearchIndex(client, prefix=f"{side}{uuid.uuid4().hex[:8]}", catalog=None if side == "plain" else path)
+    _settled(client)
     try:
         if side == "plain":
             return _plain_bulk(index, cluster)
@@ -323,7 +336,7 @@ def main() -> None:
         help="the catalog's serving part on a PostgreSQL started for the run (KORPUS_CATALOG_URL): writes go through "
         "it, hits are checked there, and serve runs with no file",
     )
-    parser.add_argument("--rounds", type=int, default=2, help="pairs of loads, korpus against the plain bulk")
+    parser.add_argument("--rounds", type=int, default=4, help="pairs of loads, korpus against the plain bulk")
     parser.add_argument(
         "--tried", action="store_true", help="also load with the periodic refresh off (tried in session 41, slower)"
     )
