@@ -78,9 +78,7 @@ def sync_from(cluster: Any, catalog: SqliteIndex, batch: int = 500, full: bool =
 
 def _sync_all(cluster: Any, catalog: SqliteIndex, batch: int) -> dict[str, int]:
     """Every chunk of the catalog against every document of the cluster, both walked in chunk id order and merged
-    (`in_step`), so memory holds a page of each and a bulk, never the corpus. The chunks the cluster lacks are indexed
-    each time a full bulk of them has gathered (BULK_ACTIONS, as `helpers.bulk` fills its requests; a page of the walk
-    at a time sent a quarter-full bulk each: four times the requests)."""
+    (`in_step`), so memory holds a page of each, never the corpus."""
     report = {"indexed": 0, "updated": 0, "deleted": 0, "compared": 0}
     missing: dict[str, State] = {}
     actions: list[dict[str, Any]] = []
@@ -92,7 +90,7 @@ def _sync_all(cluster: Any, catalog: SqliteIndex, batch: int) -> dict[str, int]:
             updated, deleted = _switch(cluster, {chunk_id: want} if want else {}, {chunk_id: have}, actions)
             report["updated"] += updated
             report["deleted"] += deleted
-        if len(missing) >= BULK_ACTIONS:
+        if len(missing) >= batch:
             report["indexed"] += _index(cluster, catalog, missing)
             missing = {}
         if len(actions) >= 2 * BULK_ACTIONS:

@@ -104,32 +104,6 @@ def test_mirror_serves_what_the_catalog_serves(
         assert cluster.client.get_all_pits().get("pits", []) == []  # the walk's point in time is closed
 
 
-def test_a_first_sync_sends_what_the_cluster_lacks_a_bulk_at_a_time(
-    refreshed: Refreshed, opensearch_url: str, os_prefix: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """A first sync indexes the chunks the cluster lacks each time a bulk's worth has gathered (BULK_ACTIONS, here 3,
-    as helpers.bulk fills its requests), not a page of the walk at a time nor all at the end; every chunk arrives."""
-    from tasks.index import opensearch_mirror
-
-    sent: list[int] = []
-    index = opensearch_mirror._index
-    monkeypatch.setattr(opensearch_mirror, "BULK_ACTIONS", 3)
-    monkeypatch.setattr(
-        opensearch_mirror, "_index", lambda c, k, wanted: sent.append(len(wanted)) or index(c, k, wanted)
-    )
-    data = refreshed.copy_index(tmp_path / "data")
-    settings = refreshed.settings.model_copy(
-        update={"data": data, "backend": "opensearch", "opensearch_url": opensearch_url, "opensearch_prefix": os_prefix}
-    )
-    cluster = opensearch_index(settings)
-    with SqliteIndex(settings.index_path) as catalog:
-        report = cluster.sync_from(catalog, batch=500)
-        current = catalog.chunk_count()
-        assert report["indexed"] == sum(sent) == current > 6
-        assert max(sent) == 3 and sent.count(3) == current // 3, sent  # full bulks as they gather, the rest at the end
-        assert cluster.states() == {c: tuple(s) for c, s in catalog.chunk_states().items()}
-
-
 def test_cli_syncs_and_reads_through_the_mirror(
     refreshed: Refreshed, opensearch_url: str, os_prefix: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
