@@ -84,7 +84,9 @@ def pytest_sessionfinish(session: object, exitstatus: int) -> None:
             server.stop()
     except ImportError:
         pass
-    deadline = time.monotonic() + 15  # a process told to stop a moment ago may still be on its way out
+    # A process told to stop a moment ago may still be on its way out: a minute, as a loaded 2-core machine may need
+    # (the wait ends as soon as none is left; one that never stops is still found).
+    deadline = time.monotonic() + 60
     while (left := left_running()) and time.monotonic() < deadline:
         time.sleep(0.5)
     if not left:
