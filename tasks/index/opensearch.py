@@ -453,7 +453,9 @@ class OpenSearchIndex:
         """Documents whose analysed text holds `term` (a stem, as tasks/text/analysis.py makes it)."""
         if (held := _prefetched(("df", term))) is not _MISSING:
             return held
-        return int(self._search_alias(count_body(term))["hits"]["total"]["value"])
+        return self._statistics.asked(
+            ("df", term), lambda: int(self._search_alias(count_body(term))["hits"]["total"]["value"])
+        )
 
     def near(self, term: str) -> list[tuple[str, int]]:
         """Indexed terms sharing `term`'s first letter within two edits, with their document frequencies: the
@@ -468,8 +470,12 @@ class OpenSearchIndex:
             "size": 50,
         }
         body = {"size": 0, "suggest": {"typo": {"text": term, "term": spec}}}
-        found = self._search_alias(body).get("suggest", {}).get("typo", [])
-        return [(o["text"], int(o.get("freq", 0))) for entry in found for o in entry.get("options", [])]
+
+        def ask() -> list[tuple[str, int]]:
+            found = self._search_alias(body).get("suggest", {}).get("typo", [])
+            return [(o["text"], int(o.get("freq", 0))) for entry in found for o in entry.get("options", [])]
+
+        return self._statistics.asked(("near", term), ask)
 
     def typo_variants(self, terms: Sequence[str], scopes: Sequence[str] | None = None) -> dict[str, list[str]]:
         """The embedded index's rule (tasks/text/typos.py) over the cluster's own vocabulary; with `scopes`, judged
@@ -479,10 +485,11 @@ class OpenSearchIndex:
 
     def visible_holds(self, term: str, scopes: Sequence[str]) -> bool:
         """Whether a chunk the scopes may see holds the analysed term."""
-        if (held := _prefetched(("visible", term, tuple(scopes)))) is not _MISSING:
+        name = ("visible", term, tuple(scopes))
+        if (held := _prefetched(name)) is not _MISSING:
             return held > 0
         body = visible_holds_body(term, scopes)
-        return int(self._search_alias(body)["hits"]["total"]["value"]) > 0
+        return self._statistics.asked(name, lambda: int(self._search_alias(body)["hits"]["total"]["value"])) > 0
 
     def coverage(self, query: str, key: str, variants: dict[str, list[str]] | None = None) -> float:
         """The embedded index's measure from the cluster's own statistics: `_termvectors` of the hit gives its
@@ -747,8 +754,9 @@ STATISTICS_HELD = 100_000
 
 class Statistics:
     """The counts a search routes by — documents holding a term, in all, and whether the caller's scopes see one
-    that holds it — kept between searches until a sync changes what the cluster holds (#64 item 2: they were asked
-    of the cluster with every search, up to 2 × terms + 1 counts in its `_msearch`).
+    that holds it — and a mistyped term's close indexed terms (the term suggester's answer), kept between searches
+    until a sync changes what the cluster holds (#64 item 2: they were asked of the cluster with every search, up to
+    2 × terms + 1 counts in its `_msearch`, and a typo's variants in requests of their own after it).
 
     They change only when a sync lands, and each sync moves the mirror's mark in the catalog (the catalog generation
     and outbox number it holds; `catalog_check.mark_synced`). The mark is read at most every `STATISTICS_SECONDS`, so
@@ -758,11 +766,11 @@ class Statistics:
 
     def __init__(self, index: OpenSearchIndex) -> None:
         self.index = index
-        self.counts: dict[tuple[Any, ...], int] = {}
+        self.counts: dict[tuple[Any, ...], Any] = {}
         self.mark: tuple[int | None, int | None] | None = None
         self.checked = float("-inf")
 
-    def current(self) -> dict[tuple[Any, ...], int]:
+    def current(self) -> dict[tuple[Any, ...], Any]:
         """The counts kept, emptied first when a sync landed since they were asked."""
         catalog = self.index.catalog
         if catalog is None:
@@ -775,7 +783,14 @@ class Statistics:
                 self.counts, self.mark = {}, mark
         return self.counts
 
-    def keep(self, counts: dict[tuple[Any, ...], int], name: tuple[Any, ...], count: int) -> int:
+    def asked(self, name: tuple[Any, ...], ask: Callable[[], Any]) -> Any:
+        """The answer kept under `name`, else `ask()`'s, kept (a primitive asked outside a search's `_msearch`)."""
+        counts = self.current()
+        if (known := counts.get(name)) is not None:
+            return known
+        return self.keep(counts, name, ask())
+
+    def keep(self, counts: dict[tuple[Any, ...], Any], name: tuple[Any, ...], count: Any) -> Any:
         """`count`, kept in `counts` — what `current` gave before it was asked: if a sync landed meanwhile, `counts`
         is already dropped, and so is a count the sync may have changed."""
         if self.mark is not None:

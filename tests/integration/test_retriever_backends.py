@@ -262,3 +262,53 @@ def test_the_routing_counts_are_asked_once_between_two_syncs(
     search(bare)
     assert counts[-1] and counts[-2], counts
     catalog.close()
+
+
+def test_a_typos_variants_are_asked_once_between_two_syncs(
+    opensearch_url: str, os_prefix: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """#64 item 2: a mistyped term's close indexed terms (the term suggester) and whether the caller's scopes see a
+    chunk holding each are kept with the routing counts until a sync lands: the same typo searched again asks the
+    cluster for neither and finds the same; after a sync they are asked again."""
+    from opensearchpy import OpenSearch
+
+    import tasks.index.opensearch as opensearch_module
+    from tests.unit.test_index_sqlite import DIMS as CATALOG_DIMS
+    from tests.unit.test_index_sqlite import _publish as publish_into
+
+    monkeypatch.setattr(opensearch_module, "STATISTICS_SECONDS", 0.0)  # the mark read at every search here
+    path = tmp_path / "catalog.db"
+    catalog = SqliteIndex(path)
+    catalog.bind_embedding("m", CATALOG_DIMS)
+    publish_into(catalog, "roof.txt", "v1", ["Прошу организовать ремонт кровли здания."], axis=0)
+    publish_into(catalog, "pipes.txt", "v1", ["Акт о замене труб отопления."], axis=1)
+    client = OpenSearch(hosts=[opensearch_url], timeout=60)
+    cluster = OpenSearchIndex(client, prefix=os_prefix, catalog=path)
+    cluster.sync_from(catalog)
+    asked: list[str] = []  # each request outside a search's _msearch: a suggester's, a count's, or a search
+    sent = client.search
+
+    def recording(*args: Any, **kwargs: Any) -> Any:
+        body = kwargs.get("body") or {}
+        asked.append("suggest" if "suggest" in body else "count" if body.get("size") == 0 else "search")
+        return sent(*args, **kwargs)
+
+    monkeypatch.setattr(client, "search", recording)
+    vector = np.eye(CATALOG_DIMS, dtype=np.float32)[1]  # the pipes' vector: the roof is found by its words alone
+
+    def search() -> list[tuple[str, str, float]]:
+        hits = Retriever(cluster, fusion="convex", alpha_low=0.3).search("ремонт кравли", vector, ["public"], k=5)
+        return [(h["source_id"], h["chunk_id"], round(h["score"], 6)) for h in hits]
+
+    first = search()
+    assert "suggest" in asked and "count" in asked, asked  # the typo's close terms, each judged in scope
+    assert first and first[0][0] == "roof.txt", first
+    asked.clear()
+    assert search() == first
+    assert "suggest" not in asked and "count" not in asked, asked  # kept: only the searches themselves
+    publish_into(catalog, "roof-2.txt", "v1", ["Ремонт кровли склада назначен на май."], axis=2)
+    cluster.sync_from(catalog)
+    asked.clear()
+    search()
+    assert "suggest" in asked, asked  # a sync landed: asked again
+    catalog.close()
