@@ -18,6 +18,11 @@ by side, each question in turn by each row (the order rotating), after 20 warm-u
 Where the time goes, for the default and the plain client: each `_msearch`'s wall time and each kind of sub-search's
 own `took` (the node runs them side by side).
 Reported: p50 and p95 in ms and korpus ÷ plain at each (target p95 ≤ 1.3), and requests a question.
+With `--typos` each question has a typo in its longest word (two letters swapped), and each is asked four times, in
+random order among the others (about a quarter of the asks are first asks): korpus's typo check finds the word's
+close terms (the term suggester) and asks BM25 again with them; the plain client does nothing of the kind, so
+compare korpus's rows with each other there — the default keeps a typo's close terms and counts between syncs, the
+"routing counts asked every search (before)" row keeps nothing.
 """
 
 from __future__ import annotations
@@ -41,6 +46,8 @@ from benchmarks.index_scale import DIMS, generate
 from tasks.index.sqlite import SqliteIndex
 
 WARMUP = 20
+REPEATS = 4
+"""With `--typos`: how often each mistyped question is asked."""
 ROWS = (
     "korpus hybrid (default)",
     "korpus, one request a primitive",
@@ -50,18 +57,32 @@ ROWS = (
 )
 
 
-def _questions(sources: list, count: int, seed: int = 7) -> list[tuple[str, np.ndarray]]:
+def _mistyped(words: list[str]) -> list[str]:
+    """The question with a typo in its longest word of six letters or more: its third and fourth letters swapped (the
+    first letter kept, as the typo rule asks: tasks/text/typos.py); the words unchanged if none is that long."""
+    longest = max(range(len(words)), key=lambda i: len(words[i]))
+    word = words[longest]
+    if len(word) < 6 or word[2] == word[3]:
+        return words
+    return [*words[:longest], word[:2] + word[3] + word[2] + word[4:], *words[longest + 1 :]]
+
+
+def _questions(sources: list, count: int, seed: int = 7, typos: bool = False) -> list[tuple[str, np.ndarray]]:
     rng, nrng = random.Random(seed), np.random.default_rng(seed)
     public = [
         (c, v) for s, chunks, vectors in sources if s.access == "public" for c, v in zip(chunks, vectors, strict=True)
     ]
     out = []
-    for _ in range(count):
+    for _ in range(count // REPEATS if typos else count):
         chunk, vector = rng.choice(public)
         words = chunk.text.split()
         start = rng.randrange(max(1, len(words) - 5))
         noisy = vector + nrng.standard_normal(DIMS).astype(np.float32) * 0.05
-        out.append((" ".join(words[start : start + rng.randint(3, 5)]), noisy / np.linalg.norm(noisy)))
+        asked = words[start : start + rng.randint(3, 5)]
+        out.append((" ".join(_mistyped(asked) if typos else asked), noisy / np.linalg.norm(noisy)))
+    if typos:  # each mistyped question asked REPEATS times, in random order (people repeat what they type)
+        out = [*out * REPEATS, *out[: count - len(out) * REPEATS]]
+        rng.shuffle(out)
     return out
 
 
@@ -97,7 +118,15 @@ def _kind(body: dict) -> str:
     return "knn" if '"knn"' in query else "identifiers" if '"identifiers"' in query else "lexical"
 
 
-def measure(n: int, queries: int, url: str, folder: Path, beams: tuple[int, ...] = (), profile: bool = False) -> dict:
+def measure(
+    n: int,
+    queries: int,
+    url: str,
+    folder: Path,
+    beams: tuple[int, ...] = (),
+    profile: bool = False,
+    typos: bool = False,
+) -> dict:
     from opensearchpy import OpenSearch
 
     from korpus.core.settings import Settings
@@ -131,7 +160,7 @@ def measure(n: int, queries: int, url: str, folder: Path, beams: tuple[int, ...]
         named = OpenSearchIndex(cluster.client, prefix=cluster.prefix, catalog=path)
         named.named_terms = True
         with_named = Retriever.from_settings(named, settings)
-        asked = _questions(sources, WARMUP + queries)
+        asked = _questions(sources, WARMUP + queries, typos=typos)
         rows = (*ROWS, *(f"korpus hybrid, kNN beam {beam}" for beam in beams))
         counted = {row: 0 for row in rows}
         perform = cluster.client.transport.perform_request
@@ -230,18 +259,29 @@ def main() -> None:
         "--knn-candidates", type=int, nargs="+", default=[], help="also korpus's hybrid with these kNN beams"
     )
     parser.add_argument("--profile", action="store_true", help="then profile 50 of the default row's searches")
+    parser.add_argument(
+        "--typos",
+        action="store_true",
+        help="each question with a typo in its longest word (the plain client has no "
+        "typo handling: compare korpus's rows with each other)",
+    )
     args = parser.parse_args()
     beams = tuple(args.knn_candidates)
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
         if args.opensearch_url:
-            results = [measure(n, args.queries, args.opensearch_url, folder, beams, args.profile) for n in args.chunks]
+            results = [
+                measure(n, args.queries, args.opensearch_url, folder, beams, args.profile, args.typos)
+                for n in args.chunks
+            ]
         else:
             from tasks.runtime.opensearch_node import start, stop_leashed
 
             try:
                 (node,) = start(folder / "opensearch", port=None, heap_mb=args.heap_mb, detach=False, log=sys.stderr)
-                results = [measure(n, args.queries, node.url, folder, beams, args.profile) for n in args.chunks]
+                results = [
+                    measure(n, args.queries, node.url, folder, beams, args.profile, args.typos) for n in args.chunks
+                ]
             finally:
                 stop_leashed()
     if args.json:
