@@ -35,15 +35,16 @@ def pytest_configure(config: object) -> None:
     ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
 
 
-def left_running() -> list:
-    """Living descendants of the test process (zombies re-parented here are reaped, not counted)."""
+def left_running(reap: bool = True) -> list:
+    """Living descendants of the test process (zombies are not counted; with `reap`, those re-parented here are
+    reaped — at the session's end only: a test's own child is its `Popen`'s to wait for)."""
     import psutil
 
     living = []
     for child in psutil.Process().children(recursive=True):
         try:
             if child.status() == psutil.STATUS_ZOMBIE:
-                if child.ppid() == os.getpid():
+                if reap and child.ppid() == os.getpid():
                     os.waitpid(child.pid, os.WNOHANG)
                 continue
             living.append(child)
@@ -62,7 +63,7 @@ def _identity(process: object) -> tuple[int, float] | None:
 
 
 def pytest_runtest_logfinish(nodeid: str, location: object) -> None:
-    for process in left_running():
+    for process in left_running(reap=False):
         if (key := _identity(process)) is not None:
             _FIRST_SEEN.setdefault(key, nodeid)
 
