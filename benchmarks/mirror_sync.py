@@ -354,40 +354,23 @@ def main() -> None:
             for n in args.chunks:
                 create_database(server.port, f"bench{n}")
             catalogs = [server.url.rsplit("/", 1)[0] + f"/bench{n}" for n in args.chunks]
-        if args.opensearch_url:
-            results = [
+
+        def measured(url: str) -> list[dict]:
+            return [
                 measure(
-                    n,
-                    args.opensearch_url,
-                    folder,
-                    i % 2 == 0,
-                    args.plain_up_to,
-                    args.plain_up_to,
-                    catalogs[i],
-                    args.rounds,
-                    args.tried,
+                    n, url, folder, i % 2 == 0, args.plain_up_to, args.plain_up_to, catalogs[i], args.rounds, args.tried
                 )
                 for i, n in enumerate(args.chunks)
             ]
+
+        if args.opensearch_url:
+            results = measured(args.opensearch_url)
         else:
             from tasks.runtime.opensearch_node import start, stop_leashed
 
             try:
                 (node,) = start(folder / "opensearch", port=None, heap_mb=args.heap_mb, detach=False, log=sys.stderr)
-                results = [
-                    measure(
-                        n,
-                        node.url,
-                        folder,
-                        i % 2 == 0,
-                        args.plain_up_to,
-                        args.plain_up_to,
-                        catalogs[i],
-                        args.rounds,
-                        args.tried,
-                    )
-                    for i, n in enumerate(args.chunks)
-                ]
+                results = measured(node.url)
             finally:
                 stop_leashed()
     if args.json:

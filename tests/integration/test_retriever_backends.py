@@ -19,6 +19,8 @@ from tasks.index.backend import SearchBackend
 from tasks.index.opensearch import OpenSearchIndex
 from tasks.index.sqlite import SqliteIndex
 from tasks.retrieval.retriever import Retriever
+from tests.unit.test_index_sqlite import DIMS as CATALOG_DIMS
+from tests.unit.test_index_sqlite import _publish as publish_into
 
 pytestmark = [pytest.mark.integration, pytest.mark.opensearch]
 DIMS = 4
@@ -205,6 +207,26 @@ def test_a_hybrid_search_on_the_cluster_is_one_round_trip_with_the_primitives_ow
                 assert len(asked) >= 4, asked  # one request a primitive
 
 
+def _roof_and_pipes(
+    opensearch_url: str, os_prefix: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> tuple[SqliteIndex, OpenSearchIndex]:
+    """A catalog of two one-chunk sources (a roof repair, pipes) mirrored to the node, its mark read at every search
+    (the kept counts dropped the moment a sync lands)."""
+    from opensearchpy import OpenSearch
+
+    import tasks.index.opensearch as opensearch_module
+
+    monkeypatch.setattr(opensearch_module, "STATISTICS_SECONDS", 0.0)
+    path = tmp_path / "catalog.db"
+    catalog = SqliteIndex(path)
+    catalog.bind_embedding("m", CATALOG_DIMS)
+    publish_into(catalog, "roof.txt", "v1", ["Прошу организовать ремонт кровли здания."], axis=0)
+    publish_into(catalog, "pipes.txt", "v1", ["Акт о замене труб отопления."], axis=1)
+    cluster = OpenSearchIndex(OpenSearch(hosts=[opensearch_url], timeout=60), prefix=os_prefix, catalog=path)
+    cluster.sync_from(catalog)
+    return catalog, cluster
+
+
 def test_the_routing_counts_are_asked_once_between_two_syncs(
     opensearch_url: str, os_prefix: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -212,21 +234,8 @@ def test_the_routing_counts_are_asked_once_between_two_syncs(
     asked of the cluster once and kept (tasks/index/opensearch.py `Statistics`) until a sync lands: the next search
     asks none of them and ranks the same; after a sync that adds a chunk holding the term, they are asked again and
     the count has grown. Without a catalog to say when a sync lands, nothing is kept."""
-    from opensearchpy import OpenSearch
-
-    import tasks.index.opensearch as opensearch_module
-    from tests.unit.test_index_sqlite import DIMS as CATALOG_DIMS
-    from tests.unit.test_index_sqlite import _publish as publish_into
-
-    monkeypatch.setattr(opensearch_module, "STATISTICS_SECONDS", 0.0)  # the mark read at every search here
-    path = tmp_path / "catalog.db"
-    catalog = SqliteIndex(path)
-    catalog.bind_embedding("m", CATALOG_DIMS)
-    publish_into(catalog, "roof.txt", "v1", ["Прошу организовать ремонт кровли здания."], axis=0)
-    publish_into(catalog, "pipes.txt", "v1", ["Акт о замене труб отопления."], axis=1)
-    client = OpenSearch(hosts=[opensearch_url], timeout=60)
-    cluster = OpenSearchIndex(client, prefix=os_prefix, catalog=path)
-    cluster.sync_from(catalog)
+    catalog, cluster = _roof_and_pipes(opensearch_url, os_prefix, tmp_path, monkeypatch)
+    client = cluster.client
     counts: list[dict[str, int]] = []  # each search: its counts asked, by term (None: all documents)
     sent = client.msearch
 
@@ -270,21 +279,8 @@ def test_a_typos_variants_are_asked_once_between_two_syncs(
     """#64 item 2: a mistyped term's close indexed terms (the term suggester) and whether the caller's scopes see a
     chunk holding each are kept with the routing counts until a sync lands: the same typo searched again asks the
     cluster for neither and finds the same; after a sync they are asked again."""
-    from opensearchpy import OpenSearch
-
-    import tasks.index.opensearch as opensearch_module
-    from tests.unit.test_index_sqlite import DIMS as CATALOG_DIMS
-    from tests.unit.test_index_sqlite import _publish as publish_into
-
-    monkeypatch.setattr(opensearch_module, "STATISTICS_SECONDS", 0.0)  # the mark read at every search here
-    path = tmp_path / "catalog.db"
-    catalog = SqliteIndex(path)
-    catalog.bind_embedding("m", CATALOG_DIMS)
-    publish_into(catalog, "roof.txt", "v1", ["Прошу организовать ремонт кровли здания."], axis=0)
-    publish_into(catalog, "pipes.txt", "v1", ["Акт о замене труб отопления."], axis=1)
-    client = OpenSearch(hosts=[opensearch_url], timeout=60)
-    cluster = OpenSearchIndex(client, prefix=os_prefix, catalog=path)
-    cluster.sync_from(catalog)
+    catalog, cluster = _roof_and_pipes(opensearch_url, os_prefix, tmp_path, monkeypatch)
+    client = cluster.client
     asked: list[str] = []  # each request outside a search's _msearch: a suggester's, a count's, or a search
     sent = client.search
 
