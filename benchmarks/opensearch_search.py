@@ -269,19 +269,18 @@ def main() -> None:
     beams = tuple(args.knn_candidates)
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
+
+        def measured(url: str) -> list[dict]:
+            return [measure(n, args.queries, url, folder, beams, args.profile, args.typos) for n in args.chunks]
+
         if args.opensearch_url:
-            results = [
-                measure(n, args.queries, args.opensearch_url, folder, beams, args.profile, args.typos)
-                for n in args.chunks
-            ]
+            results = measured(args.opensearch_url)
         else:
             from tasks.runtime.opensearch_node import start, stop_leashed
 
             try:
                 (node,) = start(folder / "opensearch", port=None, heap_mb=args.heap_mb, detach=False, log=sys.stderr)
-                results = [
-                    measure(n, args.queries, node.url, folder, beams, args.profile, args.typos) for n in args.chunks
-                ]
+                results = measured(node.url)
             finally:
                 stop_leashed()
     if args.json:
