@@ -21,7 +21,7 @@ from prefect.runtime import flow_run
 from flows import events
 from flows import progress as refresh_progress
 from flows.after_documents import build_meta_documents, collect_garbage, sync_opensearch
-from flows.first_documents import first_documents, warm_embedder
+from flows.first_documents import Warmer, first_documents
 from flows.refresh_stream import Indexer, Inflight, Parse
 from flows.refresh_tasks import (
     apply_access_changes,
@@ -73,12 +73,14 @@ def _refresh(root: str, settings: Settings) -> dict[str, Any]:
 
         prepare(settings)
     indexed, refused, listings = read_catalog(settings)
-    sources = discover(root, settings)
+    warmer = Warmer(settings, indexed)  # the first documents' embedder loads from the first new letter discovered
+    sources = discover(root, settings, warmer.found)
     plan = plan_refresh(sources, indexed, refused, listings)
-    warm_embedder(settings, plan)  # the first documents' embedder loads while relabels go first and they are read
+    warmer.planned(plan)
     crash_point("after-discover")
-    apply_access_changes(plan, settings)  # relabels and removals first: served to nobody it no longer admits
     reduced = plan.relabel or plan.removed or plan.rejected
+    if reduced or plan.refused_labels:  # no task to wait for when nothing changed labels (first-searchable, #63)
+        apply_access_changes(plan, settings)  # relabels and removals first: served to nobody it no longer admits
     mirrored_first = sync_opensearch(settings) if settings.backend == "opensearch" and reduced else None
     logger.info(
         "%d to process, %d unchanged, %d removed, %d refused",

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import replace
 from functools import partial
 from itertools import islice
@@ -54,35 +54,68 @@ def first_documents(plan: RefreshPlan, settings: Settings, indexer: Indexer) -> 
     return replace(plan, to_process=[s for s in plan.to_process if s.source_id not in taken])
 
 
+class Warmer:
+    """Loads the embedder (and its tokenizer) the refresh's first documents' `embed` asks for, in threads of their
+    own, as early as the refresh knows it will need them: discovery calls `found` for each file it finds, and the
+    first small text file the catalog lacks in that version starts the load — while the rest of the archive is
+    discovered, not after (on the topology, discovering 1,000 letters took ~2.6 s of the first 14–18 s before
+    anything was searchable, benchmarks/topology_first_searchable.py). `planned` starts it from the plan when
+    discovery did not (a refresh given no callback, or a first document known in that version but not current).
+    A refresh with nothing to embed loads nothing."""
+
+    def __init__(self, settings: Settings, indexed: Mapping[str, Mapping[str, tuple]] | None = None) -> None:
+        self.settings, self.indexed = settings, indexed or {}
+        self.thread: threading.Thread | None = None
+        self._wanted: bool | None = None  # first documents are on, and the model is on this machine (asked once)
+
+    def found(self, source: Source) -> None:
+        """Discovery's callback: start the load at the first small text file not current in its version."""
+        if self.thread is None and _first_kind(source) and source.version not in self.indexed.get(source.source_id, {}):
+            self._start()
+
+    def planned(self, plan: RefreshPlan) -> threading.Thread | None:
+        """The loading thread once the plan is known: None when the plan has no first documents for this process."""
+        if self.thread is None and next(_small(plan), None) is not None:
+            self._start()
+        return self.thread
+
+    def _start(self) -> None:
+        if self._wanted is None:
+            self._wanted = bool(self.settings.first_documents) and _model_here(self.settings, quiet=True)
+        if not self._wanted:
+            return
+
+        def load(what: Callable[[], object]) -> None:
+            try:
+                what()
+            except Exception as exc:  # the task then fails on it, with its own message
+                logging.getLogger("korpus.refresh").warning("the embedding model could not be warmed: %s", exc)
+
+        # the tokenizer beside the model, in a thread of its own: `chunk-and-gate` measures chunks with it before the
+        # first `embed` (loading it took 3.2 s of the topology's first 16, benchmarks/topology_first_searchable.py)
+        counter = partial(token_counter, str(embed_model_path(self.settings)))
+        threading.Thread(target=load, args=(counter,), name="korpus-warm-tokenizer", daemon=True).start()
+        embedder = partial(load_embedder, self.settings)
+        self.thread = threading.Thread(target=load, args=(embedder,), name="korpus-warm-embedder", daemon=True)
+        self.thread.start()
+
+
 def warm_embedder(settings: Settings, plan: RefreshPlan) -> threading.Thread | None:
-    """Load the embedder the plan's first documents' `embed` asks for in a thread of its own, while the refresh
-    applies its relabels and removals and reads those documents (loading the model took ~3 s of the topology's first
-    group otherwise); None when no first documents are indexed here (a refresh with nothing to embed loads nothing).
-    The thread loads the same cached embedder `embed` finds, and an `embed` asking meanwhile waits
-    for it (tasks/retrieval/embedding.py `shared_embedder`); a model that cannot be loaded is left to `embed`, which
-    says what is missing."""
-    if not settings.first_documents or next(_small(plan), None) is None or not _model_here(settings, quiet=True):
-        return None
-
-    def load(what: Callable[[], object]) -> None:
-        try:
-            what()
-        except Exception as exc:  # the task then fails on it, with its own message
-            logging.getLogger("korpus.refresh").warning("the embedding model could not be warmed: %s", exc)
-
-    # the tokenizer beside the model, in a thread of its own: `chunk-and-gate` measures chunks with it before the
-    # first `embed` (loading it took 3.2 s of the topology's first 16, benchmarks/topology_first_searchable.py)
-    counter = partial(token_counter, str(embed_model_path(settings)))
-    threading.Thread(target=load, args=(counter,), name="korpus-warm-tokenizer", daemon=True).start()
-    embedder = partial(load_embedder, settings)
-    thread = threading.Thread(target=load, args=(embedder,), name="korpus-warm-embedder", daemon=True)
-    thread.start()
-    return thread
+    """Load the embedder the plan's first documents' `embed` asks for in a thread of its own (`Warmer.planned`);
+    None when no first documents are indexed here. The thread loads the same cached embedder `embed` finds, and an
+    `embed` asking meanwhile waits for it (tasks/retrieval/embedding.py `shared_embedder`); a model that cannot be
+    loaded is left to `embed`, which says what is missing."""
+    return Warmer(settings).planned(plan)
 
 
 def _small(plan: RefreshPlan) -> Iterator[Source]:
     """The plan's small text documents, in its order: those a refresh may index before the cluster."""
-    return (s for s in plan.to_process if s.kind in PURE_PYTHON and s.size <= FIRST_DOCUMENT_BYTES)
+    return (s for s in plan.to_process if _first_kind(s))
+
+
+def _first_kind(source: Source) -> bool:
+    """A document a refresh may index before the cluster: a small text file, read by Python alone."""
+    return source.kind in PURE_PYTHON and not source.unreadable and source.size <= FIRST_DOCUMENT_BYTES
 
 
 def _model_here(settings: Settings, quiet: bool = False) -> bool:

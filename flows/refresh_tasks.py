@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import time
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -109,13 +110,13 @@ def read_catalog(settings: Settings) -> tuple[dict[str, dict[str, tuple]], dict[
 
 
 @task(name="discover", cache_policy=NO_CACHE)
-def discover(root: str, settings: Settings) -> list[Source]:
+def discover(root: str, settings: Settings, found: Callable[[Source], None] | None = None) -> list[Source]:
     """The files under the root. A file whose stat matches its last reading keeps its version without being read;
     `settings.verify` (`korpus refresh --verify`, the weekly deployment) hashes every file. The readings are kept
-    for the next refresh."""
+    for the next refresh. `found` is told of each file as discovery finds it."""
     with SqliteIndex(settings.index_path) as index:
         last = index.file_readings()
-        sources = discover_sources(Path(root), settings, None if settings.verify else last)
+        sources = discover_sources(Path(root), settings, None if settings.verify else last, found)
         now = time.time_ns()
         readings = {s.source_id: r for s in sources if (r := reading_of(s, now)) is not None}
         if readings != last:  # an unchanged archive rewrites nothing

@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import re
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -125,7 +126,10 @@ Reading = tuple[str, int, int, int, int]
 
 
 def discover_sources(
-    root: Path, settings: Settings | None = None, readings: dict[str, Reading] | None = None
+    root: Path,
+    settings: Settings | None = None,
+    readings: dict[str, Reading] | None = None,
+    found: Callable[[Source], None] | None = None,
 ) -> list[Source]:
     """Every regular file under root except the manifest and hidden files, sorted by id — and, given the settings
     (the data directory to unpack into and the limits), each container's members after it (tasks/unpack.py).
@@ -142,11 +146,13 @@ def discover_sources(
         rel = path.relative_to(root)
         if any(part.startswith(".") for part in rel.parts) or rel.as_posix() == MANIFEST_NAME:
             continue
-        found = _badly_named(path, rel, manifest) or _discovered(path, rel.as_posix(), root, manifest, readings)
-        if found is not None:
-            sources.append(found)
+        source = _badly_named(path, rel, manifest) or _discovered(path, rel.as_posix(), root, manifest, readings)
+        if source is not None:
+            sources.append(source)
+            if found is not None:
+                found(source)
             if settings is not None:
-                sources.extend(_children(found, settings, [r for r in manifest.rules if r.for_children]))
+                sources.extend(_children(source, settings, [r for r in manifest.rules if r.for_children]))
     _hide_narrowed_members(sources)
     return sources
 

@@ -471,8 +471,8 @@ def test_a_malformed_archive_is_contained(tmp_path: Path, monkeypatch: pytest.Mo
     (root / "исчезает.txt").write_text("Записка, которую удалят посреди обновления.", encoding="utf-8")
     discover = flows.refresh_tasks.discover_sources
 
-    def discover_then_disturb(where: Path, settings: Settings, readings: dict | None = None) -> list:
-        found = discover(where, settings, readings)
+    def discover_then_disturb(where: Path, settings: Settings, readings: dict | None = None, told=None) -> list:
+        found = discover(where, settings, readings, told)
         with open(root / "меняется.txt", "a", encoding="utf-8") as handle:
             handle.write(" Вторая редакция.")
         (root / "исчезает.txt").unlink()

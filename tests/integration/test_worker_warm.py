@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -96,3 +97,45 @@ def test_the_flow_warms_the_embedder_its_first_documents_ask_for(models: dict[st
     refresh_tasks.chunk_and_gate.fn([], settings, None)
     assert token_counter.cache_info().hits == counted.hits + 1  # chunk-and-gate found it loaded
     assert warm_embedder(settings.model_copy(update={"first_documents": 0}), plan) is None
+
+
+def test_discovery_starts_the_load_at_the_first_new_letter(models: dict[str, Path], tmp_path: Path) -> None:
+    """flows/first_documents.Warmer: the load starts while discovery is still walking the archive — at the first
+    small text file the catalog does not hold in that version — not after the plan. A letter current in its
+    version, or only files korpus reads through a converter, start nothing."""
+    from flows.first_documents import Warmer
+    from tasks.receive import discover_sources
+    from tasks.retrieval.embedding import shared_embedder, token_counter
+
+    root = tmp_path / "root"
+    root.mkdir()
+    (root / "a.pdf").write_bytes(b"%PDF-1.4 not really")
+    (root / "b.txt").write_text("Записка о ремонте кровли.", encoding="utf-8")
+    (root / "c.txt").write_text("Ещё одна записка.", encoding="utf-8")
+    settings = Settings()
+    seen: list[str] = []
+
+    def watching(warmer: Warmer) -> Callable[[Source], None]:
+        def found(source: Source) -> None:
+            seen.append(f"{source.source_id}:{'warming' if warmer.thread else 'cold'}")
+            warmer.found(source)
+
+        return found
+
+    shared_embedder.cache_clear()
+    token_counter.cache_clear()
+    current = {s.source_id: {s.version: ("o", "public", "default")} for s in discover_sources(root)}
+    cold = Warmer(settings, current)
+    discover_sources(root, settings, None, watching(cold))
+    assert cold.thread is None and seen == ["a.pdf:cold", "b.txt:cold", "c.txt:cold"]
+    (root / "b.txt").write_text("Записка о ремонте кровли, исправленная.", encoding="utf-8")
+    seen.clear()
+    warmer = Warmer(settings, current)
+    discover_sources(root, settings, None, watching(warmer))
+    assert seen == ["a.pdf:cold", "b.txt:cold", "c.txt:warming"]  # started at b.txt, while c.txt was still ahead
+    assert warmer.thread is not None
+    warmer.thread.join(120)
+    assert shared_embedder.cache_info().currsize == 1
+    off = Warmer(settings.model_copy(update={"first_documents": 0}), current)
+    discover_sources(root, settings, None, off.found)
+    assert off.thread is None
