@@ -112,6 +112,8 @@ def test_discovery_starts_the_load_at_the_first_new_letter(models: dict[str, Pat
     (root / "a.pdf").write_bytes(b"%PDF-1.4 not really")
     (root / "b.txt").write_text("Записка о ремонте кровли.", encoding="utf-8")
     (root / "c.txt").write_text("Ещё одна записка.", encoding="utf-8")
+    (tmp_path / "elsewhere.txt").write_text("Письмо вне корня.", encoding="utf-8")
+    (root / "0-link.txt").symlink_to(tmp_path / "elsewhere.txt")  # refused at admission: never read, never warms
     settings = Settings()
     seen: list[str] = []
 
@@ -124,15 +126,21 @@ def test_discovery_starts_the_load_at_the_first_new_letter(models: dict[str, Pat
 
     shared_embedder.cache_clear()
     token_counter.cache_clear()
-    current = {s.source_id: {s.version: ("o", "public", "default")} for s in discover_sources(root)}
+    indexed = [s for s in discover_sources(root) if not s.outside_root]
+    current = {s.source_id: {s.version: ("o", "public", "default")} for s in indexed}
     cold = Warmer(settings, current)
     discover_sources(root, settings, None, watching(cold))
-    assert cold.thread is None and seen == ["a.pdf:cold", "b.txt:cold", "c.txt:cold"]
+    assert cold.thread is None and seen == ["0-link.txt:cold", "a.pdf:cold", "b.txt:cold", "c.txt:cold"]
     (root / "b.txt").write_text("Записка о ремонте кровли, исправленная.", encoding="utf-8")
     seen.clear()
     warmer = Warmer(settings, current)
     discover_sources(root, settings, None, watching(warmer))
-    assert seen == ["a.pdf:cold", "b.txt:cold", "c.txt:warming"]  # started at b.txt, while c.txt was still ahead
+    assert seen == [
+        "0-link.txt:cold",
+        "a.pdf:cold",
+        "b.txt:cold",
+        "c.txt:warming",
+    ]  # started at b.txt, while c.txt was still ahead
     assert warmer.thread is not None
     warmer.thread.join(120)
     assert shared_embedder.cache_info().currsize == 1
