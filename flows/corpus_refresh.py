@@ -73,7 +73,9 @@ def _refresh(root: str, settings: Settings) -> dict[str, Any]:
 
         prepare(settings)
     indexed, refused, listings = read_catalog(settings)
-    warmer = Warmer(settings, indexed)  # the first documents' embedder loads from the first new letter discovered
+    warmer = Warmer(
+        settings, indexed, refused
+    )  # the first documents' embedder loads from the first new letter discovered
     sources = discover(root, settings, warmer.found)
     plan = plan_refresh(sources, indexed, refused, listings)
     warmer.planned(plan)

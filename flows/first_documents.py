@@ -23,7 +23,7 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import replace
 from functools import partial
 from itertools import islice
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from flows.refresh_tasks import load_embedder, read_own_text
 from korpus.core.datamodel import Source
@@ -57,20 +57,31 @@ def first_documents(plan: RefreshPlan, settings: Settings, indexer: Indexer) -> 
 class Warmer:
     """Loads the embedder (and its tokenizer) the refresh's first documents' `embed` asks for, in threads of their
     own, as early as the refresh knows it will need them: discovery calls `found` for each file it finds, and the
-    first small text file the catalog lacks in that version starts the load — while the rest of the archive is
-    discovered, not after (on the topology, discovering 1,000 letters took ~2.6 s of the first 14–18 s before
-    anything was searchable, benchmarks/topology_first_searchable.py). `planned` starts it from the plan when
-    discovery did not (a refresh given no callback, or a first document known in that version but not current).
-    A refresh with nothing to embed loads nothing."""
+    first small text file the catalog neither serves nor refused in that version starts the load, while the rest
+    of the archive is still being discovered (discovering 1,000 letters took 1.1–2.6 s of the topology's first
+    7 s, benchmarks/topology_first_searchable.py). `planned` starts it from the plan when discovery did not (a
+    refresh given no callback; a refused version admitted again). A refresh with nothing to embed loads nothing
+    (tests/integration/test_refresh_sample.py counts the embedder's calls of an unchanged refresh)."""
 
-    def __init__(self, settings: Settings, indexed: Mapping[str, Mapping[str, tuple]] | None = None) -> None:
-        self.settings, self.indexed = settings, indexed or {}
+    def __init__(
+        self,
+        settings: Settings,
+        indexed: Mapping[str, Mapping[str, Any]] | None = None,
+        refused: Mapping[str, Mapping[str, Any]] | None = None,
+    ) -> None:
+        self.settings = settings
+        self.known = [indexed or {}, refused or {}]  # the catalog's current and refused versions: not read again
         self.thread: threading.Thread | None = None
         self._wanted: bool | None = None  # first documents are on, and the model is on this machine (asked once)
 
     def found(self, source: Source) -> None:
-        """Discovery's callback: start the load at the first small text file not current in its version."""
-        if self.thread is None and _first_kind(source) and source.version not in self.indexed.get(source.source_id, {}):
+        """Discovery's callback: start the load at the first small text file the catalog neither serves nor refused
+        in its version."""
+        if (
+            self.thread is None
+            and _first_kind(source)
+            and not any(source.version in k.get(source.source_id, ()) for k in self.known)
+        ):
             self._start()
 
     def planned(self, plan: RefreshPlan) -> threading.Thread | None:

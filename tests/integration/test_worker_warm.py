@@ -101,8 +101,8 @@ def test_the_flow_warms_the_embedder_its_first_documents_ask_for(models: dict[st
 
 def test_discovery_starts_the_load_at_the_first_new_letter(models: dict[str, Path], tmp_path: Path) -> None:
     """flows/first_documents.Warmer: the load starts while discovery is still walking the archive — at the first
-    small text file the catalog does not hold in that version — not after the plan. A letter current in its
-    version, or only files korpus reads through a converter, start nothing."""
+    small text file the catalog does not hold in that version — not after the plan. A letter current or refused in
+    its version, or only files korpus reads through a converter, start nothing."""
     from flows.first_documents import Warmer
     from tasks.receive import discover_sources
     from tasks.retrieval.embedding import shared_embedder, token_counter
@@ -144,6 +144,12 @@ def test_discovery_starts_the_load_at_the_first_new_letter(models: dict[str, Pat
     assert warmer.thread is not None
     warmer.thread.join(120)
     assert shared_embedder.cache_info().currsize == 1
+    now = {s.source_id: s.version for s in discover_sources(root) if not s.outside_root}
+    refused = {"b.txt": {now["b.txt"]: {"empty-text"}}}  # the catalog refused this version: it is not read again
+    assert now["b.txt"] not in current["b.txt"]
+    held = Warmer(settings, current, refused)
+    discover_sources(root, settings, None, held.found)
+    assert held.thread is None
     off = Warmer(settings.model_copy(update={"first_documents": 0}), current)
     discover_sources(root, settings, None, off.found)
     assert off.thread is None
