@@ -73,9 +73,8 @@ def _refresh(root: str, settings: Settings) -> dict[str, Any]:
 
         prepare(settings)
     indexed, refused, listings = read_catalog(settings)
-    warmer = Warmer(
-        settings, indexed, refused
-    )  # the first documents' embedder loads from the first new letter discovered
+    # the first documents' embedder loads from the first new letter discovery finds, not after the plan
+    warmer = Warmer(settings, indexed, refused)
     sources = discover(root, settings, warmer.found)
     plan = plan_refresh(sources, indexed, refused, listings)
     warmer.planned(plan)

@@ -111,14 +111,6 @@ class Warmer:
         self.thread.start()
 
 
-def warm_embedder(settings: Settings, plan: RefreshPlan) -> threading.Thread | None:
-    """Load the embedder the plan's first documents' `embed` asks for in a thread of its own (`Warmer.planned`);
-    None when no first documents are indexed here. The thread loads the same cached embedder `embed` finds, and an
-    `embed` asking meanwhile waits for it (tasks/retrieval/embedding.py `shared_embedder`); a model that cannot be
-    loaded is left to `embed`, which says what is missing."""
-    return Warmer(settings).planned(plan)
-
-
 def _small(plan: RefreshPlan) -> Iterator[Source]:
     """The plan's small text documents, in its order: those a refresh may index before the cluster."""
     return (s for s in plan.to_process if _first_kind(s))

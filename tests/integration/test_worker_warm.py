@@ -64,11 +64,11 @@ def test_a_warm_worker_holds_the_embedder_its_embed_task_asks_for(models: dict[s
 
 
 def test_the_flow_warms_the_embedder_its_first_documents_ask_for(models: dict[str, Path]) -> None:
-    """flows/first_documents.warm_embedder: the refresh's own process loads, once it has a plan with first
+    """flows/first_documents.Warmer.planned: the refresh's own process loads, once it has a plan with first
     documents, the embedder their `embed` then finds — one load, the same one; an `embed` asking while it loads
     waits for it. A plan without them, or KORPUS_FIRST_DOCUMENTS=0, loads nothing."""
     import flows.refresh_tasks as refresh_tasks
-    from flows.first_documents import warm_embedder
+    from flows.first_documents import Warmer
     from tasks.receive import RefreshPlan
     from tasks.retrieval.embedding import shared_embedder, token_counter
 
@@ -80,9 +80,9 @@ def test_the_flow_warms_the_embedder_its_first_documents_ask_for(models: dict[st
     plan = RefreshPlan(to_process=[letter])
     shared_embedder.cache_clear()
     token_counter.cache_clear()
-    assert warm_embedder(settings, RefreshPlan()) is None
+    assert Warmer(settings).planned(RefreshPlan()) is None
     assert token_counter.cache_info().currsize == 0  # nothing loaded for a plan without first documents
-    warming = warm_embedder(settings, plan)
+    warming = Warmer(settings).planned(plan)
     assert warming is not None
     vectors = refresh_tasks.embed.fn(chunks, settings)  # asked at once: waits for the loading thread
     warming.join(120)
@@ -96,7 +96,7 @@ def test_the_flow_warms_the_embedder_its_first_documents_ask_for(models: dict[st
     counted = token_counter.cache_info()
     refresh_tasks.chunk_and_gate.fn([], settings, None)
     assert token_counter.cache_info().hits == counted.hits + 1  # chunk-and-gate found it loaded
-    assert warm_embedder(settings.model_copy(update={"first_documents": 0}), plan) is None
+    assert Warmer(settings.model_copy(update={"first_documents": 0})).planned(plan) is None
 
 
 def test_discovery_starts_the_load_at_the_first_new_letter(models: dict[str, Path], tmp_path: Path) -> None:
