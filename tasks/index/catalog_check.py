@@ -25,6 +25,9 @@ MIRROR_KEY = "mirror_synced:"
 """index_meta key prefix: `mirror_synced:<alias>` → the generation the mirror behind that alias last reached."""
 OUTBOX_KEY = "mirror_outbox:"
 """index_meta key prefix: `mirror_outbox:<alias>` → the last outbox number (`chunk_outbox.seq`) that mirror holds."""
+ROWID_KEY = "mirror_rowid:"
+"""index_meta key prefix: `mirror_rowid:<alias>` → the largest chunk rowid the catalog held when that mirror's last
+sync began: a changed chunk past it was written since (`inserted_after`), so the cluster cannot hold it yet."""
 
 
 def read_only(path: Path) -> apsw.Connection:
@@ -62,12 +65,40 @@ def synced_generation(conn: apsw.Connection, alias: str) -> int | None:
     return int(rows[0][0]) if rows else None
 
 
-def mark_synced(conn: apsw.Connection, alias: str, reached: int, outbox: int | None = None) -> None:
+def mark_synced(
+    conn: apsw.Connection, alias: str, reached: int, outbox: int | None = None, rowid: int | None = None
+) -> None:
     """The mirror behind `alias` holds everything the catalog held at generation `reached` (and every outbox row up to
-    number `outbox`, when given)."""
+    number `outbox`, and every chunk up to `rowid` that was there when its sync began, when given)."""
     conn.execute("INSERT OR REPLACE INTO index_meta (key, value) VALUES (?, ?)", (MIRROR_KEY + alias, str(reached)))
-    if outbox is not None:
-        conn.execute("INSERT OR REPLACE INTO index_meta (key, value) VALUES (?, ?)", (OUTBOX_KEY + alias, str(outbox)))
+    for key, value in ((OUTBOX_KEY, outbox), (ROWID_KEY, rowid)):
+        if value is not None:
+            conn.execute("INSERT OR REPLACE INTO index_meta (key, value) VALUES (?, ?)", (key + alias, str(value)))
+
+
+def top_rowid(conn: apsw.Connection) -> int:
+    """The largest chunk rowid (0: no chunks)."""
+    return int(conn.execute("SELECT coalesce(max(rowid), 0) FROM chunks").fetchall()[0][0])
+
+
+def synced_rowid(conn: apsw.Connection, alias: str) -> int | None:
+    """`top_rowid` when the last sync of the mirror behind `alias` began; None: not recorded (an older catalog)."""
+    rows = conn.execute("SELECT value FROM index_meta WHERE key = ?", (ROWID_KEY + alias,)).fetchall()
+    return int(rows[0][0]) if rows else None
+
+
+def inserted_after(conn: apsw.Connection, chunk_ids: Sequence[str], rowid: int) -> set[str]:
+    """Those of `chunk_ids` the catalog holds in a row past `rowid`: written after it was read. (A row at or below it
+    may be new as well — SQLite gives a deleted last row's rowid again — which a caller must allow for.)"""
+    out: set[str] = set()
+    for start in range(0, len(chunk_ids), BATCH):
+        part = list(chunk_ids[start : start + BATCH])
+        rows = conn.execute(
+            f"SELECT chunk_id FROM chunks WHERE chunk_id IN ({', '.join('?' for _ in part)}) AND rowid > ?",
+            [*part, rowid],
+        )
+        out.update(chunk_id for (chunk_id,) in rows)
+    return out
 
 
 def outbox_head(conn: apsw.Connection) -> int:

@@ -54,6 +54,7 @@ from tasks.index.opensearch_requests import (
     HIT_FIELDS,
     REGIONS_FIELD,
     STATE_FIELDS,
+    absent,
     chunk_document,
     cluster_not_whole,
     count_body,
@@ -206,23 +207,29 @@ class OpenSearchIndex:
     def _ids(self, query: dict[str, Any]) -> list[str]:
         return [hit["_id"] for hit in self._every(query, source=False)]
 
-    def _bulk(self, actions: list[dict[str, Any]] | str, refresh: bool | str = False) -> None:
+    def _bulk(
+        self, actions: list[dict[str, Any]] | str, refresh: bool | str = False, absent_ok: bool = False
+    ) -> list[dict[str, Any]]:
         """One bulk request: `actions` as dicts, or a body already serialized (tasks/index/opensearch_mirror.bulks);
-        items refused under load are retried, all of them, any other refusal raised."""
+        items refused under load are retried, all of them, any other refusal raised — except, with `absent_ok`, an
+        update of a document the index lacks (`absent`), which the caller reads from the items returned (one per
+        action, in order: `_id`, `status`, `result`, `error`)."""
         if not actions:
-            return
+            return []
 
-        def send() -> None:
+        def send() -> list[dict[str, Any]]:
             response = self.client.bulk(body=actions, refresh=refresh)
+            items = [next(iter(item.values())) for item in response["items"]]
             if response.get("errors"):
-                failed = [next(iter(item.values())) for item in response["items"]]
-                failed = [item for item in failed if item.get("error")]
-                message = f"bulk request refused {len(failed)} of {len(response['items'])} actions: {failed[:2]}"
-                if all(item.get("status") in RETRY_STATUSES for item in failed):  # rejected under load: all again
+                failed = [item for item in items if item.get("error") and not (absent_ok and absent(item))]
+                message = f"bulk request refused {len(failed)} of {len(items)} actions: {failed[:2]}"
+                if failed and all(item.get("status") in RETRY_STATUSES for item in failed):  # under load: all again
                     raise TransientError(message)
-                raise RuntimeError(message)
+                if failed:
+                    raise RuntimeError(message)
+            return items
 
-        self._retrying("bulk", send)
+        return self._retrying("bulk", send)
 
     def publish_version(self, source: Source, chunks: Sequence[Chunk], vectors: np.ndarray) -> None:
         """Stage the new version's chunks, then switch: one bulk of partial updates, refresh=wait_for."""
@@ -303,22 +310,6 @@ class OpenSearchIndex:
         finally:
             with contextlib.suppress(Exception):  # a PIT not deleted lapses after its keep-alive
                 self.client.delete_pit(body={"pit_id": [pit]})
-
-    def states_of(self, chunk_ids: Sequence[str]) -> dict[str, tuple[Any, ...]]:
-        """`states` of these ids only: one multi-get (those the cluster holds)."""
-        fields = list(STATE_FIELDS)
-        if not chunk_ids:
-            return {}
-
-        def mget() -> dict[str, Any]:
-            found = self.client.mget(index=self.alias, body={"ids": list(chunk_ids)}, _source_includes=fields)
-            failed = [d for d in found["docs"] if d.get("error")]
-            if failed:  # its shard is unavailable (a node lost): not "absent", which a sync would trust
-                raise TransientError(f"OpenSearch could not read {len(failed)} documents: {failed[0]['error']}")
-            return found
-
-        found = self._retrying("mget", mget)
-        return {d["_id"]: tuple(d["_source"].get(f) for f in fields) for d in found["docs"] if d.get("found")}
 
     def sync_from(self, catalog: SqliteIndex, batch: int = 500, full: bool = False) -> dict[str, int]:
         """Make the cluster serve exactly what the catalog serves: what changed since its last sync, or (`full`, and

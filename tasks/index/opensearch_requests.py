@@ -157,6 +157,11 @@ STATE_FIELDS = ("lifecycle", "access", "owner", "tenant", "exception")
 """What a document carries of who sees it: the mirror's state, compared with the catalog's `chunk_states`."""
 
 
+def absent(item: dict[str, Any]) -> bool:
+    """A bulk item that updated nothing because the index lacks the document (not a refusal of the update)."""
+    return item.get("status") == 404 and (item.get("error") or {}).get("type") == "document_missing_exception"
+
+
 def chunk_document(
     chunk: Chunk, ordinal: int, vector: np.ndarray, doc_type: str | None, exception: bool = False
 ) -> dict[str, Any]:

@@ -7,8 +7,9 @@ Faults, consumed in order by the matching requests (`Faults.script`):
   the client cannot know the bulk landed;
 - `"drop-before"`: close the connection before forwarding (nothing applied);
 - `"503"`: answer 503 without forwarding;
-- `"shards-lost"`: forward, then answer as a cluster whose node holding the shards was just lost answers a read — a
-  multi-get's every document an error of its own, a search's shards failed and its hits missing (both HTTP 200).
+- `"shards-lost"`: answer as a cluster whose node holding the shards was just lost — a read forwarded, then a
+  multi-get's every document an error of its own, a search's shards failed and its hits missing (both HTTP 200); a
+  bulk not forwarded (nothing applied), its every action an item refused 503 `unavailable_shards_exception`.
 `Faults.down = True` drops every request before forwarding, until it is set back.
 """
 
@@ -53,6 +54,19 @@ def _shards_lost(answer: dict) -> bytes:
     return json.dumps(answer).encode()
 
 
+def _bulk_shards_lost(body: bytes) -> bytes:
+    """A bulk's answer when the primaries of its documents are gone: every action refused 503, nothing applied."""
+    lost = {"type": "unavailable_shards_exception", "reason": "primary shard is not active"}
+    lines = iter(json.loads(line) for line in body.decode().splitlines() if line.strip())
+    items = []
+    for header in lines:
+        ((action, meta),) = header.items()
+        if action != "delete":
+            next(lines)  # the document or partial update that follows its header
+        items.append({action: {"_index": meta.get("_index"), "_id": meta.get("_id"), "status": 503, "error": lost}})
+    return json.dumps({"took": 1, "errors": True, "items": items}).encode()
+
+
 @contextmanager
 def fault_proxy(upstream: str, faults: Faults, tls: ssl.SSLContext | None = None) -> Iterator[str]:
     """Listen on a free loopback port in front of `upstream`; yields the proxy's URL (https:// with `tls`, the
@@ -91,6 +105,8 @@ def fault_proxy(upstream: str, faults: Faults, tls: ssl.SSLContext | None = None
                 return self._drop()
             if fault == "503":
                 return self._answer(503, b'{"error":"unavailable","status":503}', "application/json")
+            if fault == "shards-lost" and self.path.split("?")[0].endswith("/_bulk"):
+                return self._answer(200, _bulk_shards_lost(body), "application/json")
             headers = {k: v for k, v in self.headers.items() if k.lower() not in ("host", "content-length")}
             response = client.request(self.command, self.path, content=body, headers=headers)
             if fault == "drop-after":

@@ -241,13 +241,15 @@ def test_a_cluster_not_green_in_time_is_judged_as_it_stands(opensearch_url: str,
 
 
 @pytest.mark.parametrize("reconcile", [False, True], ids=["changes", "reconcile"])
-def test_a_read_whose_shards_were_lost_leaves_the_mirror_pending_not_synced(
+def test_shards_lost_leave_the_mirror_pending_not_synced(
     opensearch_url: str, os_prefix: str, tmp_path: Path, reconcile: bool
 ) -> None:
-    """A sync compares the catalog with what the cluster reads back. Right after a node is lost, a multi-get answers
-    200 with each document an error, and a search 200 with its shards failed: taken as "the cluster lacks these",
-    the sync left a superseded version current on the cluster and marked the mirror synced (the node-loss machine,
-    CI of stop 73). Now such a sync is pending, and the next one completes it."""
+    """Right after a node is lost, a search answers 200 with its shards failed, and a bulk 200 with every action
+    refused 503. A reconcile compares the catalog with what the cluster reads back: taken as "the cluster lacks
+    these", the sync left a superseded version current on the cluster and marked the mirror synced (the node-loss
+    machine, CI of stop 73; then through a multi-get, which the outbox sync read until session 44). The outbox sync
+    reads nothing and writes each change: a refused write must not count as done either. Both are now pending, the
+    cluster left as it was, and the next sync completes it."""
     from tasks.index.opensearch import mirror_or_pending
     from tests.unit.test_index_sqlite import DIMS, _publish
 
@@ -267,7 +269,7 @@ def test_a_read_whose_shards_were_lost_leaves_the_mirror_pending_not_synced(
         assert not mirror_or_pending(settings, catalog).get("pending")
         first = _served(settings, opensearch_url)
         _publish(catalog, "письмо.txt", "v2", ["Письмо о поставке насосов, редакция 2."])
-        faults = Faults(path="/_search" if reconcile else "/_mget", script=["shards-lost"] * 10)
+        faults = Faults(path="/_search" if reconcile else "/_bulk", script=["shards-lost"] * 10)
         with fault_proxy(opensearch_url, faults) as url:
             lost = mirror_or_pending(settings.model_copy(update={"opensearch_url": url}), catalog, full=reconcile)
         assert lost.get("pending") and "shard" in lost["error"], lost

@@ -252,3 +252,99 @@ def test_a_first_refresh_makes_the_cluster_index_before_its_first_group(
     with SqliteIndex(settings.index_path) as catalog:
         catalog.bind_embedding(model.name, 384)
     assert prepare(settings) is None
+
+
+def test_an_outbox_sync_writes_each_change_without_reading_the_cluster(
+    opensearch_url: str, os_prefix: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A decision's sync is one bulk of partial updates and an index refresh, nothing read first; a chunk written
+    since the last sync began is indexed at once; an update the cluster answers "document missing" (a document lost
+    behind korpus's back, or a chunk whose rowid is not past the mirror's mark) is indexed in its catalog state."""
+    import json
+
+    from korpus.core.settings import Settings
+    from tasks.index import catalog_check
+    from tests.unit.test_index_sqlite import DIMS, _publish
+
+    settings = Settings(data=tmp_path / "data", opensearch_url=opensearch_url, opensearch_prefix=os_prefix)
+    settings.data.mkdir()
+    cluster = opensearch_index(settings)
+    sent: list[tuple[str, str]] = []  # (action, chunk id) of every bulk action, in order
+    reads: list[str] = []
+    client = cluster.client
+
+    def recording(name: str):
+        call = getattr(client, name)
+
+        def recorded(*args, **kwargs):
+            if name != "bulk":
+                reads.append(name)
+            else:
+                body = kwargs["body"]
+                lines = [json.loads(line) for line in body.splitlines()] if isinstance(body, str) else body
+                sent.extend(
+                    (kind, meta["_id"])
+                    for line in lines
+                    if len(line) == 1 and (kind := next(iter(line))) in ("index", "update", "delete")
+                    for meta in line.values()
+                )
+            return call(*args, **kwargs)
+
+        return recorded
+
+    for name in ("bulk", "mget", "search", "get", "count", "msearch"):
+        monkeypatch.setattr(client, name, recording(name))
+
+    def synced(catalog: SqliteIndex) -> dict[str, int]:
+        sent.clear()
+        reads.clear()
+        return cluster.sync_from(catalog)
+
+    def mirrored(catalog: SqliteIndex) -> bool:
+        return cluster.states() == {c: tuple(s) for c, s in catalog.chunk_states().items()}
+
+    with SqliteIndex(settings.index_path) as catalog:
+        catalog.bind_embedding("m", DIMS)
+        letter = _publish(catalog, "письмо.txt", "v1", ["Письмо о поставке насосов.", "Приложение: спецификация."])
+        act = _publish(catalog, "акт.txt", "v1", ["Акт приёмки работ.", "Подписи сторон."])
+        first = synced(catalog)  # the first sync compares everything, reading the cluster
+        assert first["indexed"] == len(catalog.chunk_states()) > 0 and reads
+
+        # a review decision: the letter's chunks relabelled — one bulk of updates, nothing read
+        letters = [row["chunk_id"] for row in catalog.source_chunks("письмо.txt")]
+        catalog.relabel_source(letter.model_copy(update={"access": "hr"}))
+        n = len(letters)
+        assert synced(catalog) == {"indexed": 0, "updated": n, "deleted": 0, "compared": n}
+        assert sorted(sent) == sorted(("update", c) for c in letters) and reads == []
+        assert mirrored(catalog)
+
+        # a new version: its chunks indexed at once (no update tried first), the old ones' lifecycle updated
+        _publish(catalog, "письмо.txt", "v2", ["Письмо о поставке насосов, исправленное."], access="hr")
+        new = {row["chunk_id"] for row in catalog.source_chunks("письмо.txt")}
+        report = synced(catalog)
+        assert (report["indexed"], report["updated"]) == (len(new), n), report
+        assert {c for kind, c in sent if kind == "index"} == new and not {
+            c for kind, c in sent if kind == "update"
+        } & new
+        assert reads == [] and mirrored(catalog)
+
+        # a document lost behind korpus's back, then its source relabelled: the update finds it missing, and it is
+        # indexed again in its catalog state
+        acts = [row["chunk_id"] for row in catalog.source_chunks("акт.txt")]
+        client.delete(index=cluster.alias, id=acts[0], refresh=True)
+        catalog.relabel_source(act.model_copy(update={"access": "hr"}))
+        report = synced(catalog)
+        assert (report["indexed"], report["updated"]) == (1, len(acts) - 1), report
+        assert ("update", acts[0]) in sent and ("index", acts[0]) in sent and reads == []
+        assert mirrored(catalog)
+
+        # a new chunk not past the mirror's rowid mark (as when SQLite gives a deleted last row's rowid again): tried
+        # as an update, found missing, indexed
+        with catalog.write_transaction():
+            catalog_check.mark_synced(catalog.conn, cluster.alias, catalog_check.generation(catalog.conn), None, 10**9)
+        _publish(catalog, "акт.txt", "v2", ["Акт приёмки работ, второй экземпляр."], access="hr")
+        second = {row["chunk_id"] for row in catalog.source_chunks("акт.txt")}
+        report = synced(catalog)
+        assert report["indexed"] == len(second) and {("update", c) for c in second} <= set(sent), report
+        assert {("index", c) for c in second} <= set(sent) and reads == []
+        assert mirrored(catalog)
