@@ -6,7 +6,7 @@ For each size: generated chunks (benchmarks/index_scale.py `generate`, labelled 
 vectors) in a catalog, mirrored once to a real OpenSearch node; then, timed side by side on the same node and catalog:
 - a review decision's sync — one source (50 chunks) relabelled, then synced: from the outbox (the default) and by the
   full comparison (`full=True`: what every sync did before: the whole catalog's states and a scroll of the cluster);
-  the outbox sync's time split into its parts (the catalog's outbox and states, the bulks,
+  the outbox sync's time split into its parts (the catalog's outbox, states and new rows, the bulks,
   the index refresh, the marks), each a median over the repeats;
   timed once the node merges nothing (up to 30 minutes' wait after a load of 1,000,000), as a reviewer's decision
   comes hours after a load; three decisions timed first, right after the load while its merges run, are their own
@@ -218,9 +218,10 @@ def _bulk_rounds(index: SqliteIndex, client, path: Path, korpus_first: bool, rou
 @contextlib.contextmanager
 def _parts(backend, index: SqliteIndex, parts: dict[str, list[float]]):
     """Where one outbox sync's time goes, each part summed over the sync and added to `parts`: the catalog's reads
-    (outbox and states), the bulks, the index refresh that makes them searchable, and the marks (the file's, and
-    PostgreSQL's when bound). (Until session 44 a multi-get of the changed chunks' states in the cluster came before
-    the bulks: its own part, 0.027 s at 10,000 chunks and 0.091 s at 1,000,000.)"""
+    (outbox, states, and which rows were written since the last sync), the bulks, the index refresh that makes them
+    searchable, and the marks (the file's, and PostgreSQL's when bound). (Until session 44 a multi-get of the
+    changed chunks' states in the cluster came before the bulks: its own part, 0.027 s at 10,000 chunks and 0.091 s
+    at 1,000,000.)"""
     from tasks.index import catalog_check, opensearch_mirror
 
     spent: dict[str, float] = {}
@@ -238,6 +239,7 @@ def _parts(backend, index: SqliteIndex, parts: dict[str, list[float]]):
     patches = [
         (catalog_check, "changed_since", "catalog: outbox"),
         (index, "chunk_states_of", "catalog: states"),
+        (catalog_check, "inserted_after", "catalog: rows written since"),
         (backend, "_bulk", "cluster: bulk"),
         (opensearch_mirror, "_searchable", "cluster: index refresh"),
         (catalog_check, "mark_synced", "catalog: mark"),

@@ -220,13 +220,12 @@ class OpenSearchIndex:
         def send() -> list[dict[str, Any]]:
             response = self.client.bulk(body=actions, refresh=refresh)
             items = [next(iter(item.values())) for item in response["items"]]
-            if response.get("errors"):
-                failed = [item for item in items if item.get("error") and not (absent_ok and absent(item))]
+            failed = [item for item in items if item.get("error") and not (absent_ok and absent(item))]
+            if failed:
                 message = f"bulk request refused {len(failed)} of {len(items)} actions: {failed[:2]}"
-                if failed and all(item.get("status") in RETRY_STATUSES for item in failed):  # under load: all again
+                if all(item.get("status") in RETRY_STATUSES for item in failed):  # rejected under load: all again
                     raise TransientError(message)
-                if failed:
-                    raise RuntimeError(message)
+                raise RuntimeError(message)
             return items
 
         return self._retrying("bulk", send)
