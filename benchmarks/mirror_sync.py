@@ -17,7 +17,10 @@ vectors) in a catalog, mirrored once to a real OpenSearch node; then, timed side
   or 8 MB a request, as korpus's bulks), then a refresh. `--rounds` pairs of loads (default 4), each into a fresh
   index deleted after it and begun once the node merges nothing, which side goes first alternating from pair to pair
   (until session 42 one load of each ran minutes apart, the second beside the first's index and its merges);
-  korpus's speed ÷ the plain bulk's from each side's median, and each pair's (#64 item 3's target: ≥ 0.9). With
+  korpus's speed ÷ the plain bulk's from each side's median, and each pair's (#64 item 3's target: ≥ 0.9). korpus
+  loads as KORPUS_BACKEND=opensearch keeps its catalog (since session 45): each chunk's vector dropped from the file
+  once the cluster holds it, a copy of the catalog made before each such load (not timed); a third side, labelled,
+  loads from the catalog itself, which keeps every vector (as before session 45), in the same rounds. With
   `--tried`, as its own row, korpus's first sync with the index's periodic refresh off while it loads (a bulk-time
   setting tried in session 41, not adopted: slower here);
 - `korpus serve` on that catalog and cluster: its resident memory after 30 searches (#63: what a serving machine
@@ -184,34 +187,51 @@ def _loaded(client, side: str, path: Path, index: SqliteIndex) -> float:
     merges."""
     from tasks.index.opensearch import OpenSearchIndex
 
-    cluster = OpenSearchIndex(client, prefix=f"{side}{uuid.uuid4().hex[:8]}", catalog=None if side == "plain" else path)
+    handing = path.with_name("handing.db")
+    if side == "korpus":  # a copy of the catalog as KORPUS_BACKEND=opensearch keeps it: each vector until indexed
+        handing.unlink(missing_ok=True)
+        index.conn.execute("VACUUM INTO ?", (str(handing),))
+        with SqliteIndex(handing) as copy:
+            copy.keep_vectors(False)
+    own = {"plain": None, "korpus": handing}.get(side, path)
+    cluster = OpenSearchIndex(client, prefix=f"{side}{uuid.uuid4().hex[:8]}", catalog=own)
     _settled(client)
     try:
         if side == "plain":
             return _plain_bulk(index, cluster)
         if side == "tried":
             return _refresh_off(index, cluster)
-        return _timed(lambda: cluster.sync_from(index))
+        if side == "kept":  # the catalog keeps every vector (before session 45)
+            return _timed(lambda: cluster.sync_from(index))
+        with SqliteIndex(handing) as copy:
+            seconds = _timed(lambda: cluster.sync_from(copy))
+            left = copy.conn.execute(f"SELECT count(*) FROM {copy.vector_table()}").fetchall()[0][0]
+            assert left == 0, f"{left} vectors left in the catalog after its first sync"
+            return seconds
     finally:
         _drop(cluster)
+        handing.unlink(missing_ok=True)
 
 
 def _bulk_rounds(index: SqliteIndex, client, path: Path, korpus_first: bool, rounds: int) -> dict:
     """korpus's first sync against the plain bulk, `rounds` pairs of loads into fresh indices, which side goes first
     alternating from pair to pair (machines are noisy, and a load just after another pays for its merges): each
     side's median, korpus's speed ÷ the plain bulk's from the medians, and each pair's."""
-    times: dict[str, list[float]] = {"korpus": [], "plain": []}
+    times: dict[str, list[float]] = {"korpus": [], "plain": [], "kept": []}
     for r in range(rounds):
-        order = ("korpus", "plain") if (r % 2 == 0) == korpus_first else ("plain", "korpus")
+        order = ("korpus", "plain", "kept") if (r % 2 == 0) == korpus_first else ("kept", "plain", "korpus")
         for side in order:
             times[side].append(_loaded(client, side, path, index))
     korpus, plain = statistics.median(times["korpus"]), statistics.median(times["plain"])
+    kept = statistics.median(times["kept"])
     return {
         "korpus_loads_s": [round(t, 1) for t in times["korpus"]],
         "plain_bulk_s": round(plain, 1),
         "plain_loads_s": [round(t, 1) for t in times["plain"]],
         "first_sync_vs_plain": round(plain / korpus, 2),
         "pairs_vs_plain": [round(p / k, 2) for k, p in zip(times["korpus"], times["plain"], strict=True)],
+        "kept_loads_s": [round(t, 1) for t in times["kept"]],
+        "handing_vs_kept": round(korpus / kept, 2),
     }
 
 
@@ -432,6 +452,13 @@ def main() -> None:
         )
     for r in results:
         print(f"decision parts at {r['chunks']:,} (median s): {r['decision parts (median s)']}")
+    for r in results:
+        if "kept_loads_s" in r:
+            print(
+                f"first sync at {r['chunks']:,}, vectors handed to the cluster (korpus's default) "
+                f"{r['korpus_loads_s']} s against every vector kept {r['kept_loads_s']} s: "
+                f"{r['handing_vs_kept']}× the time (medians)"
+            )
 
 
 if __name__ == "__main__":

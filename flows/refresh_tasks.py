@@ -11,6 +11,7 @@ import time
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -36,7 +37,7 @@ from tasks.audio.speech import (
 from tasks.contract.chunking import build_chunks
 from tasks.contract.gate import holds_its_own_text, route_chunks
 from tasks.contract.splitter import LlmSplitter
-from tasks.index.registry import keep_search_terms
+from tasks.index.registry import keep_search_terms, keep_vectors
 from tasks.index.sqlite import SqliteIndex
 from tasks.parse import ParseOutcome
 from tasks.parse import ocr_page as ocr_page_stage
@@ -44,7 +45,7 @@ from tasks.pdf.pages import save_page_image
 from tasks.readers.base import failure, problem
 from tasks.readers.registry import reader_for
 from tasks.receive import RefreshPlan, discover_sources, reading_of
-from tasks.retrieval.embedding import shared_embedder, token_counter
+from tasks.retrieval.embedding import configured_embedder, shared_embedder, token_counter
 from tasks.runtime.crash_points import crash_point
 from tasks.runtime.reader_child import read_all_contained
 from tasks.text.quality import text_language
@@ -96,7 +97,7 @@ def dask_task_runner(settings: Settings) -> DaskTaskRunner:
 @task(name="catalog", cache_policy=NO_CACHE)
 def read_catalog(settings: Settings) -> tuple[dict[str, dict[str, tuple]], dict[str, dict[str, set[str]]], dict]:
     """The current versions with their labels, the versions refused as a whole, the containers' listings; the file's
-    own search terms kept or dropped as the backend needs them (`keep_search_terms`)."""
+    own search terms and vectors kept or dropped as the backend needs them (`keep_search_terms`, `keep_vectors`)."""
     with SqliteIndex(settings.index_path) as index:
         if settings.catalog_url:  # every write of this refresh goes through the serving part on PostgreSQL
             index.bind_serving_catalog(settings.catalog_url)
@@ -106,6 +107,17 @@ def read_catalog(settings: Settings) -> tuple[dict[str, dict[str, tuple]], dict[
         built = keep_search_terms(settings, index)  # none when the cluster answers; built once when it stops
         if built:
             get_run_logger().info("built the embedded search's terms of %d stored chunks (KORPUS_BACKEND)", built)
+        embedder, logger = partial(configured_embedder, settings), get_run_logger()
+        said = [time.monotonic()]
+
+        def embedding(done: int) -> None:  # a backend switch back embeds the whole corpus again: say how far
+            if time.monotonic() - said[0] >= 10:
+                said[0] = time.monotonic()
+                logger.info("embedding stored chunks again for the embedded search: %d so far", done)
+
+        embedded = keep_vectors(settings, index, embedder, embedding)  # each until the cluster holds it; all again
+        if embedded:
+            logger.info("embedded %d stored chunks again for the embedded search (KORPUS_BACKEND)", embedded)
         return index.indexed_versions(), index.refused_versions(), index.listing_keys()
 
 
@@ -337,7 +349,7 @@ def mirror_counted(settings: Settings, full: bool = False) -> dict[str, Any]:
     from tasks.runtime.retry import counting_retries
 
     with SqliteIndex(settings.index_path) as index, counting_retries() as retries:
-        report = mirror_or_pending(settings, index, full=full)
+        report = mirror_or_pending(settings, index, partial(configured_embedder, settings), full=full)
     return report | {"retries": retries[0]}
 
 

@@ -99,8 +99,13 @@ class OpenSearchIndex:
         catalog: Path | catalog_check.SqliteCatalog | PgCatalog | None = None,
         max_lag: float = 0.0,
         knn_candidates: int = 0,
+        embedder: Callable[[], Any] | None = None,
     ) -> None:
         self.client = client
+        self.embedder = embedder
+        """The configured embedding model, loaded when first called: what gives a chunk its vector again when the
+        catalog handed it to the cluster and the cluster lost it (tasks/index/opensearch_mirror.py). None: such a
+        chunk cannot be mirrored again (the backend's own tests, benchmarks), and the sync says so."""
         self.knn_candidates = knn_candidates
         """The beam of a search kNN ranks alone (`vector` not prefetched by a hybrid: mode dense) when wider than
         its depth (KORPUS_OPENSEARCH_KNN_CANDIDATES)."""
@@ -677,9 +682,10 @@ def client_security(settings: Settings) -> dict[str, Any]:
     return options
 
 
-def opensearch_index(settings: Settings) -> OpenSearchIndex:
+def opensearch_index(settings: Settings, embedder: Callable[[], Any] | None = None) -> OpenSearchIndex:
     """The configured cluster (KORPUS_OPENSEARCH_URL: one node's URL or several, comma-separated), or a clear error
-    when the backend has no address."""
+    when the backend has no address. A process that mirrors gives `embedder` (the configured model, loaded when
+    called: `OpenSearchIndex.embedder`)."""
     if not settings.opensearch_url or not cluster_hosts(settings.opensearch_url):
         raise ValueError("KORPUS_BACKEND=opensearch needs KORPUS_OPENSEARCH_URL=http://host:9200")
     from opensearchpy import OpenSearch
@@ -701,6 +707,7 @@ def opensearch_index(settings: Settings) -> OpenSearchIndex:
         catalog=PgCatalog(settings.catalog_url) if settings.catalog_url else settings.index_path,
         max_lag=settings.mirror_max_lag_seconds,
         knn_candidates=settings.opensearch_knn_candidates,
+        embedder=embedder,
     )
 
 
@@ -805,11 +812,14 @@ def _whole(search: Callable[[], dict[str, Any]]) -> Callable[[], dict[str, Any]]
     return call
 
 
-def mirror_or_pending(settings: Settings, catalog: SqliteIndex, full: bool = False) -> dict[str, Any]:
+def mirror_or_pending(
+    settings: Settings, catalog: SqliteIndex, embedder: Callable[[], Any] | None, full: bool = False
+) -> dict[str, Any]:
     """One sync of the catalog to the configured cluster (`sync_from`, its requests retried; `full`: a reconcile);
     a cluster that stays down leaves the mirror pending — `{"pending": True, "error": …}` — for the next sync to
-    complete. What every caller that mirrors after its own write runs: a refresh, a review decision, `korpus gc`."""
+    complete. What every caller that mirrors after its own write runs: a refresh, a review decision, `korpus gc`.
+    `embedder`: the configured model, loaded only to give a chunk the cluster lost its vector again."""
     try:
-        return opensearch_index(settings).sync_from(catalog, full=full)
+        return opensearch_index(settings, embedder).sync_from(catalog, full=full)
     except TransientError as exc:
         return {"pending": True, "error": str(exc)}

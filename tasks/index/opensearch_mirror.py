@@ -24,6 +24,14 @@ compares every chunk of the catalog with every document of the cluster instead â
 path. Both sides are walked in chunk id order, the catalog by keyset pages and the cluster by `search_after` pages
 of one point in time, and merged as they come (`in_step`): its memory is a page of each at any corpus size.
 
+The catalog keeps a chunk's vector only until the cluster holds it (since session 45, with KORPUS_BACKEND=opensearch:
+`SqliteIndex.keep_vectors`). Once a bulk of indexed chunks landed, their vectors are dropped from the file
+(`hand_off_vectors`), and a reconcile drops those of the chunks the cluster already held. A chunk the cluster lacks
+later (lost behind korpus's back, or a withdrawn chunk released) is indexed with its stored text embedded again by
+the configured model (`OpenSearchIndex.embedder`, checked against the catalog's): the vector the refresh gave it. A
+mirror without the model raises and stays pending. The text stays in the catalog: the repair, `korpus reindex` and
+the review read it.
+
 Every bulk is bounded in actions and bytes. Idempotent: a sync interrupted anywhere is completed by the next one. The
 catalog generation and outbox number read before the catalog's states are recorded once the last bulk landed
 (tasks/index/catalog_check.py): a change made meanwhile leaves the mirror `behind`, never marked synced.
@@ -40,6 +48,8 @@ from typing import TYPE_CHECKING, Any
 
 from tasks.index import catalog_check
 from tasks.index.opensearch_requests import STATE_FIELDS, absent, chunk_document
+from tasks.index.vector_tables import embedder_of
+from tasks.text.passages import passage_text
 
 if TYPE_CHECKING:
     from tasks.index.sqlite import SqliteIndex
@@ -88,6 +98,7 @@ def _sync_all(cluster: Any, catalog: SqliteIndex, batch: int) -> dict[str, int]:
     report = {"indexed": 0, "updated": 0, "deleted": 0, "compared": 0}
     missing: dict[str, State] = {}
     actions: list[dict[str, Any]] = []
+    held: list[str] = []
     for chunk_id, want, have in in_step(catalog.chunk_states_in_order(batch), cluster.states_in_order(batch)):
         report["compared"] += (want is not None) + (have is not None)
         if _lacks(want, have):
@@ -96,13 +107,19 @@ def _sync_all(cluster: Any, catalog: SqliteIndex, batch: int) -> dict[str, int]:
             updated, deleted = _switch(cluster, {chunk_id: want} if want else {}, {chunk_id: have}, actions)
             report["updated"] += updated
             report["deleted"] += deleted
+            if want is not None:  # its vector is the cluster's: the catalog need not keep it
+                held.append(chunk_id)
         if len(missing) >= batch:
             report["indexed"] += _index(cluster, catalog, missing)
             missing = {}
+        if len(held) >= batch:
+            catalog.hand_off_vectors(held)
+            held = []
         if len(actions) >= 2 * BULK_ACTIONS:
             send(cluster, actions)
             actions = []
     report["indexed"] += _index(cluster, catalog, missing)
+    catalog.hand_off_vectors(held)
     send(cluster, actions)
     if report["indexed"] or report["updated"] or report["deleted"]:
         _searchable(cluster)
@@ -173,14 +190,27 @@ def _searchable(cluster: Any) -> None:
 
 def _index(cluster: Any, catalog: SqliteIndex, wanted: dict[str, State]) -> int:
     """Index these chunks in the catalog's state (`wanted`: lifecycle and labels), from their stored text and
-    vectors, in bounded bulks; how many."""
+    vectors, in bounded bulks; how many. A chunk whose vector the catalog handed to the cluster earlier (which has
+    lost it since) is embedded again from its text with the catalog's model; once the bulks landed, the catalog
+    drops the vectors it no longer needs (`hand_off_vectors`)."""
+    stored = list(catalog.stored_chunks(list(wanted))) if wanted else []
+    lacking = [s for s in stored if s.vector is None]
+    again = iter(_embedded(cluster, catalog, [passage_text(s.chunk.text, s.kind) for s in lacking]) if lacking else ())
     actions: list[dict[str, Any]] = []
-    for stored in catalog.stored_chunks(list(wanted)) if wanted else ():
-        doc = chunk_document(stored.chunk, stored.ordinal, stored.vector, stored.kind, stored.exception)
-        doc.update(zip(STATE_FIELDS, wanted[stored.chunk.chunk_id], strict=True))
-        actions += [{"index": {"_index": cluster.alias, "_id": stored.chunk.chunk_id}}, doc]
+    for s in stored:
+        vector = next(again) if s.vector is None else s.vector
+        doc = chunk_document(s.chunk, s.ordinal, vector, s.kind, s.exception)
+        doc.update(zip(STATE_FIELDS, wanted[s.chunk.chunk_id], strict=True))
+        actions += [{"index": {"_index": cluster.alias, "_id": s.chunk.chunk_id}}, doc]
     send(cluster, actions)
-    return len(actions) // 2
+    catalog.hand_off_vectors([s.chunk.chunk_id for s in stored])
+    return len(stored)
+
+
+def _embedded(cluster: Any, catalog: SqliteIndex, texts: list[str]) -> Any:
+    """Vectors for these chunk texts again, from the cluster's embedder (`OpenSearchIndex.embedder`, the configured
+    model, checked against the catalog's)."""
+    return embedder_of(catalog, cluster.embedder).embed_passages(texts)
 
 
 def _switch(

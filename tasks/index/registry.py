@@ -8,6 +8,7 @@ side is the index's own (`index.searcher`) and follows each connection.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from importlib import import_module
 from typing import Any
@@ -31,10 +32,10 @@ BACKENDS = {
 
 
 def embedded_search(_settings: Settings, index: Any) -> SearchBackend:
-    if not index.keeps_search_terms():
+    if not index.keeps_search_terms() or not index.keeps_vectors():
         raise IndexMismatchError(
-            f"{index.path} holds no search terms of its own: it was written for KORPUS_BACKEND=opensearch, whose "
-            "cluster holds them. Search with KORPUS_BACKEND=opensearch, or run `korpus refresh` with "
+            f"{index.path} holds no search terms or vectors of its own: it was written for KORPUS_BACKEND=opensearch, "
+            "whose cluster holds them. Search with KORPUS_BACKEND=opensearch, or run `korpus refresh` with "
             "KORPUS_BACKEND=sqlite, which builds them from the stored text once"
         )
     return index.searcher
@@ -64,6 +65,16 @@ def keep_search_terms(settings: Settings, index: Any) -> int:
     cluster does (it holds them), built again from the stored text when the embedded backend comes back; the
     chunks whose terms were built."""
     return index.keep_search_terms(not backend_entry(settings).outlives_index)
+
+
+def keep_vectors(
+    settings: Settings, index: Any, embedder: Callable[[], Any], progress: Callable[[int], None] | None = None
+) -> int:
+    """The writer's file keeps every chunk's vector only when the embedded search answers: with a cluster, each
+    only until the cluster holds it; embedded again from the stored text when the embedded backend comes back, by
+    `embedder()` (the configured model, which must be the catalog's; `progress`: the chunks embedded so far); the
+    chunks embedded."""
+    return index.keep_vectors(not backend_entry(settings).outlives_index, embedder=embedder, progress=progress)
 
 
 def backend_for(settings: Settings, index: Any) -> SearchBackend:

@@ -15,17 +15,25 @@ import numpy as np
 
 from korpus.core.datamodel import Chunk, Locator, Region
 from tasks.index.backend import IndexMismatchError
+from tasks.text.passages import passage_text
 from tasks.text.regions import unpack
 
 if TYPE_CHECKING:
     import apsw
 
 
+_KIND = "LEFT JOIN sources s ON s.source_id = c.source_id AND s.version = c.source_version"
+"""A chunk's source version row, for its kind (what its vector is embedded from: `passage_text`)."""
+VECTORS_KEY = "vectors"
+"""index_meta: 'cluster' when the file keeps a chunk's vector only until a mirror has indexed it (`keep_vectors`)."""
+
+
 @dataclass(frozen=True)
 class StoredChunk:
     chunk: Chunk
     ordinal: int
-    vector: np.ndarray
+    vector: np.ndarray | None
+    """None once handed to the cluster (`keep_vectors`)."""
     kind: str | None
     exception: bool
 
@@ -34,6 +42,7 @@ class VectorTables:
     conn: apsw.Connection
     path: Path
     chunk_count: Any  # provided by SqliteIndex
+    write_transaction: Any  # provided by SqliteIndex
 
     def bind_embedding(self, model_name: str, dims: int) -> None:
         """Record the embedding model on first use; refuse a different one later."""
@@ -65,7 +74,8 @@ class VectorTables:
         batch: int = 64,
         progress: Callable[[int, int], None] | None = None,
     ) -> dict[str, Any]:
-        """Embed every current chunk's stored text with another model into a new vector table, then swap it in.
+        """Embed every current chunk's stored text with another model into a new vector table, then swap it in (a
+        meta-document's part by what its refresh embeds of it, `passage_text`).
 
         No parsing or OCR: the chunk text is in the index. Queries keep using the old table until the swap, a
         single transaction that also embeds any chunk published meanwhile, records the new model and drops the
@@ -82,18 +92,18 @@ class VectorTables:
             self.conn.execute(f"DROP TABLE IF EXISTS {table}")
             self.conn.execute(f"CREATE TABLE {table} (rowid INTEGER PRIMARY KEY, embedding BLOB NOT NULL)")
         missing_sql = (
-            f"SELECT c.rowid, c.text FROM chunks c WHERE c.lifecycle = 'current' "
+            f"SELECT c.rowid, c.text, s.kind FROM chunks c {_KIND} WHERE c.lifecycle = 'current' "
             f"AND NOT EXISTS (SELECT 1 FROM {table} v WHERE v.rowid = c.rowid) ORDER BY c.rowid LIMIT ?"
         )
         total = self.chunk_count()
 
-        def fill(rows: list[tuple[int, str]]) -> None:
-            vectors = np.asarray(embed([text for _, text in rows]), dtype=np.float32)
+        def fill(rows: list[tuple[int, str, str | None]]) -> None:
+            vectors = np.asarray(embed([passage_text(text, kind) for _, text, kind in rows]), dtype=np.float32)
             if vectors.ndim != 2 or vectors.shape[1] != dims:
                 raise IndexMismatchError(f"{model_name!r} returned vectors of shape {vectors.shape}, not (n, {dims})")
             self.conn.executemany(
                 f"INSERT INTO {table} (rowid, embedding) VALUES (?, ?)",
-                [(rowid, vector.tobytes()) for (rowid, _), vector in zip(rows, vectors, strict=True)],
+                [(row[0], vector.tobytes()) for row, vector in zip(rows, vectors, strict=True)],
             )
 
         done = 0
@@ -167,14 +177,89 @@ class VectorTables:
         )
         return {row[0]: (row[1], row[2], row[3], row[4], bool(row[5])) for row in rows}
 
+    def keeps_vectors(self) -> bool:
+        """Whether the file keeps every chunk's vector. With KORPUS_BACKEND=opensearch it keeps one only until the
+        cluster holds it (`keep_vectors`)."""
+        rows = self.conn.execute("SELECT value FROM index_meta WHERE key = ?", (VECTORS_KEY,)).fetchall()
+        return not rows or rows[0][0] != "cluster"
+
+    def keep_vectors(
+        self,
+        keep: bool,
+        embedder: Callable[[], Any] | None = None,
+        batch: int = 64,
+        progress: Callable[[int], None] | None = None,
+    ) -> int:
+        """Make the file keep every chunk's vector (`keep`), or each only until a mirror has indexed it; the chunks
+        embedded again.
+
+        Off (a cluster answers the searches): the mode is recorded, and nothing is deleted now. Each sync then
+        drops the vectors of the chunks it indexed, and a reconcile those the cluster already held
+        (`hand_off_vectors`). A chunk the cluster later lacks is embedded again from its stored text
+        (tasks/index/opensearch_mirror.py). On again (KORPUS_BACKEND=sqlite after a cluster): every chunk without
+        a vector is embedded from its stored text by `embedder()` (an `Embedder` of the catalog's model), `batch`
+        chunks a transaction, and the mode switched with the last; `progress(embedded so far)` after each. Each
+        transaction moves the generation. Until the last one the embedded search refuses to answer
+        (tasks/index/registry.py), so it never reads a half-filled table as whole."""
+        if keep == self.keeps_vectors():
+            return 0
+        if not keep:
+            with self.write_transaction():
+                self.conn.execute("INSERT OR REPLACE INTO index_meta VALUES (?, 'cluster')", (VECTORS_KEY,))
+            return 0
+        table = self.vector_table()
+        missing_sql = (
+            f"SELECT c.rowid, c.text, s.kind FROM chunks c {_KIND} WHERE c.rowid > ? AND NOT EXISTS "
+            f"(SELECT 1 FROM {table} v WHERE v.rowid = c.rowid) ORDER BY c.rowid LIMIT ?"
+        )
+        embedded, after = 0, 0
+        model = None
+        while True:
+            rows = self.conn.execute(missing_sql, (after, batch)).fetchall()
+            vectors = np.zeros((0, 0), dtype=np.float32)
+            if rows:
+                model = model or embedder_of(self, embedder)
+                texts = [passage_text(text, kind) for _, text, kind in rows]
+                vectors = np.asarray(model.embed_passages(texts), dtype=np.float32)
+            with self.write_transaction():
+                self.conn.executemany(
+                    f"INSERT OR REPLACE INTO {table} (rowid, embedding) VALUES (?, ?)",
+                    [(row[0], vector.tobytes()) for row, vector in zip(rows, vectors, strict=True)],
+                )
+                embedded += len(rows)
+                self.conn.execute("UPDATE index_meta SET value = CAST(value AS INTEGER) + 1 WHERE key = 'generation'")
+                if len(rows) < batch:
+                    self.conn.execute("DELETE FROM index_meta WHERE key = ?", (VECTORS_KEY,))
+                    return embedded
+            after = rows[-1][0]
+            if progress is not None:
+                progress(embedded)
+
+    def hand_off_vectors(self, chunk_ids: Sequence[str]) -> int:
+        """Drop these chunks' vectors, which the cluster now holds, unless the file keeps every vector
+        (`keep_vectors`); how many were dropped. A meta-document's parts keep theirs: its next build reuses the
+        vector of every part whose text did not change (`current_vectors`, tasks/meta/publish.py), and they are few
+        beside the documents (a table of contents of 100,000 letters is ~18,000 parts)."""
+        if not chunk_ids or self.keeps_vectors():
+            return 0
+        marks = ", ".join("?" for _ in chunk_ids)
+        with self.write_transaction():
+            self.conn.execute(
+                f"DELETE FROM {self.vector_table()} WHERE rowid IN (SELECT c.rowid FROM chunks c {_KIND} "
+                f"WHERE c.chunk_id IN ({marks}) AND s.kind IS NOT 'meta')",
+                list(chunk_ids),
+            )
+            return self.conn.changes()
+
     def stored_chunks(self, chunk_ids: Sequence[str]) -> Iterator[StoredChunk]:
-        """The chunks with these ids as stored — text, locator, labels, vector, the source's kind — to mirror them
-        without re-parsing or re-embedding."""
+        """The chunks with these ids as stored — text, locator, labels, vector (None once handed to the cluster),
+        the source's kind — to mirror them without re-parsing, and without re-embedding while the file holds
+        the vector."""
         marks = ", ".join("?" for _ in chunk_ids)
         cursor = self.conn.execute(
             "SELECT c.chunk_id, c.source_id, c.source_version, c.ordinal, c.page, c.t_start, c.t_end, "
             "c.section_path, c.text, c.body, c.owner, c.access, c.tenant, c.language, c.policy_version, c.exception, "
-            f"c.regions, s.kind, v.embedding FROM chunks c JOIN {self.vector_table()} v ON v.rowid = c.rowid "
+            f"c.regions, s.kind, v.embedding FROM chunks c LEFT JOIN {self.vector_table()} v ON v.rowid = c.rowid "
             "LEFT JOIN sources s ON s.source_id = c.source_id AND s.version = c.source_version "
             f"WHERE c.chunk_id IN ({marks})",
             list(chunk_ids),
@@ -216,4 +301,23 @@ class VectorTables:
                 language=language,
                 regions=[Region(**r) for r in unpack(regions)],
             )
-            yield StoredChunk(chunk, ordinal, np.frombuffer(blob, dtype=np.float32), kind, bool(exception))
+            vector = None if blob is None else np.frombuffer(blob, dtype=np.float32)
+            yield StoredChunk(chunk, ordinal, vector, kind, bool(exception))
+
+
+def embedder_of(catalog: VectorTables, embedder: Callable[[], Any] | None) -> Any:
+    """The embedder that gives a chunk its vector again: `embedder()`, refused unless it is the catalog's model."""
+    bound = catalog.embedding_model()
+    if embedder is None:
+        raise IndexMismatchError(
+            f"{catalog.path} keeps no vectors of the chunks the cluster held (KORPUS_BACKEND=opensearch): embedding "
+            "them again needs the embedding model, and none was given"
+        )
+    model = embedder()
+    if bound is not None and (model.name, int(model.dims)) != bound:
+        raise IndexMismatchError(
+            f"{catalog.path} holds {bound[1]}-dim vectors from {bound[0]!r}; the configured model is {model.name!r} "
+            f"({model.dims} dims), which cannot give its chunks their vectors again. Configure the catalog's model, "
+            "or move the index to the new model: korpus reindex --embed-model PATH."
+        )
+    return model

@@ -30,6 +30,7 @@ from tasks.meta.documents import LAYOUT_VERSION, TITLES, meta_texts
 from tasks.meta.facts import EXTRACTOR_VERSION, FactCache, SourceFacts, compact, extract_facts, name_texts
 from tasks.meta.llm import LlmEvents
 from tasks.meta.ner import ner_spans
+from tasks.text.passages import dense_text
 
 logger = logging.getLogger("korpus.meta")
 META_OWNER = "korpus"
@@ -165,15 +166,6 @@ def _labelled(facts: SourceFacts, row: dict[str, Any]) -> SourceFacts:
     # Labels, size and the switch time belong to the catalog, not to the file's contents.
     pages_count = facts.pages if facts.seconds is not None else (row["pages"] or facts.pages)
     return replace(facts, owner=row["owner"], access=row["access"], switched_at=row["switched_at"], pages=pages_count)
-
-
-def dense_text(part: str) -> str:
-    """What the dense side embeds of a meta part: a summary part whole (it answers «сколько…», «какие документы…»),
-    any other part by its first two lines — its address and what it covers («Реестр лиц: Белов К. С. — Иванов П.
-    С.»). A register's body is a list of names e5 embeds poorly and BM25 finds exactly; embedding 1,200 characters of
-    it cost a 1,000-letter refresh 23 s of its 52 (#32 item 2)."""
-    lines = part.split("\n")
-    return part if len(lines) > 1 and ": сводка." in lines[1] else "\n".join(lines[:2])
 
 
 EMBED_SLICE = 512

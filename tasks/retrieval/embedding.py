@@ -23,10 +23,12 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from korpus.core.model_store import ONNX_MANIFEST, set_offline_switches
+from korpus.core.model_store import ONNX_MANIFEST, embed_model_path, set_offline_switches
 
 if TYPE_CHECKING:
     from tokenizers import Tokenizer
+
+    from korpus.core.settings import Settings
 
 logger = logging.getLogger("korpus.embedding")
 
@@ -257,6 +259,11 @@ def shared_embedder(model_path: str, batch_size: int = 16, threads: int = 0) -> 
 @lru_cache(maxsize=4)
 def _embedder(model_path: str, batch_size: int, threads: int) -> Embedder:
     return Embedder(Path(model_path), batch_size=batch_size, threads=threads)
+
+
+def configured_embedder(settings: Settings) -> Embedder:
+    """The configured embedding model (KORPUS_EMBED_MODEL), shared in the process (`shared_embedder`)."""
+    return shared_embedder(str(embed_model_path(settings)))
 
 
 shared_embedder.cache_info = _embedder.cache_info  # type: ignore[attr-defined]

@@ -11,18 +11,21 @@ import hashlib
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from enum import StrEnum
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 from korpus.core.datamodel import REASON_ADVICE, Chunk, PageResult, ReasonCode, Source, SourceKind
+from korpus.core.errors import ModelMissingError
 from korpus.core.model_store import embed_model_path
 from korpus.core.settings import Settings
 from tasks.contract.chunking import build_chunks
 from tasks.contract.gate import gate_chunk
+from tasks.index.backend import IndexMismatchError
 from tasks.index.sqlite import SqliteIndex
 from tasks.parse import ocr_page
 from tasks.receive import file_sha256
-from tasks.retrieval.embedding import shared_embedder, token_counter
+from tasks.retrieval.embedding import configured_embedder, shared_embedder, token_counter
 
 
 class Action(StrEnum):
@@ -118,8 +121,10 @@ def _mirror(index: SqliteIndex, settings: Settings) -> None:
     from tasks.index.opensearch import mirror_or_pending
 
     try:
-        report = mirror_or_pending(settings, index)
-    except OpenSearchException as exc:  # refused outright (not a transient fault): the decision stands all the same
+        report = mirror_or_pending(settings, index, partial(configured_embedder, settings))
+    except (OpenSearchException, IndexMismatchError, ModelMissingError) as exc:
+        # refused outright (not a transient fault; or a chunk the cluster lost cannot get its vector again without
+        # the catalog's model): the decision stands all the same
         report = {"pending": True, "error": str(exc)}
     if report.get("pending"):
         logging.getLogger(__name__).warning(

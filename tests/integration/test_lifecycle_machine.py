@@ -149,7 +149,7 @@ def mirror(settings: Settings) -> None:
     if settings.backend != "opensearch":
         return
     with SqliteIndex(settings.index_path) as index:
-        mirror_or_pending(settings, index)
+        mirror_or_pending(settings, index, None)
 
 
 def refresh_inline(root: Path, settings: Settings, vectors: Vectors) -> None:

@@ -266,16 +266,18 @@ def test_shards_lost_leave_the_mirror_pending_not_synced(
     with SqliteIndex(settings.index_path) as catalog:
         catalog.bind_embedding("m", DIMS)
         _publish(catalog, "письмо.txt", "v1", ["Письмо о поставке насосов, редакция 1."])
-        assert not mirror_or_pending(settings, catalog).get("pending")
+        assert not mirror_or_pending(settings, catalog, None).get("pending")
         first = _served(settings, opensearch_url)
         _publish(catalog, "письмо.txt", "v2", ["Письмо о поставке насосов, редакция 2."])
         faults = Faults(path="/_search" if reconcile else "/_bulk", script=["shards-lost"] * 10)
         with fault_proxy(opensearch_url, faults) as url:
-            lost = mirror_or_pending(settings.model_copy(update={"opensearch_url": url}), catalog, full=reconcile)
+            lost = mirror_or_pending(settings.model_copy(update={"opensearch_url": url}), catalog, None, full=reconcile)
         assert lost.get("pending") and "shard" in lost["error"], lost
         assert "shards-lost" in faults.seen
         assert _served(settings, opensearch_url) == first != _catalog(settings)  # the cluster left as it was
-        assert not mirror_or_pending(settings, catalog).get("pending")  # the node back: the next sync completes it
+        assert not mirror_or_pending(settings, catalog, None).get(
+            "pending"
+        )  # the node back: the next sync completes it
         assert _served(settings, opensearch_url) == _catalog(settings)
         direct = opensearch_index(settings)
         assert direct.states() == {c: tuple(s) for c, s in catalog.chunk_states().items()}

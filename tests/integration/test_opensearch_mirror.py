@@ -3,6 +3,7 @@ API answering from the mirror with the same server-side scopes."""
 
 from __future__ import annotations
 
+from functools import partial
 from pathlib import Path
 
 import pytest
@@ -11,6 +12,7 @@ from fastapi.testclient import TestClient
 from korpus.apps.api import create_app
 from tasks.index.opensearch import opensearch_index
 from tasks.index.sqlite import SqliteIndex
+from tasks.retrieval.embedding import configured_embedder
 from tasks.retrieval.retriever import retrieve
 
 from .conftest import Refreshed
@@ -159,17 +161,32 @@ def test_refresh_flow_mirrors_each_run(models, opensearch_url: str, os_prefix: s
     # The table of contents lists the new title, and only its new build is served from the mirror.
     toc = [h for h in hits if h["source_id"] == "korpus://meta/public/Оглавление коллекции"]
     assert len(toc) == 1 and "отменён" in toc[0]["text"]
-    # The cluster holds the search terms; the catalog file none, until a refresh on the embedded backend builds them.
+    # The cluster holds the search terms and the vectors; the catalog file no terms, and no vector of a chunk the
+    # cluster holds but the meta-documents' parts (their next build reuses them), until a refresh on the embedded
+    # backend builds them again from the stored text.
     with SqliteIndex(settings.index_path) as catalog:
-        assert not catalog.keeps_search_terms()
+        assert not catalog.keeps_search_terms() and not catalog.keeps_vectors()
         assert catalog.conn.execute("SELECT count(*) FROM chunk_tokens").fetchall() == [(0,)]
         assert catalog.conn.execute("SELECT count(*) FROM chunk_terms_docsize").fetchall() == [(0,)]
+        held = catalog.conn.execute(
+            f"SELECT c.source_id LIKE 'korpus://meta/%', count(*) FROM chunks c JOIN {catalog.vector_table()} v "
+            "ON v.rowid = c.rowid GROUP BY 1"
+        ).fetchall()
+        metas = catalog.conn.execute("SELECT count(*) FROM chunks WHERE source_id LIKE 'korpus://meta/%'").fetchall()
+        assert held == [(1, metas[0][0])] and metas[0][0] > 0
+    query = configured_embedder(settings).embed_query("ремонт кровли")
+    dense = retrieve(opensearch_index(settings), "ремонт кровли", query, ["public"], mode="dense", k=10)
     embedded = settings.model_copy(update={"backend": "sqlite"})
     run_refresh(root, embedded)
     with SqliteIndex(settings.index_path) as catalog:
-        assert catalog.keeps_search_terms()
+        assert catalog.keeps_search_terms() and catalog.keeps_vectors()
+        rows = catalog.conn.execute("SELECT count(*) FROM chunks").fetchall()
+        assert catalog.conn.execute(f"SELECT count(*) FROM {catalog.vector_table()}").fetchall() == rows
         held = retrieve(catalog.searcher, "кровли", None, ["public"], mode="bm25", k=10)
         assert {h["source_id"] for h in held} == {h["source_id"] for h in hits}
+        again = retrieve(catalog.searcher, "ремонт кровли", query, ["public"], mode="dense", k=10)
+        assert [h["chunk_id"] for h in again] == [h["chunk_id"] for h in dense]
+        assert [round(h["score"], 4) for h in again] == [round(h["score"], 4) for h in dense]
 
 
 def test_the_viewer_and_cite_follow_a_hit_the_cluster_found(
@@ -348,3 +365,88 @@ def test_an_outbox_sync_writes_each_change_without_reading_the_cluster(
         assert report["indexed"] == len(second) and {("update", c) for c in second} <= set(sent), report
         assert {("index", c) for c in second} <= set(sent) and reads == []
         assert mirrored(catalog)
+
+
+def test_a_chunk_the_cluster_lost_gets_its_vector_again_from_the_model(
+    models, opensearch_url: str, os_prefix: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """KORPUS_BACKEND=opensearch: the catalog keeps a chunk's vector only until the cluster holds it. A document the
+    cluster loses behind korpus's back is indexed again by the next sync (a decision's, or a reconcile) with its
+    stored text embedded again by the configured model — the vector the refresh gave it. A mirror without the model
+    says so and stays pending; nothing is marked synced that the cluster lacks."""
+    import numpy as np
+
+    from korpus.core.datamodel import PageResult, Source, SourceKind
+    from korpus.core.settings import Settings
+    from tasks.contract.chunking import page_chunks
+    from tasks.index import catalog_check
+    from tasks.index.backend import IndexMismatchError
+    from tasks.index.opensearch import OpenSearchIndex
+    from tasks.index.registry import keep_vectors
+
+    settings = Settings(
+        data=tmp_path / "data", backend="opensearch", opensearch_url=opensearch_url, opensearch_prefix=os_prefix
+    )
+    embedder = configured_embedder(settings)
+    cluster = opensearch_index(settings, partial(configured_embedder, settings))  # as a refresh or a decision mirrors
+    texts = {
+        "письмо.txt": "Письмо о поставке насосов для котельной. Срок поставки — март.",
+        "акт.txt": "Акт приёмки работ по ремонту кровли склада № 3. Замечаний нет.",
+    }
+    sources = {}
+    with SqliteIndex(settings.index_path) as catalog:
+        assert keep_vectors(settings, catalog, partial(configured_embedder, settings)) == 0
+        assert not catalog.keeps_vectors()
+        for name, text in texts.items():
+            source = Source(
+                source_id=name, version="v1", path="/x", kind=SourceKind.text, owner="o", access="public", tenant="t"
+            )
+            page = PageResult(source_id=name, source_version="v1", page=1, text=text, method="plain-text")
+            chunks, _ = page_chunks(source, [page])
+            vectors = embedder.embed_passages([c.text for c in chunks])
+            catalog.publish_version(source, chunks, vectors, 1, embed_model=embedder.name)
+            sources[name] = source
+        table = catalog.vector_table()
+        assert catalog.conn.execute(f"SELECT count(*) FROM {table}").fetchall()[0][0] == catalog.chunk_count() > 1
+        assert cluster.sync_from(catalog)["indexed"] == catalog.chunk_count()
+        assert catalog.conn.execute(f"SELECT count(*) FROM {table}").fetchall() == [(0,)]  # handed to the cluster
+
+        def vector_of(chunk_id: str) -> np.ndarray:
+            got = cluster.client.get(index=cluster.alias, id=chunk_id, _source_includes=["embedding"])
+            return np.asarray(got["_source"]["embedding"], dtype=np.float32)
+
+        letter = next(row["chunk_id"] for row in catalog.source_chunks("письмо.txt"))
+        act = next(row["chunk_id"] for row in catalog.source_chunks("акт.txt"))
+        given = {c: vector_of(c) for c in (letter, act)}
+
+        # lost, then its source relabelled: the mirror without the model cannot give it a vector, and says so
+        cluster.client.delete(index=cluster.alias, id=letter, refresh=True)
+        catalog.relabel_source(sources["письмо.txt"].model_copy(update={"access": "hr"}))
+        mark = catalog_check.synced_outbox(catalog.conn, cluster.alias)
+        blind = OpenSearchIndex(cluster.client, prefix=os_prefix, catalog=settings.index_path)
+        with pytest.raises(IndexMismatchError, match="needs the embedding model"):
+            blind.sync_from(catalog)
+        assert catalog_check.synced_outbox(catalog.conn, cluster.alias) == mark  # pending, not marked synced
+        report = cluster.sync_from(catalog)
+        assert report["indexed"] == 1, report
+        assert np.allclose(vector_of(letter), given[letter], atol=1e-5)
+        assert cluster.states() == {c: tuple(s) for c, s in catalog.chunk_states().items()}
+
+        # lost with no change in the catalog: the reconcile finds it, and embeds it again too
+        cluster.client.delete(index=cluster.alias, id=act, refresh=True)
+        assert cluster.sync_from(catalog)["indexed"] == 0  # nothing in the outbox
+        assert cluster.sync_from(catalog, full=True)["indexed"] == 1
+        assert np.allclose(vector_of(act), given[act], atol=1e-5)
+        assert catalog.conn.execute(f"SELECT count(*) FROM {table}").fetchall() == [(0,)]
+
+    # the same repair by hand: `korpus opensearch reconcile` loads the configured model for it
+    from typer.testing import CliRunner
+
+    from korpus.apps.cli import app
+
+    cluster.client.delete(index=cluster.alias, id=letter, refresh=True)
+    monkeypatch.setenv("KORPUS_OPENSEARCH_URL", opensearch_url)
+    monkeypatch.setenv("KORPUS_OPENSEARCH_PREFIX", os_prefix)
+    done = CliRunner().invoke(app, ["opensearch", "reconcile", "--data", str(settings.data)])
+    assert done.exit_code == 0 and "1 indexed, 0 updated, 0 deleted" in done.stdout, done.output
+    assert np.allclose(vector_of(letter), given[letter], atol=1e-5)

@@ -88,7 +88,7 @@ def test_any_node_lost_every_answer_is_in_scope_or_a_clear_503(
             self.versions = dict.fromkeys(range(4), 1)
             for n in self.versions:
                 _publish(self.catalog, f"письмо_{n}.txt", "v1", _text(n, 1), "public", axis=n)
-            assert not mirror_or_pending(self.settings, self.catalog).get("pending")
+            assert not mirror_or_pending(self.settings, self.catalog, None).get("pending")
             self.api = TestClient(create_app(self.settings))
             self.down: str | None = None
 
@@ -122,7 +122,7 @@ def test_any_node_lost_every_answer_is_in_scope_or_a_clear_503(
             self.versions[n] += 1
             version = self.versions[n]
             _publish(self.catalog, f"письмо_{n}.txt", f"v{version}", _text(n, version), access, axis=n)
-            report = mirror_or_pending(self.settings, self.catalog)
+            report = mirror_or_pending(self.settings, self.catalog, None)
             assert "indexed" in report or report.get("pending"), report
 
         @rule()
@@ -151,11 +151,11 @@ def test_any_node_lost_every_answer_is_in_scope_or_a_clear_503(
                 while (opensearch_node.health(urls[0], secured=secured) or {}).get("status") not in ("green", "yellow"):
                     assert time.monotonic() < deadline, "the cluster did not recover"
                     time.sleep(1)
-                report = mirror_or_pending(self.settings, self.catalog)
+                report = mirror_or_pending(self.settings, self.catalog, None)
                 while report.get("pending"):  # shards still recovering: the next sync completes it
                     assert time.monotonic() < deadline, report
                     time.sleep(2)
-                    report = mirror_or_pending(self.settings, self.catalog)
+                    report = mirror_or_pending(self.settings, self.catalog, None)
                 served = opensearch_index(self.settings).states()
                 want = {c: tuple(s) for c, s in self.catalog.chunk_states().items()}
                 assert {c for c, s in served.items() if s[0] == "current"} == {

@@ -75,11 +75,14 @@ def gc(
 
 def _mirror_now(settings: Settings) -> dict:
     """One sync of the catalog to the cluster; a cluster that does not answer leaves the mirror pending (said)."""
+    from functools import partial
+
     from tasks.index.opensearch import mirror_or_pending
     from tasks.index.sqlite import SqliteIndex
+    from tasks.retrieval.embedding import configured_embedder
 
     with SqliteIndex(settings.index_path) as index:
-        report = mirror_or_pending(settings, index)
+        report = mirror_or_pending(settings, index, partial(configured_embedder, settings))
     if report.get("pending"):
         typer.echo(f"OpenSearch mirror left pending (korpus sync-opensearch): {report['error']}", err=True)
     return report
@@ -99,16 +102,21 @@ def sync_opensearch_cmd(
 
 def sync_opensearch(data: Path | None, full: bool) -> None:
     """One sync (`full`: a reconcile) of the catalog under `data` to the configured cluster, and what it sent."""
+    from functools import partial
+
+    from korpus.core.errors import ModelMissingError
+    from tasks.index.backend import IndexMismatchError
     from tasks.index.opensearch import opensearch_index
     from tasks.index.sqlite import SqliteIndex
+    from tasks.retrieval.embedding import configured_embedder
     from tasks.runtime.retry import TransientError
 
     settings = _indexed(data)
     try:
-        cluster = opensearch_index(settings)
+        cluster = opensearch_index(settings, partial(configured_embedder, settings))
         with SqliteIndex(settings.index_path) as index:
             report = cluster.sync_from(index, full=full)
-    except (ValueError, TransientError) as exc:
+    except (ValueError, TransientError, IndexMismatchError, ModelMissingError) as exc:
         _fail(str(exc))
     typer.echo(
         f"{cluster.alias}: {report['indexed']} indexed, {report['updated']} updated, {report['deleted']} deleted "
