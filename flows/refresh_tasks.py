@@ -107,17 +107,17 @@ def read_catalog(settings: Settings) -> tuple[dict[str, dict[str, tuple]], dict[
         built = keep_search_terms(settings, index)  # none when the cluster answers; built once when it stops
         if built:
             get_run_logger().info("built the embedded search's terms of %d stored chunks (KORPUS_BACKEND)", built)
-        embedder, logger = partial(configured_embedder, settings), get_run_logger()
         said = [time.monotonic()]
 
         def embedding(done: int) -> None:  # a backend switch back embeds the whole corpus again: say how far
             if time.monotonic() - said[0] >= 10:
                 said[0] = time.monotonic()
-                logger.info("embedding stored chunks again for the embedded search: %d so far", done)
+                get_run_logger().info("embedding stored chunks again for the embedded search: %d so far", done)
 
-        embedded = keep_vectors(settings, index, embedder, embedding)  # each until the cluster holds it; all again
+        # each vector until the cluster holds it; all of them again when the embedded backend comes back
+        embedded = keep_vectors(settings, index, partial(configured_embedder, settings), embedding)
         if embedded:
-            logger.info("embedded %d stored chunks again for the embedded search (KORPUS_BACKEND)", embedded)
+            get_run_logger().info("embedded %d stored chunks again for the embedded search (KORPUS_BACKEND)", embedded)
         return index.indexed_versions(), index.refused_versions(), index.listing_keys()
 
 

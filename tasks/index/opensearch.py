@@ -142,19 +142,34 @@ class OpenSearchIndex:
 
     # --- admin -----------------------------------------------------------------------------------------
 
-    def ensure(self, model: str, dims: int) -> str:
-        """Template, index for this model and dimension, alias. Refuses an alias already serving other vectors."""
+    def ensure(self, model: str, dims: int, serving: list[str] | None = None) -> str:
+        """Template, index for this model and dimension, alias. Refuses an alias already serving other vectors
+        (`serving`: the indices behind it, when the caller just asked)."""
         name = index_name(self.prefix, model, dims)
-        if self.client.indices.exists_alias(name=self.alias):
-            serving = sorted(self.client.indices.get_alias(name=self.alias))
+        serving = self.serving() if serving is None else serving
+        if serving:
             if serving != [name]:
                 raise IndexMismatchError(
                     f"alias {self.alias} serves {', '.join(serving)}; the configured model is {model!r} ({dims} "
-                    f"dims, index {name}). Use that model, or reindex into {name} and move the alias."
+                    f"dims, index {name}). Use that model, or `korpus reindex` the catalog into it: the next sync "
+                    "then fills that index and moves the alias."
                 )
             # an index made before chunks had regions: add the field (the mapping is strict)
             self.client.indices.put_mapping(index=name, body={"properties": {"regions": REGIONS_FIELD}})
             return name
+        self.made(model, dims)
+        self.client.indices.update_aliases(body={"actions": [{"add": {"index": name, "alias": self.alias}}]})
+        return name
+
+    def serving(self) -> list[str]:
+        """The indices behind the alias (none before the first sync)."""
+        if not self.client.indices.exists_alias(name=self.alias):
+            return []
+        return sorted(self.client.indices.get_alias(name=self.alias))
+
+    def made(self, model: str, dims: int) -> str:
+        """The index for this model and dimension, made from the template (for `dims`) unless it exists; its name."""
+        name = index_name(self.prefix, model, dims)
         self.client.indices.put_index_template(name=f"{self.prefix}-chunks", body=index_template(self.prefix, dims))
         if not self.client.indices.exists(index=name):
             from opensearchpy.exceptions import RequestError
@@ -164,8 +179,16 @@ class OpenSearchIndex:
             except RequestError as exc:  # made meanwhile by another caller (`prepare`'s thread, another writer)
                 if exc.error != "resource_already_exists_exception":
                     raise
-        self.client.indices.update_aliases(body={"actions": [{"add": {"index": name, "alias": self.alias}}]})
         return name
+
+    def moved_to(self, name: str) -> None:
+        """The alias moved to the index `name` in one update, and the indices it served before deleted."""
+        old = [index for index in self.serving() if index != name]
+        actions = [{"remove": {"index": index, "alias": self.alias}} for index in old]
+        self.client.indices.update_aliases(body={"actions": [*actions, {"add": {"index": name, "alias": self.alias}}]})
+        for index in old:
+            self.client.indices.delete(index=index, ignore=[404])
+        self._dims = None
 
     # --- writes ----------------------------------------------------------------------------------------
 
@@ -384,6 +407,8 @@ class OpenSearchIndex:
                 held[("holds", key)] = {h["_id"]: set(h.get("matched_queries", ())) for h in found}
 
     def check_query_vector(self, vector: np.ndarray) -> None:
+        """Refuse a query vector of another dimension than the alias serves (read again once a sync landed)."""
+        self._statistics.current()
         if self._dims is None:
             serving = (
                 sorted(self.client.indices.get_alias(name=self.alias))
@@ -778,6 +803,7 @@ class Statistics:
             mark = catalog.synced_mark(self.index.alias)
             if mark != self.mark:
                 self.counts, self.mark = {}, mark
+                self.index._dims = None  # a sync after `korpus reindex` may have moved the alias to other vectors
         return self.counts
 
     def asked(self, name: tuple[Any, ...], ask: Callable[[], Any]) -> Any:

@@ -39,6 +39,7 @@ catalog generation and outbox number read before the catalog's states are record
 
 from __future__ import annotations
 
+import copy
 import fcntl
 import json
 from collections.abc import Iterable, Iterator
@@ -47,7 +48,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from tasks.index import catalog_check
-from tasks.index.opensearch_requests import STATE_FIELDS, absent, chunk_document
+from tasks.index.opensearch_requests import STATE_FIELDS, absent, chunk_document, index_name
 from tasks.index.vector_tables import embedder_of
 from tasks.text.passages import passage_text
 
@@ -74,12 +75,17 @@ def sync_from(cluster: Any, catalog: SqliteIndex, batch: int = 500, full: bool =
         model = catalog.embedding_model()
         if model is None:
             return {"indexed": 0, "updated": 0, "deleted": 0, "compared": 0}
-        cluster._retrying("setup", partial(cluster.ensure, *model))
+        serving = cluster._retrying("setup", cluster.serving)
+        moving = bool(serving) and serving != [index_name(cluster.prefix, *model)]
+        if not moving:
+            cluster._retrying("setup", partial(cluster.ensure, *model, serving))
         # read first: a change after these leaves the mirror behind
         reached, head = catalog_check.generation(catalog.conn), catalog_check.outbox_head(catalog.conn)
         top = catalog_check.top_rowid(catalog.conn)
         since = None if full else catalog_check.synced_outbox(catalog.conn, cluster.alias)
-        if since is None:
+        if moving:
+            report = _moved(cluster, catalog, model, batch)
+        elif since is None:
             report = _sync_all(cluster, catalog, batch)
         else:
             known = catalog_check.synced_rowid(catalog.conn, cluster.alias)
@@ -123,6 +129,19 @@ def _sync_all(cluster: Any, catalog: SqliteIndex, batch: int) -> dict[str, int]:
     send(cluster, actions)
     if report["indexed"] or report["updated"] or report["deleted"]:
         _searchable(cluster)
+    return report
+
+
+def _moved(cluster: Any, catalog: SqliteIndex, model: tuple[str, int], batch: int) -> dict[str, int]:
+    """The catalog moved to another embedding model (`korpus reindex`) while the alias serves the old model's index:
+    the new model's index is filled from the catalog — every current chunk's text with its new vector — while the
+    alias still serves the old one, then one alias update moves it, and the old index is deleted. Interrupted, the
+    next sync fills the same index again (writes by chunk id) and moves the alias."""
+    name = cluster._retrying("setup", partial(cluster.made, *model))
+    building = copy.copy(cluster)
+    building.alias = name  # every read and write of the walk goes to the new index itself
+    report = _sync_all(building, catalog, batch)
+    cluster._retrying("setup", partial(cluster.moved_to, name))
     return report
 
 

@@ -92,3 +92,67 @@ def test_reindex_swaps_the_model_and_the_old_one_is_refused(
     assert "tiny-24 (24 dims) → e5-small-onnx (384 dims)" in back.stdout and "nothing to set" in back.stdout
     answered = runner.invoke(app, ["search", "ремонт кровли склада", "--json", "--data", str(data)])
     assert answered.exit_code == 0 and json.loads(answered.stdout), answered.output
+
+
+@pytest.mark.opensearch
+def test_reindex_on_the_cluster_fills_the_new_models_index_then_moves_the_alias(
+    refreshed: Refreshed,
+    tiny_embedder: Path,
+    opensearch_url: str,
+    os_prefix: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """KORPUS_BACKEND=opensearch: `korpus reindex` embeds the catalog's stored text with the new model (the vectors
+    the cluster held are not needed), and the next sync fills the new model's index while the alias still serves the
+    old one, then moves the alias and deletes the old index. The catalog keeps no vector of a chunk the new index
+    holds but the meta-documents' parts, and a meta part's vector is what its refresh embeds of it."""
+    import numpy as np
+
+    from tasks.index.opensearch import opensearch_index
+    from tasks.index.sqlite import SqliteIndex
+    from tasks.retrieval.embedding import Embedder
+    from tasks.retrieval.retriever import retrieve
+    from tasks.text.passages import dense_text
+
+    data = refreshed.copy_index(tmp_path / "data")
+    settings = refreshed.settings.model_copy(
+        update={"data": data, "backend": "opensearch", "opensearch_url": opensearch_url, "opensearch_prefix": os_prefix}
+    )
+    cluster = opensearch_index(settings)
+    with SqliteIndex(settings.index_path) as catalog:
+        catalog.keep_vectors(False)  # as a refresh on this backend keeps its file
+        assert cluster.sync_from(catalog)["indexed"] == catalog.chunk_count()
+        old = cluster.serving()
+        assert len(old) == 1 and old[0].endswith("-384")
+    serving = TestClient(create_app(settings))  # a serving process still on e5, not restarted
+    assert serving.get("/search", params={"q": "ремонт кровли"}).status_code == 200
+    result = runner.invoke(app, ["reindex", "--embed-model", str(tiny_embedder), "--data", str(data)])
+    assert result.exit_code == 0, result.output
+
+    monkeypatch.setenv("KORPUS_EMBED_MODEL", str(tiny_embedder))
+    monkeypatch.setenv("KORPUS_OPENSEARCH_URL", opensearch_url)
+    monkeypatch.setenv("KORPUS_OPENSEARCH_PREFIX", os_prefix)
+    synced = runner.invoke(app, ["sync-opensearch", "--data", str(data)])
+    assert synced.exit_code == 0, synced.output
+    new = cluster.serving()
+    assert len(new) == 1 and new[0].endswith("-tiny-24-24")
+    assert not cluster.client.indices.exists(index=old[0])
+    tiny = Embedder(tiny_embedder)
+    with SqliteIndex(settings.index_path) as catalog:
+        assert f"{catalog.chunk_count()} indexed" in synced.stdout
+        assert cluster.states() == {c: tuple(s) for c, s in catalog.chunk_states().items() if s[0] == "current"}
+        held = catalog.conn.execute(
+            f"SELECT c.chunk_id, c.text, c.source_id LIKE 'korpus://meta/%' FROM chunks c "
+            f"JOIN {catalog.vector_table()} v ON v.rowid = c.rowid"
+        ).fetchall()
+        assert held and all(meta for _, _, meta in held)  # only the meta parts' vectors stay in the file
+        chunk_id, text, _ = held[0]
+        got = cluster.client.get(index=cluster.alias, id=chunk_id, _source_includes=["embedding"])["_source"]
+        assert np.allclose(got["embedding"], tiny.embed_passages([dense_text(text)])[0], atol=1e-5)
+    # a serving process not restarted with the new model is refused with a message, once the sync landed
+    refused = serving.get("/search", params={"q": "ремонт кровли"})
+    assert refused.status_code == 409 and "24-dim vectors" in refused.json()["detail"], refused.text
+    query = tiny.embed_query("ремонт кровли склада")
+    hits = retrieve(opensearch_index(settings), "ремонт кровли склада", query, ["public"], mode="dense", k=5)
+    assert hits and all(h["access"] == "public" for h in hits)
