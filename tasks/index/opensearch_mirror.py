@@ -30,7 +30,8 @@ The catalog keeps a chunk's vector only until the cluster holds it (since sessio
 later (lost behind korpus's back, or a withdrawn chunk released) is indexed with its stored text embedded again by
 the configured model (`OpenSearchIndex.embedder`, checked against the catalog's): the vector the refresh gave it. A
 mirror without the model raises and stays pending. The text stays in the catalog: the repair, `korpus reindex` and
-the review read it.
+the review read it. After `korpus reindex` the catalog's model is not the one whose index the alias serves: the sync
+fills the new model's index from the catalog, then moves the alias to it and deletes the old one (`_moved`).
 
 Every bulk is bounded in actions and bytes. Idempotent: a sync interrupted anywhere is completed by the next one. The
 catalog generation and outbox number read before the catalog's states are recorded once the last bulk landed
