@@ -138,6 +138,18 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
+_PR_SET_PDEATHSIG = 1
+
+
+def _ends_with_the_session() -> None:
+    """In the child before it runs: SIGTERM when the test process ends, however it ends (a session killed by hand or
+    by a CI timeout never reaches the fixture's teardown; the OpenSearch node has its own leash)."""
+    import ctypes
+    import signal
+
+    ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
+
+
 @pytest.fixture(scope="session")
 def prefect_server(tmp_path_factory: pytest.TempPathFactory) -> str:
     """A real `prefect server start` (SQLite) on a free loopback port, shared by the tests that need one."""
@@ -150,6 +162,7 @@ def prefect_server(tmp_path_factory: pytest.TempPathFactory) -> str:
         env=env,
         stdout=log,
         stderr=subprocess.STDOUT,
+        preexec_fn=_ends_with_the_session,
     )
     url = f"http://127.0.0.1:{port}/api"
     deadline = time.monotonic() + 120
