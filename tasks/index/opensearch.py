@@ -410,11 +410,7 @@ class OpenSearchIndex:
         """Refuse a query vector of another dimension than the alias serves (read again once a sync landed)."""
         self._statistics.current()
         if self._dims is None:
-            serving = (
-                sorted(self.client.indices.get_alias(name=self.alias))
-                if self.client.indices.exists_alias(name=self.alias)
-                else []
-            )
+            serving = self.serving()
             self._dims = int(serving[0].rsplit("-", 1)[1]) if serving else 0
         if self._dims and self._dims != len(vector):
             raise IndexMismatchError(
