@@ -211,9 +211,14 @@ def test_a_meta_documents_parts_keep_their_vectors_and_come_back_as_their_refres
     with SqliteIndex(tmp_path / "korpus.db") as index:
         _publish(index, "письмо.txt", "v1", "Письмо о поставке насосов. Срок поставки — март.", "public")
         meta = Source(
-            source_id=META_PREFIX + "public/Реестр лиц", version="m1", path="", kind=SourceKind.meta, owner="korpus",
-            access="public", tenant="t",
-        )  # fmt: skip
+            source_id=META_PREFIX + "public/Реестр лиц",
+            version="m1",
+            path="",
+            kind=SourceKind.meta,
+            owner="korpus",
+            access="public",
+            tenant="t",
+        )
         page = PageResult(source_id=meta.source_id, source_version="m1", page=1, text=part, method="meta")
         chunks, _ = page_chunks(meta, [page])
         assert dense_text(chunks[0].text) != chunks[0].text
